@@ -1,0 +1,2 @@
+//! Code generation for frpc (lands in a following change).
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! Proc macros for frpc (land in a following change).
+#![deny(missing_docs)]

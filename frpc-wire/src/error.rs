@@ -1,0 +1,93 @@
+//! Errors of the framing layer and of polyglot decoding.
+
+/// A packet could not be framed or unframed. Every variant but `Io` means the byte stream can
+/// no longer be trusted, so a connection that sees one closes (as Go does).
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// A Frisbee v0.11 header did not start with the magic `00 0F` (Go: "invalid magic header").
+    /// Often means the peer speaks the legacy 8-byte framing, or is not Frisbee at all.
+    #[error("invalid magic header {0:#06x} (expected 0x000f; is the peer using the legacy framing?)")]
+    BadMagic(u16),
+    /// A header announced more content than the configured maximum. Raised as soon as the header
+    /// is parsed, before any content is buffered (Go: `ContentLengthExceeded`).
+    #[error("packet content of {len} bytes exceeds the limit of {max} bytes")]
+    ContentTooLarge {
+        /// The announced (or attempted) content length.
+        len: u64,
+        /// The configured maximum.
+        max: u32,
+    },
+    /// The underlying reader or writer failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Polyglot bytes could not be decoded into the expected value.
+///
+/// Decoding never panics: truncated input, wrong kinds and hostile lengths all end up here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The input ended before the value was complete.
+    #[error("truncated input: needed {needed} more bytes at offset {offset}")]
+    Truncated {
+        /// Where the value that did not fit starts.
+        offset: usize,
+        /// How many bytes were missing (at least).
+        needed: usize,
+    },
+    /// The next value has another kind than the one asked for.
+    #[error("expected {expected} at offset {offset}, found kind byte {found:#04x}")]
+    WrongKind {
+        /// What the decoder asked for.
+        expected: &'static str,
+        /// The kind byte found.
+        found: u8,
+        /// Where.
+        offset: usize,
+    },
+    /// A varint ran past the longest encoding its type allows.
+    #[error("varint at offset {offset} is longer than {max} bytes")]
+    VarintTooLong {
+        /// Where the varint starts.
+        offset: usize,
+        /// The longest encoding the type allows (3, 5 or 10 bytes).
+        max: usize,
+    },
+    /// A bool value byte other than 0 or 1 (Go rejects these too).
+    #[error("invalid bool byte {0:#04x}")]
+    InvalidBool(u8),
+    /// A string was not valid UTF-8.
+    #[error("string at offset {0} is not valid UTF-8")]
+    InvalidUtf8(usize),
+    /// A length or count announced more than the input could hold.
+    #[error("length {len} at offset {offset} exceeds the {remaining} bytes left")]
+    LengthTooLarge {
+        /// The announced length or element count.
+        len: u64,
+        /// Bytes left in the input.
+        remaining: usize,
+        /// Where the value starts.
+        offset: usize,
+    },
+    /// A slice or map header named other element kinds than the schema expects.
+    #[error("collection at offset {offset} holds kind {found:#04x}, expected {expected:#04x}")]
+    WrongElementKind {
+        /// The element (or key/value) kind the schema expects.
+        expected: u8,
+        /// The kind found in the header.
+        found: u8,
+        /// Where the header starts.
+        offset: usize,
+    },
+    /// An enum declaration index that the enum does not have.
+    #[error("unknown index {index} for enum {name}")]
+    UnknownEnumIndex {
+        /// The enum's name.
+        name: &'static str,
+        /// The index found on the wire.
+        index: u32,
+    },
+    /// Any other schema-level violation.
+    #[error("{0}")]
+    Invalid(&'static str),
+}

@@ -1,0 +1,347 @@
+//! Reading polyglot values with a cursor that never panics.
+//!
+//! Every read checks the kind byte first and, on a mismatch, fails **without consuming input**:
+//! fRPC relies on that to probe for Nil and Error (spec §4.5). Every length is checked against
+//! the bytes left before anything is allocated.
+
+use bytes::Bytes;
+
+use super::kind::Kind;
+use crate::error::DecodeError;
+
+type Result<T> = std::result::Result<T, DecodeError>;
+
+/// A cursor over polyglot-encoded input.
+///
+/// Built over a [`Bytes`] with [`Decoder::from_bytes`], `bytes` values come out as zero-copy
+/// slices of it; built over a plain slice with [`Decoder::new`], they are copied.
+#[derive(Debug, Clone)]
+pub struct Decoder<'a> {
+    input: &'a [u8],
+    pos: usize,
+    shared: Option<&'a Bytes>,
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder over a byte slice.
+    pub fn new(input: &'a [u8]) -> Decoder<'a> {
+        Decoder {
+            input,
+            pos: 0,
+            shared: None,
+        }
+    }
+
+    /// A decoder over shared bytes: decoded `bytes` values are slices of `input`, not copies.
+    pub fn from_bytes(input: &'a Bytes) -> Decoder<'a> {
+        Decoder {
+            input,
+            pos: 0,
+            shared: Some(input),
+        }
+    }
+
+    /// How many bytes have been consumed.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// How many bytes are left.
+    pub fn remaining(&self) -> usize {
+        self.input.len() - self.pos
+    }
+
+    /// The kind byte of the next value, without consuming it.
+    pub fn peek(&self) -> Option<u8> {
+        self.input.get(self.pos).copied()
+    }
+
+    /// Whether the next value is Nil (`00`); consumes nothing.
+    pub fn next_is_nil(&self) -> bool {
+        self.peek() == Some(Kind::Nil.byte())
+    }
+
+    /// Consumes a Nil if it is next; says whether it did.
+    pub fn take_nil(&mut self) -> bool {
+        let nil = self.next_is_nil();
+        if nil {
+            self.pos += 1;
+        }
+        nil
+    }
+
+    /// Decodes an Error if one is next and returns its text; otherwise consumes nothing and
+    /// returns `Ok(None)`. A malformed error is an `Err`, and consumes nothing either.
+    pub fn take_error(&mut self) -> Result<Option<String>> {
+        if self.peek() != Some(Kind::Error.byte()) {
+            return Ok(None);
+        }
+        let mut probe = self.clone();
+        probe.pos += 1;
+        let text = probe.string()?;
+        self.pos = probe.pos;
+        Ok(Some(text))
+    }
+
+    /// Decodes a Nil.
+    pub fn nil(&mut self) -> Result<()> {
+        self.expect_kind(Kind::Nil).map(|_| ())
+    }
+
+    /// Decodes a bool; like Go, only `00` and `01` are accepted as its value.
+    pub fn bool(&mut self) -> Result<bool> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::Bool)?;
+            match d.byte()? {
+                0 => Ok(false),
+                1 => Ok(true),
+                other => Err(DecodeError::InvalidBool(other)),
+            }
+        })
+    }
+
+    /// Decodes a u8.
+    pub fn u8(&mut self) -> Result<u8> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::U8)?;
+            d.byte()
+        })
+    }
+
+    /// Decodes a u16 (varint of at most 3 bytes; extra high bits are dropped, as Go does).
+    pub fn u16(&mut self) -> Result<u16> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::U16)?;
+            d.varint(3).map(|v| v as u16)
+        })
+    }
+
+    /// Decodes a u32 (varint of at most 5 bytes).
+    pub fn u32(&mut self) -> Result<u32> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::U32)?;
+            d.varint(5).map(|v| v as u32)
+        })
+    }
+
+    /// Decodes a u64 (varint of at most 10 bytes).
+    pub fn u64(&mut self) -> Result<u64> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::U64)?;
+            d.varint(10)
+        })
+    }
+
+    /// Decodes a zigzag i32.
+    pub fn i32(&mut self) -> Result<i32> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::I32)?;
+            let z = d.varint(5)? as u32;
+            Ok(((z >> 1) as i32) ^ -((z & 1) as i32))
+        })
+    }
+
+    /// Decodes a zigzag i64.
+    pub fn i64(&mut self) -> Result<i64> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::I64)?;
+            let z = d.varint(10)?;
+            Ok(((z >> 1) as i64) ^ -((z & 1) as i64))
+        })
+    }
+
+    /// Decodes a big-endian f32.
+    pub fn f32(&mut self) -> Result<f32> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::F32)?;
+            let raw = d.take(4)?;
+            Ok(f32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]))
+        })
+    }
+
+    /// Decodes a big-endian f64.
+    pub fn f64(&mut self) -> Result<f64> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::F64)?;
+            let raw = d.take(8)?;
+            let mut be = [0u8; 8];
+            be.copy_from_slice(raw);
+            Ok(f64::from_be_bytes(be))
+        })
+    }
+
+    /// Decodes a string, borrowing it from the input. Invalid UTF-8 is an error.
+    pub fn str(&mut self) -> Result<&'a str> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::String)?;
+            let start = d.pos;
+            let raw = d.length_prefixed()?;
+            std::str::from_utf8(raw).map_err(|_| DecodeError::InvalidUtf8(start))
+        })
+    }
+
+    /// Decodes a string into an owned `String`.
+    pub fn string(&mut self) -> Result<String> {
+        self.str().map(str::to_owned)
+    }
+
+    /// Decodes bytes, borrowing them from the input.
+    pub fn byte_slice(&mut self) -> Result<&'a [u8]> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::Bytes)?;
+            d.length_prefixed()
+        })
+    }
+
+    /// Decodes bytes as [`Bytes`]: a zero-copy slice when built with [`Decoder::from_bytes`].
+    pub fn bytes(&mut self) -> Result<Bytes> {
+        let raw = self.byte_slice()?;
+        Ok(match self.shared {
+            Some(shared) => shared.slice_ref(raw),
+            None => Bytes::copy_from_slice(raw),
+        })
+    }
+
+    /// Decodes an Error and returns its text.
+    pub fn error(&mut self) -> Result<String> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::Error)?;
+            d.string()
+        })
+    }
+
+    /// Decodes a slice header whose elements must be of kind `element`; returns the count.
+    ///
+    /// The count is checked against the bytes left (every element takes at least one), so it is
+    /// safe to pre-allocate that many elements.
+    pub fn slice_header(&mut self, element: Kind) -> Result<usize> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::Slice)?;
+            d.element_kind(element)?;
+            d.count(1)
+        })
+    }
+
+    /// Decodes a map header with keys of kind `key` and values of kind `value`; returns the
+    /// number of pairs, checked against the bytes left (each pair takes at least two).
+    pub fn map_header(&mut self, key: Kind, value: Kind) -> Result<usize> {
+        self.atomic(|d| {
+            d.expect_kind(Kind::Map)?;
+            d.element_kind(key)?;
+            d.element_kind(value)?;
+            d.count(2)
+        })
+    }
+
+    /// Runs `read` and rewinds if it fails, so a failed read consumes nothing.
+    fn atomic<T>(&mut self, read: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let start = self.pos;
+        let result = read(self);
+        if result.is_err() {
+            self.pos = start;
+        }
+        result
+    }
+
+    fn byte(&mut self) -> Result<u8> {
+        let b = self.peek().ok_or(DecodeError::Truncated {
+            offset: self.pos,
+            needed: 1,
+        })?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.remaining() < n {
+            return Err(DecodeError::Truncated {
+                offset: self.pos,
+                needed: n - self.remaining(),
+            });
+        }
+        let input: &'a [u8] = self.input;
+        let out = &input[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    fn expect_kind(&mut self, kind: Kind) -> Result<()> {
+        match self.peek() {
+            Some(found) if found == kind.byte() => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(found) => Err(DecodeError::WrongKind {
+                expected: kind.name(),
+                found,
+                offset: self.pos,
+            }),
+            None => Err(DecodeError::Truncated {
+                offset: self.pos,
+                needed: 1,
+            }),
+        }
+    }
+
+    fn element_kind(&mut self, expected: Kind) -> Result<()> {
+        let offset = self.pos;
+        let found = self.byte()?;
+        if found != expected.byte() {
+            return Err(DecodeError::WrongElementKind {
+                expected: expected.byte(),
+                found,
+                offset,
+            });
+        }
+        Ok(())
+    }
+
+    /// A u32 count of items that each take at least `min_item_len` bytes.
+    fn count(&mut self, min_item_len: usize) -> Result<usize> {
+        let offset = self.pos;
+        let count = self.u32()? as usize;
+        if count.saturating_mul(min_item_len) > self.remaining() {
+            return Err(DecodeError::LengthTooLarge {
+                len: count as u64,
+                remaining: self.remaining(),
+                offset,
+            });
+        }
+        Ok(count)
+    }
+
+    /// A u32 length followed by that many raw bytes.
+    fn length_prefixed(&mut self) -> Result<&'a [u8]> {
+        let offset = self.pos;
+        let len = self.u32()? as usize;
+        if len > self.remaining() {
+            return Err(DecodeError::LengthTooLarge {
+                len: len as u64,
+                remaining: self.remaining(),
+                offset,
+            });
+        }
+        self.take(len)
+    }
+
+    /// An unsigned varint of at most `max_len` bytes. Bits past the type's width are dropped
+    /// by the caller's cast, exactly as Go's decoder drops them.
+    fn varint(&mut self, max_len: usize) -> Result<u64> {
+        let start = self.pos;
+        let mut value = 0u64;
+        for i in 0..max_len {
+            let b = self.byte()?;
+            if i < 10 {
+                value |= u64::from(b & 0x7f).checked_shl(7 * i as u32).unwrap_or(0);
+            }
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        self.pos = start;
+        Err(DecodeError::VarintTooLong {
+            offset: start,
+            max: max_len,
+        })
+    }
+}

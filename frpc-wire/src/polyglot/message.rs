@@ -1,0 +1,106 @@
+//! The fRPC message envelope (spec §3.3) and the [`Message`] trait generated code implements.
+//!
+//! A message value is one of: `00` (absent), an Error (`06` + string, and nothing more), or
+//! `08 <flags>` followed by its fields. We always write flags `00` and ignore them on read.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::decode::Decoder;
+use super::encode as enc;
+use crate::error::DecodeError;
+
+/// A message with a polyglot encoding. Generated code implements the three `*_fields` methods;
+/// everything else is provided.
+///
+/// Method names carry `polyglot` so they never clash with `prost::Message` on the same type.
+pub trait Message: Default {
+    /// Exact encoded size of the fields (without the `08 00` flags prefix).
+    fn fields_len(&self) -> usize;
+    /// Writes the fields, in the three groups of spec §4.7.
+    fn encode_fields(&self, buf: &mut impl BufMut);
+    /// Reads the fields into `self` (which starts as `Default`).
+    fn decode_fields(&mut self, dec: &mut Decoder<'_>) -> Result<(), DecodeError>;
+
+    /// Exact encoded size of the whole message value (flags included).
+    #[inline]
+    fn polyglot_len(&self) -> usize {
+        FLAGS_LEN + self.fields_len()
+    }
+
+    /// Writes the whole message value: `08 00` then the fields.
+    #[inline]
+    fn encode_polyglot(&self, buf: &mut impl BufMut) {
+        enc::put_u8(buf, 0);
+        self.encode_fields(buf);
+    }
+
+    /// Encodes into a buffer allocated once at the exact size.
+    fn to_polyglot(&self) -> Bytes {
+        let mut buf = BytesMut::with_capacity(self.polyglot_len());
+        self.encode_polyglot(&mut buf);
+        buf.freeze()
+    }
+
+    /// Decodes a top-level message from shared bytes (`bytes` fields become zero-copy slices).
+    ///
+    /// `00` gives the default message. An Error envelope is [`DecodeError::Invalid`] here; use
+    /// [`decode_envelope`] where an Error is a legitimate answer. Trailing bytes are ignored, as
+    /// Go ignores them.
+    fn from_polyglot(input: &Bytes) -> Result<Self, DecodeError> {
+        match decode_envelope(&mut Decoder::from_bytes(input))? {
+            Envelope::Message(m) => Ok(m),
+            Envelope::Error(_) => Err(DecodeError::Invalid("expected a message, found an error")),
+        }
+    }
+}
+
+/// Size of the `08 00` flags prefix.
+const FLAGS_LEN: usize = 2;
+
+/// What a top-level message value held.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Envelope<M> {
+    /// A message (`00` gives the default one).
+    Message(M),
+    /// An Error: an RPC's error text, or `EOF` at the end of a stream.
+    Error(String),
+}
+
+/// Decodes a top-level value: `00` → default message, Error → its text, else flags + fields.
+pub fn decode_envelope<M: Message>(dec: &mut Decoder<'_>) -> Result<Envelope<M>, DecodeError> {
+    if dec.take_nil() {
+        return Ok(Envelope::Message(M::default()));
+    }
+    if let Some(text) = dec.take_error()? {
+        return Ok(Envelope::Error(text));
+    }
+    decode_body(dec).map(Envelope::Message)
+}
+
+/// Decodes a message nested inside another (a collection element or a present field).
+///
+/// `00` and an Error both give the default message: Go puts a nested error only in a hidden
+/// field and carries on, and no Rust type has room for it.
+pub fn decode_nested<M: Message>(dec: &mut Decoder<'_>) -> Result<M, DecodeError> {
+    if dec.take_nil() || dec.take_error()?.is_some() {
+        return Ok(M::default());
+    }
+    decode_body(dec)
+}
+
+fn decode_body<M: Message>(dec: &mut Decoder<'_>) -> Result<M, DecodeError> {
+    dec.u8()?; // flags: only bit 0x02 ("error") is defined and it never travels; ignore.
+    let mut m = M::default();
+    m.decode_fields(dec)?;
+    Ok(m)
+}
+
+/// The 7-byte end-of-stream marker, an Error with text `EOF`.
+pub const EOF_MESSAGE: &[u8] = &[0x06, 0x05, 0x0a, 0x03, b'E', b'O', b'F'];
+
+/// Encodes an error envelope (`06 05 0A len text`) into its own buffer.
+pub fn error_to_bytes(text: &str) -> Bytes {
+    let mut buf = BytesMut::with_capacity(enc::error_len(text.len()));
+    enc::put_error(&mut buf, text);
+    buf.freeze()
+}

@@ -1,0 +1,343 @@
+//! Per-type codecs that generated code composes: one zero-sized type per proto field type,
+//! and generic helpers for the three field shapes (singular or optional, repeated, map).
+//!
+//! A codec type (rather than a trait on the Rust type) lets `i32` mean an `int32` in one field
+//! and an enum (carried as a declaration index) in another, as prost represents both as `i32`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+
+use bytes::{BufMut, Bytes};
+
+use super::decode::Decoder;
+use super::encode::{self as enc};
+use super::kind::Kind;
+use super::message::Message;
+use crate::error::DecodeError;
+
+type Result<T> = std::result::Result<T, DecodeError>;
+
+/// How one proto type travels as a polyglot value.
+pub trait Codec {
+    /// The Rust type holding the value.
+    type Value;
+    /// The kind written in slice and map headers for this type.
+    const KIND: Kind;
+    /// Exact encoded size of `v`, kind byte included.
+    fn len(v: &Self::Value) -> usize;
+    /// Writes `v`.
+    fn encode(v: &Self::Value, buf: &mut impl BufMut);
+    /// Reads a value.
+    fn decode(dec: &mut Decoder<'_>) -> Result<Self::Value>;
+}
+
+macro_rules! scalar_codec {
+    ($(#[$doc:meta] $name:ident: $ty:ty, $kind:ident, $len:expr, $put:path, $get:ident;)*) => {$(
+        #[$doc]
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name;
+
+        impl Codec for $name {
+            type Value = $ty;
+            const KIND: Kind = Kind::$kind;
+            #[inline]
+            fn len(v: &$ty) -> usize {
+                let f: fn(&$ty) -> usize = $len;
+                f(v)
+            }
+            #[inline]
+            fn encode(v: &$ty, buf: &mut impl BufMut) {
+                $put(buf, *v)
+            }
+            #[inline]
+            fn decode(dec: &mut Decoder<'_>) -> Result<$ty> {
+                dec.$get()
+            }
+        }
+    )*};
+}
+
+scalar_codec! {
+    /// `bool` as `07 00|01`.
+    Bool: bool, Bool, |_| 2, enc::put_bool, bool;
+    /// `uint32`/`fixed32` as a `0A` varint.
+    U32: u32, U32, |v| enc::u32_len(*v), enc::put_u32, u32;
+    /// `uint64`/`fixed64` as a `0B` varint.
+    U64: u64, U64, |v| enc::u64_len(*v), enc::put_u64, u64;
+    /// `int32`/`sint32`/`sfixed32` as a `0C` zigzag varint.
+    I32: i32, I32, |v| enc::i32_len(*v), enc::put_i32, i32;
+    /// `int64`/`sint64`/`sfixed64` as a `0D` zigzag varint.
+    I64: i64, I64, |v| enc::i64_len(*v), enc::put_i64, i64;
+    /// `float` as `0E` + 4 bytes big-endian.
+    F32: f32, F32, |_| 5, enc::put_f32, f32;
+    /// `double` as `0F` + 8 bytes big-endian.
+    F64: f64, F64, |_| 9, enc::put_f64, f64;
+}
+
+/// `string` as `05 0A len utf-8`.
+#[derive(Debug, Clone, Copy)]
+pub struct Str;
+
+impl Codec for Str {
+    type Value = String;
+    const KIND: Kind = Kind::String;
+    #[inline]
+    fn len(v: &String) -> usize {
+        enc::bytes_len(v.len())
+    }
+    #[inline]
+    fn encode(v: &String, buf: &mut impl BufMut) {
+        enc::put_str(buf, v)
+    }
+    #[inline]
+    fn decode(dec: &mut Decoder<'_>) -> Result<String> {
+        dec.string()
+    }
+}
+
+/// `bytes` held as `Vec<u8>` (prost's default).
+#[derive(Debug, Clone, Copy)]
+pub struct ByteVec;
+
+impl Codec for ByteVec {
+    type Value = Vec<u8>;
+    const KIND: Kind = Kind::Bytes;
+    #[inline]
+    fn len(v: &Vec<u8>) -> usize {
+        enc::bytes_len(v.len())
+    }
+    #[inline]
+    fn encode(v: &Vec<u8>, buf: &mut impl BufMut) {
+        enc::put_bytes(buf, v)
+    }
+    #[inline]
+    fn decode(dec: &mut Decoder<'_>) -> Result<Vec<u8>> {
+        dec.byte_slice().map(<[u8]>::to_vec)
+    }
+}
+
+/// `bytes` held as [`Bytes`] (zero-copy when decoding from `Bytes`).
+#[derive(Debug, Clone, Copy)]
+pub struct ByteBuf;
+
+impl Codec for ByteBuf {
+    type Value = Bytes;
+    const KIND: Kind = Kind::Bytes;
+    #[inline]
+    fn len(v: &Bytes) -> usize {
+        enc::bytes_len(v.len())
+    }
+    #[inline]
+    fn encode(v: &Bytes, buf: &mut impl BufMut) {
+        enc::put_bytes(buf, v)
+    }
+    #[inline]
+    fn decode(dec: &mut Decoder<'_>) -> Result<Bytes> {
+        dec.bytes()
+    }
+}
+
+/// A proto enum, implemented by generated code: maps proto numbers (what prost stores in an
+/// `i32`) to the **declaration index** Go puts on the wire, and back.
+pub trait EnumIndex {
+    /// The enum's proto name, for error messages.
+    const NAME: &'static str;
+    /// The declaration index of a proto number. Numbers the enum does not declare (proto3 enums
+    /// are open) are written as index 0, the enum's default.
+    fn to_index(number: i32) -> u32;
+    /// The proto number at a declaration index, if the enum has that many values.
+    fn from_index(index: u32) -> Option<i32>;
+}
+
+/// An enum field (an `i32` in prost) as a `0A` declaration index.
+#[derive(Debug)]
+pub struct Enum<E>(PhantomData<E>);
+
+impl<E: EnumIndex> Codec for Enum<E> {
+    type Value = i32;
+    const KIND: Kind = Kind::U32;
+    #[inline]
+    fn len(v: &i32) -> usize {
+        enc::u32_len(E::to_index(*v))
+    }
+    #[inline]
+    fn encode(v: &i32, buf: &mut impl BufMut) {
+        enc::put_u32(buf, E::to_index(*v))
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<i32> {
+        let mut probe = dec.clone();
+        let index = probe.u32()?;
+        let number = E::from_index(index).ok_or(DecodeError::UnknownEnumIndex { name: E::NAME, index })?;
+        *dec = probe;
+        Ok(number)
+    }
+}
+
+/// A message value: the fRPC envelope `08 flags` + fields. As an element of a repeated field or
+/// a map value a `00` decodes to the default message, as Go does; as a singular field use
+/// [`encode_optional`] and friends, where `00` is "absent".
+#[derive(Debug)]
+pub struct Msg<M>(PhantomData<M>);
+
+impl<M: Message> Codec for Msg<M> {
+    type Value = M;
+    const KIND: Kind = Kind::Any;
+    #[inline]
+    fn len(v: &M) -> usize {
+        v.polyglot_len()
+    }
+    #[inline]
+    fn encode(v: &M, buf: &mut impl BufMut) {
+        v.encode_polyglot(buf)
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<M> {
+        super::message::decode_nested(dec)
+    }
+}
+
+/// Size of an optional value: `00` when absent.
+#[inline]
+pub fn optional_len<C: Codec>(v: &Option<C::Value>) -> usize {
+    v.as_ref().map_or(1, C::len)
+}
+
+/// Writes an optional value (a proto3 `optional` scalar or a singular message): `00` when absent.
+#[inline]
+pub fn encode_optional<C: Codec>(v: &Option<C::Value>, buf: &mut impl BufMut) {
+    match v {
+        Some(v) => C::encode(v, buf),
+        None => enc::put_nil(buf),
+    }
+}
+
+/// Reads an optional value: `00` is `None`.
+#[inline]
+pub fn decode_optional<C: Codec>(dec: &mut Decoder<'_>) -> Result<Option<C::Value>> {
+    if dec.take_nil() {
+        return Ok(None);
+    }
+    C::decode(dec).map(Some)
+}
+
+/// Size of a repeated field: header plus elements.
+#[inline]
+pub fn repeated_len<C: Codec>(v: &[C::Value]) -> usize {
+    enc::slice_header_len(v.len()) + v.iter().map(C::len).sum::<usize>()
+}
+
+/// Writes a repeated field: `01 <kind> 0A count` then each element.
+#[inline]
+pub fn encode_repeated<C: Codec>(v: &[C::Value], buf: &mut impl BufMut) {
+    enc::put_slice_header(buf, C::KIND, v.len());
+    for item in v {
+        C::encode(item, buf);
+    }
+}
+
+/// Reads a repeated field. A `00` instead of the header (never written by Go) is an empty list.
+pub fn decode_repeated<C: Codec>(dec: &mut Decoder<'_>) -> Result<Vec<C::Value>> {
+    if dec.take_nil() {
+        return Ok(Vec::new());
+    }
+    let count = dec.slice_header(C::KIND)?;
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        out.push(C::decode(dec)?);
+    }
+    Ok(out)
+}
+
+/// The map types prost generates (`HashMap` by default, `BTreeMap` when configured).
+pub trait MapField<K, V>: Default {
+    /// Number of entries.
+    fn len(&self) -> usize;
+    /// Visits every entry.
+    fn for_each(&self, f: impl FnMut(&K, &V));
+    /// Adds an entry read from the wire (a repeated key keeps the last value, as Go does).
+    fn insert_entry(&mut self, k: K, v: V);
+}
+
+impl<K: Eq + Hash, V, S: BuildHasher + Default> MapField<K, V> for HashMap<K, V, S> {
+    fn len(&self) -> usize {
+        HashMap::len(self)
+    }
+    fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+        self.iter().for_each(|(k, v)| f(k, v))
+    }
+    fn insert_entry(&mut self, k: K, v: V) {
+        self.insert(k, v);
+    }
+}
+
+impl<K: Ord, V> MapField<K, V> for BTreeMap<K, V> {
+    fn len(&self) -> usize {
+        BTreeMap::len(self)
+    }
+    fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+        self.iter().for_each(|(k, v)| f(k, v))
+    }
+    fn insert_entry(&mut self, k: K, v: V) {
+        self.insert(k, v);
+    }
+}
+
+/// Size of a map field: header plus pairs.
+pub fn map_len<K: Codec, V: Codec>(m: &impl MapField<K::Value, V::Value>) -> usize {
+    let mut total = enc::map_header_len(m.len());
+    m.for_each(|k, v| total += K::len(k) + V::len(v));
+    total
+}
+
+/// Writes a map field: `02 <key kind> <value kind> 0A count` then key, value pairs.
+pub fn encode_map<K: Codec, V: Codec>(m: &impl MapField<K::Value, V::Value>, buf: &mut impl BufMut) {
+    enc::put_map_header(buf, K::KIND, V::KIND, m.len());
+    m.for_each(|k, v| {
+        K::encode(k, buf);
+        V::encode(v, buf);
+    });
+}
+
+/// Reads a map field. A `00` instead of the header (Go never writes it) is an empty map.
+pub fn decode_map<K: Codec, V: Codec, M: MapField<K::Value, V::Value>>(dec: &mut Decoder<'_>) -> Result<M> {
+    let mut out = M::default();
+    if dec.take_nil() {
+        return Ok(out);
+    }
+    let count = dec.map_header(K::KIND, V::KIND)?;
+    for _ in 0..count {
+        let k = K::decode(dec)?;
+        let v = V::decode(dec)?;
+        out.insert_entry(k, v);
+    }
+    Ok(out)
+}
+
+/// A protobuf wrapper type (`google.protobuf.StringValue`, `Int32Value`, …), which prost maps
+/// to the plain value `C::Value`: on the wire it is a one-field message, `08 00` + the value.
+#[derive(Debug)]
+pub struct Wrapped<C>(PhantomData<C>);
+
+impl<C: Codec> Codec for Wrapped<C>
+where
+    C::Value: Default,
+{
+    type Value = C::Value;
+    const KIND: Kind = Kind::Any;
+    #[inline]
+    fn len(v: &C::Value) -> usize {
+        2 + C::len(v)
+    }
+    #[inline]
+    fn encode(v: &C::Value, buf: &mut impl BufMut) {
+        enc::put_u8(buf, 0);
+        C::encode(v, buf);
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<C::Value> {
+        if dec.take_nil() || dec.take_error()?.is_some() {
+            return Ok(C::Value::default());
+        }
+        dec.u8()?;
+        C::decode(dec)
+    }
+}
