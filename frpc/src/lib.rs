@@ -1,5 +1,67 @@
-//! frpc: an async RPC framework speaking Go fRPC's wire protocol. The runtime lands in a
-//! following change; today it re-exports the wire layer.
+//! frpc: a fast async RPC framework that speaks Go fRPC's wire protocol (Frisbee framing and
+//! polyglot messages), so Rust and Go services call each other byte for byte.
+//!
+//! Services come from proto3 files through `frpc-codegen` in `build.rs`; this crate is the
+//! runtime they run on:
+//!
+//! - [`Server`]: routes each request by operation number to its service and runs handlers a task
+//!   per RPC ([`Concurrency::PerRpc`]), in order per connection ([`Concurrency::Inline`]) or with
+//!   a global limit; graceful shutdown.
+//! - [`Client`]: one multiplexed connection shared by every generated service client, with
+//!   per-call timeouts; cheap to clone.
+//! - Streams: [`Streaming`] in, [`StreamSender`] out, [`ClientStreamingCall`] and [`BidiCall`]
+//!   on the client.
+//! - Heartbeats like Go's (PING every 500 ms, a silent peer dropped after 5 s).
+//!
+//! ```
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! // With `pub mod echo { frpc::include_proto!("echo"); }` generated from a proto:
+//! // frpc::Server::builder()
+//! //     .add_service(echo::EchoServiceServer::new(MyEcho))
+//! //     .serve("127.0.0.1:8080").await?;
+//! // let client = echo::EchoServiceClient::connect("127.0.0.1:8080").await?;
+//! // let reply = client.echo(echo::Request { message: "hi".into(), ..Default::default() }).await?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let addr = listener.local_addr()?;
+//! let server = frpc::Server::builder().build()?;
+//! tokio::spawn(async move { server.serve(listener).await });
+//! let client = frpc::Client::connect(addr).await?;
+//! assert_eq!(client.peer_addr(), addr);
+//! # Ok(()) }
+//! # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+//! ```
 #![deny(missing_docs)]
 
+mod client;
+#[doc(hidden)]
+pub mod codegen;
+mod config;
+mod connection;
+mod context;
+mod hash;
+mod server;
+mod status;
+mod stream;
+
+pub use client::Client;
+pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
+pub use context::Context;
 pub use frpc_wire as wire;
+pub use frpc_wire::Framing;
+pub use server::{Builder, Server};
+pub use status::{Error, Status};
+pub use stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
+
+/// Includes the code `frpc-codegen` generated for a proto package (from `OUT_DIR`).
+///
+/// ```ignore
+/// pub mod echo {
+///     frpc::include_proto!("echo");
+/// }
+/// ```
+#[macro_export]
+macro_rules! include_proto {
+    ($package:tt) => {
+        include!(concat!(env!("OUT_DIR"), concat!("/", $package, ".rs")));
+    };
+}

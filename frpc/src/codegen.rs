@@ -1,0 +1,204 @@
+//! The few runtime entry points generated code calls. Not a public API: generated code and
+//! frpc change together.
+#![allow(missing_docs)]
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+
+pub use bytes::{BufMut, Bytes};
+pub use frpc_wire::DecodeError;
+pub use frpc_wire::polyglot::value::*;
+pub use frpc_wire::polyglot::{Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode};
+pub use tokio::net::ToSocketAddrs;
+pub use {prost, prost_types};
+
+use futures_util::FutureExt;
+
+use crate::client::Client;
+use crate::context::Context;
+use crate::server::panic_status;
+use crate::status::{Error, Status};
+pub use crate::stream::ServerStream;
+use crate::stream::{self, BidiCall, ClientStreamingCall, StreamSender, Streaming};
+
+/// A boxed, sendable future: what a service returns for each call.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The four RPC kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MethodKind {
+    Unary,
+    ServerStreaming,
+    ClientStreaming,
+    Bidi,
+}
+
+/// A method as the server routes it.
+#[derive(Debug, Clone, Copy)]
+pub struct MethodDesc {
+    /// The method's proto name (`Echo`).
+    pub name: &'static str,
+    /// Its operation number (from 10, in file order).
+    pub op: u16,
+    pub kind: MethodKind,
+}
+
+/// Implemented by generated `FooServer<T>` types.
+pub trait Service: Send + Sync + 'static {
+    /// The full proto name (`package.Service`).
+    fn name(&self) -> &'static str;
+    /// Every method with its operation number.
+    fn methods(&self) -> &'static [MethodDesc];
+    /// Runs a unary method: the request content in, the encoded response out.
+    fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
+    /// Runs a streaming method on a stream the client opened.
+    fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>>;
+}
+
+fn decode_request<Req: Message>(content: &Bytes) -> Result<Req, Status> {
+    match decode_envelope::<Req>(&mut Decoder::from_bytes(content)) {
+        Ok(Envelope::Message(request)) => Ok(request),
+        Ok(Envelope::Error(text)) => Err(Status::new(format!("the request was an error: {text}"))),
+        Err(err) => Err(Status::new(format!("cannot decode the request: {err}"))),
+    }
+}
+
+async fn catch_panic<T>(fut: impl Future<Output = Result<T, Status>>) -> Result<T, Status> {
+    AssertUnwindSafe(fut)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| Err(panic_status(panic)))
+}
+
+pub fn unary<Req, Resp, F, Fut>(ctx: Context, request: Bytes, f: F) -> BoxFuture<Result<Bytes, Status>>
+where
+    Req: Message + Send + 'static,
+    Resp: Message + Send + 'static,
+    F: FnOnce(Context, Req) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
+{
+    Box::pin(async move {
+        let request = decode_request::<Req>(&request)?;
+        let response = f(ctx, request).await?;
+        Ok(response.to_polyglot())
+    })
+}
+
+pub fn server_streaming<Req, Resp, F, Fut>(
+    ctx: Context,
+    stream: ServerStream,
+    f: F,
+) -> BoxFuture<Result<(), Status>>
+where
+    Req: Message + Send + 'static,
+    Resp: Message + Send + 'static,
+    F: FnOnce(Context, Req, StreamSender<Resp>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), Status>> + Send + 'static,
+{
+    Box::pin(async move {
+        let (mut inbound, sender) = stream.split::<Req, Resp>();
+        let result = async {
+            let request = inbound
+                .message()
+                .await?
+                .ok_or_else(|| Status::new("the stream ended before its request"))?;
+            catch_panic(f(ctx, request, sender.clone())).await
+        }
+        .await;
+        ServerStream::finish(&sender, result.clone()).await;
+        result
+    })
+}
+
+pub fn client_streaming<Req, Resp, F, Fut>(
+    ctx: Context,
+    stream: ServerStream,
+    f: F,
+) -> BoxFuture<Result<(), Status>>
+where
+    Req: Message + Send + 'static,
+    Resp: Message + Send + 'static,
+    F: FnOnce(Context, Streaming<Req>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
+{
+    Box::pin(async move {
+        let (inbound, sender) = stream.split::<Req, Resp>();
+        let result = match catch_panic(f(ctx, inbound)).await {
+            Ok(response) => sender.send(response).await.map_err(Status::from),
+            Err(status) => Err(status),
+        };
+        ServerStream::finish(&sender, result.clone()).await;
+        result
+    })
+}
+
+pub fn bidi<Req, Resp, F, Fut>(ctx: Context, stream: ServerStream, f: F) -> BoxFuture<Result<(), Status>>
+where
+    Req: Message + Send + 'static,
+    Resp: Message + Send + 'static,
+    F: FnOnce(Context, Streaming<Req>, StreamSender<Resp>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), Status>> + Send + 'static,
+{
+    Box::pin(async move {
+        let (inbound, sender) = stream.split::<Req, Resp>();
+        let result = catch_panic(f(ctx, inbound, sender.clone())).await;
+        ServerStream::finish(&sender, result.clone()).await;
+        result
+    })
+}
+
+pub fn unimplemented_unary(op: u16) -> BoxFuture<Result<Bytes, Status>> {
+    Box::pin(std::future::ready(Err(Status::new(format!(
+        "unimplemented operation {op}"
+    )))))
+}
+
+pub fn unimplemented_streaming(op: u16) -> BoxFuture<Result<(), Status>> {
+    Box::pin(std::future::ready(Err(Status::new(format!(
+        "unimplemented streaming method {op}"
+    )))))
+}
+
+/// Decodes a unary reply: a message, or the remote error.
+fn decode_reply<Resp: Message>(content: &Bytes) -> Result<Resp, Error> {
+    match decode_envelope::<Resp>(&mut Decoder::from_bytes(content))? {
+        Envelope::Message(response) => Ok(response),
+        Envelope::Error(text) => Err(Error::Status(Status::new(text))),
+    }
+}
+
+pub async fn call_unary<Req: Message, Resp: Message>(
+    client: &Client,
+    op: u16,
+    request: &Req,
+) -> Result<Resp, Error> {
+    let reply = client.unary(op, request.to_polyglot()).await?;
+    decode_reply(&reply)
+}
+
+pub async fn call_server_streaming<Req: Message, Resp: Message>(
+    client: &Client,
+    op: u16,
+    request: &Req,
+) -> Result<Streaming<Resp>, Error> {
+    let (sender, inbound) = stream::open::<Req, Resp>(client.connection(), op).await?;
+    sender.send_ref(request).await?;
+    Ok(inbound)
+}
+
+pub async fn call_client_streaming<Req: Message, Resp: Message>(
+    client: &Client,
+    op: u16,
+) -> Result<ClientStreamingCall<Req, Resp>, Error> {
+    let (sender, inbound) = stream::open::<Req, Resp>(client.connection(), op).await?;
+    Ok(ClientStreamingCall::new(sender, inbound))
+}
+
+pub async fn call_bidi<Req: Message, Resp: Message>(
+    client: &Client,
+    op: u16,
+) -> Result<BidiCall<Req, Resp>, Error> {
+    let (sender, inbound) = stream::open::<Req, Resp>(client.connection(), op).await?;
+    Ok(BidiCall::new(sender, inbound))
+}

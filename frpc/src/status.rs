@@ -1,0 +1,139 @@
+//! Errors: [`Status`] is what a handler returns and what travels on the wire (text only, as in
+//! Go fRPC); [`Error`] is what a caller gets back, telling apart where a failure came from.
+
+use std::fmt;
+
+use frpc_wire::{DecodeError, FrameError};
+
+/// An RPC failure as the remote side reported it, or as a handler returns it.
+///
+/// On the wire a status is only its message (polyglot Error), since Go fRPC has no codes. A
+/// *closing* status (Go's `CloseError`) is sent and then the connection is closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    message: String,
+    close: bool,
+}
+
+impl Status {
+    /// A status carrying `message`.
+    pub fn new(message: impl Into<String>) -> Status {
+        Status {
+            message: message.into(),
+            close: false,
+        }
+    }
+
+    /// A status that, returned by a unary handler, is sent to the caller and then closes the
+    /// connection (Go fRPC's `NewCloseError`).
+    pub fn closing(message: impl Into<String>) -> Status {
+        Status {
+            message: message.into(),
+            close: true,
+        }
+    }
+
+    /// The error text.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether the connection closes after this status is sent.
+    pub fn closes_connection(&self) -> bool {
+        self.close
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Status {}
+
+impl From<Error> for Status {
+    /// Lets a handler use `?` on client calls and inbound streams.
+    fn from(err: Error) -> Status {
+        match err {
+            Error::Status(status) => status,
+            other => Status::new(other.to_string()),
+        }
+    }
+}
+
+/// Why a call, a stream or a connection failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The remote handler returned an error.
+    #[error("remote error: {0}")]
+    Status(Status),
+    /// The call did not complete within its timeout.
+    #[error("call timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// The connection closed (or was never usable) before the call completed.
+    #[error("connection closed{}", reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+    ConnectionClosed {
+        /// What closed it, when known.
+        reason: Option<String>,
+    },
+    /// The server is shutting down and did not take the call.
+    #[error("server shutting down")]
+    Shutdown,
+    /// A message could not be decoded.
+    #[error("decode error: {0}")]
+    Decode(#[from] DecodeError),
+    /// A message is larger than the configured maximum content length.
+    #[error("message of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge {
+        /// Encoded size of the message.
+        len: usize,
+        /// The limit.
+        max: u32,
+    },
+    /// The server has no method at this operation number (only raised by our own server).
+    #[error("unknown operation {0}")]
+    UnknownOperation(u16),
+    /// A stream's inbound buffer overflowed because its consumer was too slow.
+    #[error("stream {0} overflowed its inbound buffer (consumer too slow)")]
+    StreamOverflow(u16),
+    /// The server or client was configured inconsistently (two services on one operation…).
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// Connecting, or another socket operation, failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The framing layer failed (bad magic, oversize packet).
+    #[error(transparent)]
+    Frame(FrameError),
+}
+
+impl Error {
+    /// The remote status, if this is one.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Error::Status(status) => Some(status),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn closed(reason: impl Into<String>) -> Error {
+        Error::ConnectionClosed {
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+impl From<FrameError> for Error {
+    fn from(err: FrameError) -> Error {
+        match err {
+            FrameError::ContentTooLarge { len, max } => Error::TooLarge {
+                len: len as usize,
+                max,
+            },
+            FrameError::Io(io) => Error::Io(io),
+            other => Error::Frame(other),
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! Streams (spec §2.8, §3.5): the per-connection stream table, the inbound [`Streaming`] and the
+//! outbound [`StreamSender`], and the client's call handles.
+//!
+//! Every message is one `STREAM` packet (op 2, id = stream id). A side ends its half with the
+//! Error `EOF`; a failing side sends its error and then `EOF`. Go never sends a Frisbee stream
+//! close, and neither do we in normal operation.
+//!
+//! **Flow.** Each inbound stream buffers up to `stream_buffer` messages. When a consumer falls
+//! that far behind, its stream fails with [`Error::StreamOverflow`] (locally, and the peer gets
+//! an error and `EOF`) instead of stalling the connection: unary calls and other streams on the
+//! same connection keep flowing.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context as TaskContext, Poll, ready};
+
+use bytes::{Bytes, BytesMut};
+use frpc_wire::polyglot::{self, Decoder, EOF_MESSAGE, Envelope, Message, encode};
+use frpc_wire::{Packet, op};
+use tokio::sync::mpsc;
+
+use crate::connection::Connection;
+use crate::status::{Error, Status};
+
+/// Why an inbound stream ended without an `EOF`.
+#[derive(Debug, Clone)]
+enum EndReason {
+    PeerClosed,
+    Overflow,
+    ConnectionClosed(Option<String>),
+}
+
+#[derive(Debug)]
+struct Route {
+    tx: mpsc::Sender<Bytes>,
+    end: Arc<OnceLock<EndReason>>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    routes: HashMap<u16, Route>,
+    next_id: u16,
+    closed: Option<Option<String>>,
+}
+
+/// The streams open on one connection, keyed by stream id (one namespace for both peers).
+#[derive(Debug)]
+pub(crate) struct StreamTable {
+    table: Mutex<Table>,
+    max_streams: usize,
+    buffer: usize,
+}
+
+/// The receiving end of one registered stream.
+#[derive(Debug)]
+pub(crate) struct Inbound {
+    rx: mpsc::Receiver<Bytes>,
+    end: Arc<OnceLock<EndReason>>,
+}
+
+impl StreamTable {
+    pub(crate) fn new(max_streams: usize, buffer: usize) -> StreamTable {
+        StreamTable {
+            table: Mutex::new(Table::default()),
+            max_streams,
+            buffer: buffer.max(1),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of open streams.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().routes.len()
+    }
+
+    /// Registers a stream this side opens, with an id no open stream uses (first id 1).
+    pub(crate) fn open_local(&self) -> Result<(u16, Inbound), Error> {
+        let mut table = self.lock();
+        self.check_open(&table)?;
+        let mut id = table.next_id;
+        loop {
+            id = id.wrapping_add(1);
+            if !table.routes.contains_key(&id) {
+                break;
+            }
+        }
+        table.next_id = id;
+        Ok((id, self.insert(&mut table, id)))
+    }
+
+    /// Registers a stream the peer opened.
+    pub(crate) fn accept(&self, id: u16) -> Result<Inbound, Error> {
+        let mut table = self.lock();
+        self.check_open(&table)?;
+        Ok(self.insert(&mut table, id))
+    }
+
+    fn check_open(&self, table: &Table) -> Result<(), Error> {
+        if let Some(reason) = &table.closed {
+            return Err(Error::ConnectionClosed {
+                reason: reason.clone(),
+            });
+        }
+        if table.routes.len() >= self.max_streams {
+            return Err(Error::closed(format!(
+                "too many open streams (limit {})",
+                self.max_streams
+            )));
+        }
+        Ok(())
+    }
+
+    fn insert(&self, table: &mut Table, id: u16) -> Inbound {
+        let (tx, rx) = mpsc::channel(self.buffer);
+        let end = Arc::new(OnceLock::new());
+        table.routes.insert(id, Route { tx, end: end.clone() });
+        Inbound { rx, end }
+    }
+
+    /// Forgets a stream (its handle is gone).
+    pub(crate) fn remove(&self, id: u16) {
+        self.lock().routes.remove(&id);
+    }
+
+    /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
+    /// knows, for the dispatcher to handle.
+    pub(crate) fn route(&self, conn: &Connection, id: u16, content: Bytes) -> Option<Bytes> {
+        let mut table = self.lock();
+        let Some(route) = table.routes.get(&id) else {
+            // A close for an unknown stream is ignored.
+            return (!content.is_empty()).then_some(content);
+        };
+        if content.is_empty() {
+            let _ = route.end.set(EndReason::PeerClosed);
+            table.routes.remove(&id);
+            return None;
+        }
+        match route.tx.try_send(content) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(stream = id, "stream consumer too slow; failing the stream");
+                let _ = route.end.set(EndReason::Overflow);
+                table.routes.remove(&id);
+                drop(table);
+                send_detached(
+                    conn,
+                    id,
+                    Status::new(format!("stream {id} overflowed the peer's buffer")),
+                );
+            }
+            // The local handle is gone: drop late messages.
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                table.routes.remove(&id);
+            }
+        }
+        None
+    }
+
+    /// Ends every stream because the connection closed.
+    pub(crate) fn close_all(&self, err: &Error) {
+        let reason = match err {
+            Error::ConnectionClosed { reason } => reason.clone(),
+            other => Some(other.to_string()),
+        };
+        let mut table = self.lock();
+        for (_, route) in table.routes.drain() {
+            let _ = route.end.set(EndReason::ConnectionClosed(reason.clone()));
+        }
+        table.closed = Some(reason);
+    }
+}
+
+/// Sends an error and `EOF` on a stream without waiting (from places that cannot await).
+fn send_detached(conn: &Connection, id: u16, status: Status) {
+    let packets = [
+        Packet::new(id, op::STREAM, polyglot::error_to_bytes(status.message())),
+        Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)),
+    ];
+    for packet in packets {
+        // Best effort: if the writer's queue is full the peer is not reading anyway.
+        let _ = conn.try_send(packet);
+    }
+}
+
+/// The content of a stream-open packet: polyglot u16 of the method number (`09 <varint>`).
+pub(crate) fn open_message(method: u16) -> Bytes {
+    let mut buf = BytesMut::with_capacity(encode::u16_len(method));
+    encode::put_u16(&mut buf, method);
+    buf.freeze()
+}
+
+/// Removes the stream from the table when the last handle to it goes.
+#[derive(Debug)]
+struct StreamGuard {
+    conn: Arc<Connection>,
+    id: u16,
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        self.conn.streams.remove(self.id);
+    }
+}
+
+/// Inbound messages of a stream: the server's request stream, or the client's response stream.
+///
+/// Read with [`Streaming::message`] or as a [`futures_core::Stream`]. The peer's `EOF` ends it
+/// (`Ok(None)` / `None`); a peer error is returned as [`Error::Status`] and ends it too.
+pub struct Streaming<T> {
+    inbound: Inbound,
+    guard: Arc<StreamGuard>,
+    done: bool,
+    _message: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for Streaming<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Streaming")
+            .field("id", &self.guard.id)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl<T: Message> Streaming<T> {
+    fn new(inbound: Inbound, guard: Arc<StreamGuard>) -> Streaming<T> {
+        Streaming {
+            inbound,
+            guard,
+            done: false,
+            _message: PhantomData,
+        }
+    }
+
+    /// The stream id.
+    pub fn id(&self) -> u16 {
+        self.guard.id
+    }
+
+    /// The next message; `Ok(None)` once the peer has ended the stream.
+    pub async fn message(&mut self) -> Result<Option<T>, Error> {
+        std::future::poll_fn(|cx| self.poll_message(cx)).await
+    }
+
+    fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        if self.done {
+            return Poll::Ready(Ok(None));
+        }
+        let Some(content) = ready!(self.inbound.rx.poll_recv(cx)) else {
+            self.done = true;
+            return Poll::Ready(Err(self.end_error()));
+        };
+        Poll::Ready(
+            match polyglot::decode_envelope::<T>(&mut Decoder::from_bytes(&content)) {
+                Ok(Envelope::Message(message)) => Ok(Some(message)),
+                Ok(Envelope::Error(text)) => {
+                    // Anything after the first EOF (Go may send two) is ignored.
+                    self.done = true;
+                    if text == "EOF" {
+                        Ok(None)
+                    } else {
+                        Err(Error::Status(Status::new(text)))
+                    }
+                }
+                Err(err) => Err(Error::Decode(err)),
+            },
+        )
+    }
+
+    fn end_error(&self) -> Error {
+        match self.inbound.end.get() {
+            Some(EndReason::Overflow) => Error::StreamOverflow(self.guard.id),
+            Some(EndReason::ConnectionClosed(reason)) => Error::ConnectionClosed {
+                reason: reason.clone(),
+            },
+            Some(EndReason::PeerClosed) | None => Error::closed("the peer closed the stream without EOF"),
+        }
+    }
+}
+
+impl<T: Message> futures_core::Stream for Streaming<T> {
+    type Item = Result<T, Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        this.poll_message(cx).map(Result::transpose)
+    }
+}
+
+impl<T> Unpin for Streaming<T> {}
+
+/// Sends messages on a stream: the server's response stream, or the client's request stream.
+pub struct StreamSender<T> {
+    guard: Arc<StreamGuard>,
+    _message: PhantomData<fn(T)>,
+}
+
+impl<T> fmt::Debug for StreamSender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamSender")
+            .field("id", &self.guard.id)
+            .finish()
+    }
+}
+
+impl<T> Clone for StreamSender<T> {
+    fn clone(&self) -> Self {
+        StreamSender {
+            guard: self.guard.clone(),
+            _message: PhantomData,
+        }
+    }
+}
+
+impl<T: Message> StreamSender<T> {
+    fn new(guard: Arc<StreamGuard>) -> StreamSender<T> {
+        StreamSender {
+            guard,
+            _message: PhantomData,
+        }
+    }
+
+    /// The stream id.
+    pub fn id(&self) -> u16 {
+        self.guard.id
+    }
+
+    /// Sends one message, waiting while the connection's write queue is full. Fails with
+    /// [`Error::TooLarge`] for a message over the content limit (the stream stays usable).
+    pub async fn send(&self, message: T) -> Result<(), Error> {
+        let content = message.to_polyglot();
+        drop(message);
+        self.send_raw(content).await
+    }
+
+    /// Sends one message by reference.
+    pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
+        self.send_raw(message.to_polyglot()).await
+    }
+
+    async fn send_raw(&self, content: Bytes) -> Result<(), Error> {
+        self.guard
+            .conn
+            .send(Packet::new(self.guard.id, op::STREAM, content))
+            .await
+    }
+
+    async fn send_eof(&self) -> Result<(), Error> {
+        self.send_raw(Bytes::from_static(EOF_MESSAGE)).await
+    }
+
+    async fn send_error(&self, status: &Status) -> Result<(), Error> {
+        self.send_raw(polyglot::error_to_bytes(status.message())).await
+    }
+}
+
+/// The server's view of a stream a client opened, handed to the generated dispatcher.
+#[derive(Debug)]
+pub struct ServerStream {
+    inbound: Inbound,
+    guard: Arc<StreamGuard>,
+}
+
+impl ServerStream {
+    pub(crate) fn accept(conn: &Arc<Connection>, id: u16) -> Result<ServerStream, Error> {
+        let inbound = conn.streams.accept(id)?;
+        Ok(ServerStream {
+            inbound,
+            guard: Arc::new(StreamGuard {
+                conn: conn.clone(),
+                id,
+            }),
+        })
+    }
+
+    pub(crate) fn split<Req: Message, Resp: Message>(self) -> (Streaming<Req>, StreamSender<Resp>) {
+        (
+            Streaming::new(self.inbound, self.guard.clone()),
+            StreamSender::new(self.guard),
+        )
+    }
+
+    /// Sends the handler's outcome: its error (if any) and then `EOF`.
+    pub(crate) async fn finish<Resp: Message>(sender: &StreamSender<Resp>, result: Result<(), Status>) {
+        if let Err(status) = &result {
+            let _ = sender.send_error(status).await;
+        }
+        let _ = sender.send_eof().await;
+    }
+
+    /// Refuses a stream before any handler ran (unknown method, bad request).
+    pub(crate) async fn refuse(conn: &Connection, id: u16, status: Status) {
+        let _ = conn
+            .send(Packet::new(
+                id,
+                op::STREAM,
+                polyglot::error_to_bytes(status.message()),
+            ))
+            .await;
+        let _ = conn
+            .send(Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)))
+            .await;
+    }
+}
+
+/// Opens a stream from the client side: registers it, then sends the open message.
+pub(crate) async fn open<Req: Message, Resp: Message>(
+    conn: &Arc<Connection>,
+    method: u16,
+) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
+    let (id, inbound) = conn.streams.open_local()?;
+    let guard = Arc::new(StreamGuard {
+        conn: conn.clone(),
+        id,
+    });
+    let sender = StreamSender::new(guard.clone());
+    sender.send_raw(open_message(method)).await?;
+    Ok((sender, Streaming::new(inbound, guard)))
+}
+
+/// A client-streaming call: send requests, then [`close_and_recv`](Self::close_and_recv).
+pub struct ClientStreamingCall<Req, Resp> {
+    sender: StreamSender<Req>,
+    inbound: Streaming<Resp>,
+    closed: bool,
+}
+
+impl<Req, Resp> fmt::Debug for ClientStreamingCall<Req, Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientStreamingCall")
+            .field("id", &self.sender.guard.id)
+            .finish()
+    }
+}
+
+impl<Req: Message, Resp: Message> ClientStreamingCall<Req, Resp> {
+    pub(crate) fn new(sender: StreamSender<Req>, inbound: Streaming<Resp>) -> Self {
+        ClientStreamingCall {
+            sender,
+            inbound,
+            closed: false,
+        }
+    }
+
+    /// Sends one request.
+    pub async fn send(&mut self, request: Req) -> Result<(), Error> {
+        self.sender.send(request).await
+    }
+
+    /// Ends the request stream and waits for the response.
+    pub async fn close_and_recv(mut self) -> Result<Resp, Error> {
+        self.closed = true;
+        self.sender.send_eof().await?;
+        match self.inbound.message().await? {
+            Some(response) => Ok(response),
+            None => Err(Error::closed("the server ended the stream without a response")),
+        }
+    }
+}
+
+impl<Req, Resp> Drop for ClientStreamingCall<Req, Resp> {
+    fn drop(&mut self) {
+        if !self.closed {
+            eof_detached(&self.sender.guard);
+        }
+    }
+}
+
+/// A bidirectional call: [`send`](Self::send) and [`message`](Self::message) in any order,
+/// [`close_send`](Self::close_send) when done sending.
+pub struct BidiCall<Req, Resp> {
+    sender: StreamSender<Req>,
+    inbound: Streaming<Resp>,
+    send_closed: bool,
+}
+
+impl<Req, Resp> fmt::Debug for BidiCall<Req, Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BidiCall")
+            .field("id", &self.sender.guard.id)
+            .finish()
+    }
+}
+
+impl<Req: Message, Resp: Message> BidiCall<Req, Resp> {
+    pub(crate) fn new(sender: StreamSender<Req>, inbound: Streaming<Resp>) -> Self {
+        BidiCall {
+            sender,
+            inbound,
+            send_closed: false,
+        }
+    }
+
+    /// Sends one request.
+    pub async fn send(&mut self, request: Req) -> Result<(), Error> {
+        self.sender.send(request).await
+    }
+
+    /// Ends the request stream (sends `EOF`); responses can still be read.
+    pub async fn close_send(&mut self) -> Result<(), Error> {
+        if !self.send_closed {
+            self.send_closed = true;
+            self.sender.send_eof().await?;
+        }
+        Ok(())
+    }
+
+    /// The next response; `Ok(None)` once the server has ended the stream.
+    pub async fn message(&mut self) -> Result<Option<Resp>, Error> {
+        self.inbound.message().await
+    }
+}
+
+impl<Req, Resp> Drop for BidiCall<Req, Resp> {
+    fn drop(&mut self) {
+        if !self.send_closed {
+            eof_detached(&self.sender.guard);
+        }
+    }
+}
+
+/// Ends our half of a stream from a `Drop`, so the peer's handler sees the end.
+fn eof_detached(guard: &StreamGuard) {
+    if !guard.conn.is_closed() {
+        let _ = guard
+            .conn
+            .try_send(Packet::new(guard.id, op::STREAM, Bytes::from_static(EOF_MESSAGE)));
+    }
+}
