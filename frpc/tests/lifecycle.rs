@@ -1,0 +1,155 @@
+//! Connection lifetime: heartbeats, idle timeouts, graceful shutdown.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use frpc::{Client, ClientConfig, Concurrency, Error};
+use frpc_wire::{Framing, PacketCodec, op};
+use futures_util::StreamExt;
+use support::*;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::codec::FramedRead;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connection_stays_up_for_twelve_seconds_through_heartbeats() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    assert_eq!(call(&client, ECHO, "before").await.unwrap().value, "before");
+    // The subject of the test is 12 s of application silence (more than twice the 5 s idle
+    // timeout): only PING/PONG flow.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    assert!(!client.is_closed());
+    assert_eq!(call(&client, ECHO, "after").await.unwrap().value, "after");
+}
+
+#[tokio::test]
+async fn server_drops_a_peer_that_sends_nothing() {
+    let mut cfg = config(Concurrency::PerRpc);
+    cfg.connection.idle_timeout = Duration::from_secs(1);
+    cfg.connection.ping_interval = Duration::from_millis(100);
+    let server = start(cfg).await;
+    let started = tokio::time::Instant::now();
+    let stream = TcpStream::connect(server.addr).await.unwrap();
+    // Only read: the server's PINGs arrive, then the server closes.
+    let mut framed = FramedRead::new(stream, PacketCodec::new(Framing::Frisbee));
+    let mut pings = 0;
+    while let Some(packet) = framed.next().await {
+        match packet {
+            Ok(packet) if packet.op == op::PING => pings += 1,
+            Ok(other) => panic!("unexpected packet {other:?}"),
+            Err(_) => break,
+        }
+    }
+    let elapsed = started.elapsed();
+    assert!(pings >= 5, "the server pinged while waiting ({pings})");
+    assert!(
+        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test]
+async fn half_a_header_then_silence_is_dropped_by_the_idle_timeout() {
+    let mut cfg = config(Concurrency::PerRpc);
+    cfg.connection.idle_timeout = Duration::from_secs(1);
+    cfg.connection.ping_interval = Duration::from_millis(100);
+    let server = start(cfg).await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stream, &[0x00, 0x0f, 0x00])
+        .await
+        .unwrap();
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut sink)).await;
+    assert!(read.is_ok(), "the server closed the connection");
+}
+
+#[tokio::test]
+async fn client_closes_when_the_server_goes_silent() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink).await; // reads, never writes
+    });
+    let mut cfg = ClientConfig::default();
+    cfg.connection.idle_timeout = Duration::from_millis(600);
+    cfg.connection.ping_interval = Duration::from_millis(100);
+    let client = Client::connect_with(addr, cfg).await.unwrap();
+    let pending = call(&client, ECHO, "never answered");
+    let result = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("no hang");
+    match result {
+        Err(Error::ConnectionClosed { reason }) => {
+            assert!(reason.unwrap_or_default().contains("nothing"), "idle reason")
+        }
+        other => panic!("{other:?}"),
+    }
+    silent.await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_with_a_thousand_calls_in_flight_loses_none() {
+    let server = start(Default::default()).await;
+    let state = server.service.state.clone();
+    let client = Client::connect(server.addr).await.unwrap();
+    let calls: Vec<_> = (0..1000)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move { call(&client, GATED, &i.to_string()).await })
+        })
+        .collect();
+    // Wait until every call runs in a handler.
+    loop {
+        let started = state.started.notified();
+        if state.gated_started.load(Ordering::SeqCst) == 1000 {
+            break;
+        }
+        started.await;
+    }
+    server.shutdown.notify_one();
+    state.gate.add_permits(1000);
+    for (i, handle) in calls.into_iter().enumerate() {
+        assert_eq!(handle.await.unwrap().unwrap().value, i.to_string());
+    }
+    let done = tokio::time::timeout(Duration::from_secs(5), server.done).await;
+    done.expect("server exits").unwrap().unwrap();
+    assert!(
+        TcpStream::connect(server.addr).await.is_err(),
+        "no longer accepting"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_with_a_stuck_handler_fails_its_call_after_the_grace_period() {
+    let server = start(Default::default()).await;
+    let state = server.service.state.clone();
+    let client = Client::connect(server.addr).await.unwrap();
+    let pending = tokio::spawn({
+        let client = client.clone();
+        async move { call(&client, GATED, "x").await }
+    });
+    loop {
+        let started = state.started.notified();
+        if state.gated_started.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        started.await;
+    }
+    server.shutdown.notify_one();
+    // The gated handler never gets its permit: the grace period ends, connections close and
+    // the pending call fails with a clear error rather than hanging.
+    let result = tokio::time::timeout(Duration::from_secs(8), pending)
+        .await
+        .expect("no hang");
+    assert!(matches!(result.unwrap(), Err(Error::ConnectionClosed { .. })));
+    tokio::time::timeout(Duration::from_secs(8), server.done)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}

@@ -1,0 +1,136 @@
+//! Streaming RPCs between the frpc client and server.
+
+mod support;
+
+use std::time::Duration;
+
+use frpc::codegen;
+use frpc::{Client, Error};
+use support::*;
+
+#[tokio::test]
+async fn server_streaming_delivers_in_order_then_ends() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut stream = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("5"))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while let Some(msg) = stream.message().await.unwrap() {
+        got.push(msg.value);
+    }
+    assert_eq!(got, ["0", "1", "2", "3", "4"]);
+    drop(stream);
+    assert_eq!(client.open_streams(), 0, "the stream table drained");
+}
+
+#[tokio::test]
+async fn server_streaming_error_reaches_the_client_as_an_error() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut stream = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("3"))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let err = loop {
+        match stream.message().await {
+            Ok(Some(msg)) => got.push(msg.value),
+            Ok(None) => panic!("ended without the error"),
+            Err(err) => break err,
+        }
+    };
+    assert_eq!(got, ["0", "1", "2"]);
+    assert_eq!(err.status().map(|s| s.message()), Some("three is too many"));
+    assert!(stream.message().await.unwrap().is_none(), "ended after the error");
+}
+
+#[tokio::test]
+async fn client_streaming_collects_every_message() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut call = codegen::call_client_streaming::<Text, Text>(&client, JOIN)
+        .await
+        .unwrap();
+    for part in ["a", "b", "c"] {
+        call.send(Text::new(part)).await.unwrap();
+    }
+    assert_eq!(call.close_and_recv().await.unwrap().value, "a,b,c");
+    assert_eq!(client.open_streams(), 0);
+}
+
+#[tokio::test]
+async fn bidi_echoes_and_ends_cleanly() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut call = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+    for i in 0..100 {
+        call.send(Text::new(i.to_string())).await.unwrap();
+        assert_eq!(call.message().await.unwrap().unwrap().value, i.to_string());
+    }
+    call.close_send().await.unwrap();
+    assert!(call.message().await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn bidi_handler_error_reaches_the_client() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut call = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+    call.send(Text::new("fail")).await.unwrap();
+    let err = call.message().await.unwrap_err();
+    assert_eq!(err.status().map(|s| s.message()), Some("chat failed"));
+}
+
+#[tokio::test]
+async fn dropping_a_bidi_handle_ends_the_server_handler() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut call = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+    call.send(Text::new("x")).await.unwrap();
+    assert_eq!(call.message().await.unwrap().unwrap().value, "x");
+    drop(call);
+    assert_eq!(client.open_streams(), 0);
+    // Many abandoned streams leave nothing behind on either side.
+    for _ in 0..200 {
+        let mut call = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+        call.send(Text::new("y")).await.unwrap();
+    }
+    assert_eq!(client.open_streams(), 0);
+    assert_eq!(call_unary_echo(&client).await, "ok");
+}
+
+#[tokio::test]
+async fn unknown_streaming_method_is_refused_with_an_error() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut stream = codegen::call_server_streaming::<Text, Text>(&client, 99, &Text::new(""))
+        .await
+        .unwrap();
+    let err = stream.message().await.unwrap_err();
+    assert!(
+        err.status()
+            .unwrap()
+            .message()
+            .contains("unknown streaming method 99"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn streams_fail_when_the_connection_dies() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let mut call = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+    client.close();
+    let result = tokio::time::timeout(Duration::from_secs(2), call.message())
+        .await
+        .expect("no hang");
+    assert!(
+        matches!(result, Err(Error::ConnectionClosed { .. })),
+        "{result:?}"
+    );
+}
+
+async fn call_unary_echo(client: &Client) -> String {
+    call(client, ECHO, "ok").await.unwrap().value
+}

@@ -1,0 +1,256 @@
+//! A hand-written service shaped exactly like generated code, so the runtime is tested on its
+//! own. Operations: 10 echo, 11 fail, 12 panic, 13 wait for the gate, 14 closing status,
+//! 15 server stream (counts to N), 16 client stream (joins), 17 bidi echo.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::{BufMut, Bytes};
+use frpc::codegen::{self, BoxFuture, DecodeError, Decoder, Message, MethodDesc, MethodKind, ServerStream};
+use frpc::{Context, Status, StreamSender, Streaming};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, Semaphore};
+
+/// `message Text { string value = 1; }`
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Text {
+    pub value: String,
+}
+
+impl Text {
+    pub fn new(value: impl Into<String>) -> Text {
+        Text { value: value.into() }
+    }
+}
+
+impl Message for Text {
+    fn fields_len(&self) -> usize {
+        codegen::encode::bytes_len(self.value.len())
+    }
+    fn encode_fields(&self, buf: &mut impl BufMut) {
+        codegen::encode::put_str(buf, &self.value)
+    }
+    fn decode_fields(&mut self, dec: &mut Decoder<'_>) -> Result<(), DecodeError> {
+        self.value = dec.string()?;
+        Ok(())
+    }
+}
+
+pub const ECHO: u16 = 10;
+pub const FAIL: u16 = 11;
+pub const PANIC: u16 = 12;
+pub const GATED: u16 = 13;
+pub const CLOSE: u16 = 14;
+pub const COUNT: u16 = 15;
+pub const JOIN: u16 = 16;
+pub const CHAT: u16 = 17;
+
+/// Shared state the test can observe and steer.
+#[derive(Debug)]
+pub struct State {
+    /// Calls of GATED that have started.
+    pub gated_started: AtomicUsize,
+    pub started: Notify,
+    /// GATED calls wait for a permit here.
+    pub gate: Semaphore,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        State {
+            gated_started: AtomicUsize::new(0),
+            started: Notify::new(),
+            gate: Semaphore::new(0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TestService {
+    pub state: Arc<State>,
+}
+
+static METHODS: &[MethodDesc] = &[
+    MethodDesc {
+        name: "Echo",
+        op: ECHO,
+        kind: MethodKind::Unary,
+    },
+    MethodDesc {
+        name: "Fail",
+        op: FAIL,
+        kind: MethodKind::Unary,
+    },
+    MethodDesc {
+        name: "Panic",
+        op: PANIC,
+        kind: MethodKind::Unary,
+    },
+    MethodDesc {
+        name: "Gated",
+        op: GATED,
+        kind: MethodKind::Unary,
+    },
+    MethodDesc {
+        name: "Close",
+        op: CLOSE,
+        kind: MethodKind::Unary,
+    },
+    MethodDesc {
+        name: "Count",
+        op: COUNT,
+        kind: MethodKind::ServerStreaming,
+    },
+    MethodDesc {
+        name: "Join",
+        op: JOIN,
+        kind: MethodKind::ClientStreaming,
+    },
+    MethodDesc {
+        name: "Chat",
+        op: CHAT,
+        kind: MethodKind::Bidi,
+    },
+];
+
+impl TestService {
+    async fn gated(&self, req: Text) -> Result<Text, Status> {
+        self.state.gated_started.fetch_add(1, Ordering::SeqCst);
+        self.state.started.notify_waiters();
+        let permit = self
+            .state
+            .gate
+            .acquire()
+            .await
+            .map_err(|_| Status::new("gate closed"))?;
+        permit.forget();
+        Ok(req)
+    }
+
+    async fn count(&self, req: Text, out: StreamSender<Text>) -> Result<(), Status> {
+        let n: usize = req.value.parse().map_err(|_| Status::new("not a number"))?;
+        for i in 0..n {
+            out.send(Text::new(i.to_string())).await?;
+        }
+        if req.value == "3" {
+            return Err(Status::new("three is too many"));
+        }
+        Ok(())
+    }
+
+    async fn join(&self, mut inbound: Streaming<Text>) -> Result<Text, Status> {
+        let mut parts = Vec::new();
+        while let Some(msg) = inbound.message().await? {
+            parts.push(msg.value);
+        }
+        Ok(Text::new(parts.join(",")))
+    }
+
+    async fn chat(&self, mut inbound: Streaming<Text>, out: StreamSender<Text>) -> Result<(), Status> {
+        while let Some(msg) = inbound.message().await? {
+            if msg.value == "fail" {
+                return Err(Status::new("chat failed"));
+            }
+            out.send(msg).await?;
+        }
+        Ok(())
+    }
+}
+
+impl codegen::Service for TestService {
+    fn name(&self) -> &'static str {
+        "test.TestService"
+    }
+    fn methods(&self) -> &'static [MethodDesc] {
+        METHODS
+    }
+    fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+        let svc = self.clone();
+        match op {
+            ECHO => codegen::unary(
+                ctx,
+                request,
+                |_ctx, req: Text| async move { Ok::<_, Status>(req) },
+            ),
+            FAIL => codegen::unary(ctx, request, |_ctx, req: Text| async move {
+                Err::<Text, _>(Status::new(format!("failed: {}", req.value)))
+            }),
+            PANIC => codegen::unary(ctx, request, |_ctx, _req: Text| async move {
+                if true {
+                    panic!("boom");
+                }
+                Ok::<Text, Status>(Text::default())
+            }),
+            GATED => codegen::unary(ctx, request, move |_ctx, req: Text| async move {
+                svc.gated(req).await
+            }),
+            CLOSE => codegen::unary(ctx, request, |_ctx, _req: Text| async move {
+                Err::<Text, _>(Status::closing("bye"))
+            }),
+            _ => codegen::unimplemented_unary(op),
+        }
+    }
+    fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>> {
+        let svc = self.clone();
+        match op {
+            COUNT => codegen::server_streaming(ctx, stream, move |_ctx, req: Text, out| async move {
+                svc.count(req, out).await
+            }),
+            JOIN => {
+                codegen::client_streaming(ctx, stream, move |_ctx, inbound: Streaming<Text>| async move {
+                    svc.join(inbound).await
+                })
+            }
+            CHAT => codegen::bidi(
+                ctx,
+                stream,
+                move |_ctx, inbound: Streaming<Text>, out| async move { svc.chat(inbound, out).await },
+            ),
+            _ => codegen::unimplemented_streaming(op),
+        }
+    }
+}
+
+/// A server on 127.0.0.1:0 running the test service; stops when `shutdown` is notified.
+pub struct Running {
+    pub addr: std::net::SocketAddr,
+    pub service: TestService,
+    pub shutdown: Arc<Notify>,
+    pub done: tokio::task::JoinHandle<Result<(), frpc::Error>>,
+}
+
+pub async fn start(config: frpc::ServerConfig) -> Running {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = TestService::default();
+    let server = frpc::Server::builder()
+        .config(config)
+        .add_service(service.clone())
+        .build()
+        .unwrap();
+    let shutdown = Arc::new(Notify::new());
+    let signal = shutdown.clone();
+    let done = tokio::spawn(async move {
+        server
+            .serve_with_shutdown(listener, async move { signal.notified().await })
+            .await
+    });
+    Running {
+        addr,
+        service,
+        shutdown,
+        done,
+    }
+}
+
+pub async fn call(client: &frpc::Client, op: u16, value: &str) -> Result<Text, frpc::Error> {
+    codegen::call_unary::<Text, Text>(client, op, &Text::new(value)).await
+}
+
+pub fn config(concurrency: frpc::Concurrency) -> frpc::ServerConfig {
+    frpc::ServerConfig {
+        concurrency,
+        ..Default::default()
+    }
+}

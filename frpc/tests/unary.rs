@@ -1,0 +1,295 @@
+//! Unary RPCs over real loopback sockets: results, errors, ids, timeouts, concurrency modes.
+
+mod support;
+
+use std::time::Duration;
+
+use frpc::{Client, ClientConfig, Concurrency, Error};
+use frpc_wire::{Framing, Packet, PacketCodec};
+use futures_util::{SinkExt, StreamExt};
+use support::*;
+use tokio::net::TcpListener;
+use tokio_util::codec::Framed;
+
+const MODES: [Concurrency; 3] = [Concurrency::PerRpc, Concurrency::Inline, Concurrency::Limited(8)];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echo_in_every_concurrency_mode() {
+    for mode in MODES {
+        let server = start(config(mode)).await;
+        let client = Client::connect(server.addr).await.unwrap();
+        let reply = call(&client, ECHO, "hello").await.unwrap();
+        assert_eq!(reply, Text::new("hello"), "{mode:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_concurrent_calls_on_one_connection() {
+    for mode in [Concurrency::PerRpc, Concurrency::Inline] {
+        let server = start(config(mode)).await;
+        let client = Client::connect(server.addr).await.unwrap();
+        let calls = (0..10_000).map(|i| {
+            let client = client.clone();
+            async move { (i, call(&client, ECHO, &i.to_string()).await) }
+        });
+        let results = futures_util::future::join_all(calls).await;
+        for (i, result) in results {
+            assert_eq!(result.unwrap().value, i.to_string(), "{mode:?}");
+        }
+        assert_eq!(client.inflight(), 0);
+    }
+}
+
+#[tokio::test]
+async fn handler_error_becomes_remote_status() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let err = call(&client, FAIL, "x").await.unwrap_err();
+    assert_eq!(err.status().map(|s| s.message()), Some("failed: x"));
+    // The connection is still good.
+    assert_eq!(call(&client, ECHO, "after").await.unwrap().value, "after");
+}
+
+#[tokio::test]
+async fn handler_panic_becomes_error_and_server_keeps_serving() {
+    for mode in MODES {
+        let server = start(config(mode)).await;
+        let client = Client::connect(server.addr).await.unwrap();
+        let err = call(&client, PANIC, "").await.unwrap_err();
+        let message = err.status().expect("a remote status").message().to_owned();
+        assert!(
+            message.contains("panicked") && message.contains("boom"),
+            "{message}"
+        );
+        assert_eq!(
+            call(&client, ECHO, "still").await.unwrap().value,
+            "still",
+            "{mode:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn closing_status_replies_then_closes_the_connection() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let err = call(&client, CLOSE, "").await.unwrap_err();
+    assert_eq!(err.status().map(|s| s.message()), Some("bye"));
+    client.closed().await;
+    assert!(matches!(
+        call(&client, ECHO, "x").await,
+        Err(Error::ConnectionClosed { .. })
+    ));
+    // The server still accepts new connections.
+    let again = Client::connect(server.addr).await.unwrap();
+    assert_eq!(call(&again, ECHO, "new").await.unwrap().value, "new");
+}
+
+#[tokio::test]
+async fn undecodable_request_gets_an_error_reply() {
+    let server = start(Default::default()).await;
+    let stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+    // `05 0a 09 ...`: a string whose length runs past the end.
+    framed
+        .send(Packet::new(7, ECHO, &b"\x08\x00\x05\x0a\x09ab"[..]))
+        .await
+        .unwrap();
+    let reply = next_non_ping(&mut framed).await;
+    assert_eq!((reply.id, reply.op), (7, ECHO));
+    assert_eq!(reply.content[0], 0x06, "an Error envelope: {:?}", reply.content);
+    let text = frpc_wire::polyglot::Decoder::new(&reply.content).error().unwrap();
+    assert!(text.contains("decode"), "{text}");
+    // The connection still serves well-formed requests.
+    framed
+        .send(Packet::new(
+            8,
+            ECHO,
+            frpc_wire::polyglot::Message::to_polyglot(&Text::new("ok")),
+        ))
+        .await
+        .unwrap();
+    let reply = next_non_ping(&mut framed).await;
+    assert_eq!(
+        (reply.id, &reply.content[..]),
+        (8, &b"\x08\x00\x05\x0a\x02ok"[..])
+    );
+}
+
+#[tokio::test]
+async fn unknown_operation_is_dropped_and_the_connection_stays_usable() {
+    let server = start(Default::default()).await;
+    let stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+    framed.send(Packet::new(1, 999, &b"\x08\x00"[..])).await.unwrap();
+    framed
+        .send(Packet::new(
+            2,
+            ECHO,
+            frpc_wire::polyglot::Message::to_polyglot(&Text::new("x")),
+        ))
+        .await
+        .unwrap();
+    let reply = next_non_ping(&mut framed).await;
+    assert_eq!(
+        (reply.id, reply.op),
+        (2, ECHO),
+        "no reply to the unknown op comes first"
+    );
+}
+
+#[tokio::test]
+async fn timeout_then_late_reply_is_discarded() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let err = call(&client.with_timeout(Duration::from_millis(50)), GATED, "slow")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    assert_eq!(client.inflight(), 0, "the timed-out call left the table");
+    server.service.state.gate.add_permits(1);
+    // The late reply (same op, id 1) must not be mistaken for this call's (op GATED, id 2).
+    server.service.state.gate.add_permits(1);
+    assert_eq!(call(&client, GATED, "second").await.unwrap().value, "second");
+    assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x");
+}
+
+#[tokio::test]
+async fn default_timeout_from_config() {
+    let server = start(Default::default()).await;
+    let config = ClientConfig {
+        timeout: Some(Duration::from_millis(30)),
+        ..Default::default()
+    };
+    let client = Client::connect_with(server.addr, config).await.unwrap();
+    assert!(matches!(call(&client, GATED, "").await, Err(Error::Timeout(_))));
+}
+
+#[tokio::test]
+async fn oversize_request_fails_locally_and_connection_survives() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let big = "x".repeat(6 * 1024 * 1024);
+    let err = call(&client, ECHO, &big).await.unwrap_err();
+    assert!(matches!(err, Error::TooLarge { max: 5_242_880, .. }), "{err}");
+    let four_mib = "y".repeat(4 * 1024 * 1024);
+    assert_eq!(
+        call(&client, ECHO, &four_mib).await.unwrap().value.len(),
+        four_mib.len()
+    );
+}
+
+#[tokio::test]
+async fn legacy_framing_end_to_end() {
+    let mut cfg = config(Concurrency::PerRpc);
+    cfg.connection.framing = Framing::Legacy;
+    let server = start(cfg).await;
+    let mut client_cfg = ClientConfig::default();
+    client_cfg.connection.framing = Framing::Legacy;
+    let client = Client::connect_with(server.addr, client_cfg).await.unwrap();
+    assert_eq!(call(&client, ECHO, "old").await.unwrap().value, "old");
+}
+
+#[tokio::test]
+async fn replies_out_of_order_are_matched_by_op_and_id() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        let first = next_non_ping(&mut framed).await;
+        let second = next_non_ping(&mut framed).await;
+        let third = next_non_ping(&mut framed).await;
+        // Reply in reverse order, echoing each request's content.
+        for request in [third, second, first] {
+            framed.send(request).await.unwrap();
+        }
+        framed
+    });
+    let client = Client::connect(addr).await.unwrap();
+    let (a, b, c) = tokio::join!(
+        call(&client, ECHO, "a"),
+        call(&client, ECHO, "b"),
+        call(&client, FAIL, "c")
+    );
+    assert_eq!(
+        (a.unwrap().value, b.unwrap().value, c.unwrap().value),
+        ("a".into(), "b".into(), "c".into())
+    );
+    drop(peer);
+}
+
+#[tokio::test]
+async fn first_ids_are_one_per_method_like_go() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let request = next_non_ping(&mut framed).await;
+            seen.push((request.op, request.id));
+            framed.send(request).await.unwrap();
+        }
+        seen
+    });
+    let client = Client::connect(addr).await.unwrap();
+    call(&client, ECHO, "1").await.unwrap();
+    call(&client, ECHO, "2").await.unwrap();
+    call(&client, FAIL, "3").await.unwrap();
+    assert_eq!(peer.await.unwrap(), vec![(ECHO, 1), (ECHO, 2), (FAIL, 1)]);
+}
+
+#[tokio::test]
+async fn server_killed_mid_call_fails_pending_calls_promptly() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        next_non_ping(&mut framed).await;
+        next_non_ping(&mut framed).await;
+        // Both calls are in flight: vanish without replying.
+    });
+    let client = Client::connect(addr).await.unwrap();
+    let started = tokio::time::Instant::now();
+    let (a, b) = tokio::join!(call(&client, ECHO, "a"), call(&client, GATED, "b"));
+    peer.await.unwrap();
+    assert!(matches!(a, Err(Error::ConnectionClosed { .. })), "{a:?}");
+    assert!(matches!(b, Err(Error::ConnectionClosed { .. })), "{b:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "failed promptly, not by idle timeout"
+    );
+    assert!(matches!(
+        call(&client, ECHO, "c").await,
+        Err(Error::ConnectionClosed { .. })
+    ));
+}
+
+#[tokio::test]
+async fn two_services_on_one_operation_are_refused_at_build() {
+    let err = frpc::Server::builder()
+        .add_service(TestService::default())
+        .add_service(TestService::default())
+        .build()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("operation 10") && text.contains("test.TestService"),
+        "{text}"
+    );
+}
+
+async fn next_non_ping(framed: &mut Framed<tokio::net::TcpStream, PacketCodec>) -> Packet {
+    loop {
+        let packet = framed.next().await.expect("a packet").expect("a valid packet");
+        if packet.op > frpc_wire::op::PONG {
+            return packet;
+        }
+        if packet.op == frpc_wire::op::PING {
+            framed.send(Packet::pong()).await.unwrap();
+        }
+    }
+}
