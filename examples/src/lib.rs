@@ -1,1 +1,3 @@
-//! Shared helpers for the examples.
+//! Code shared by the runnable examples in `examples/` and their tests.
+
+pub mod pubsub;

@@ -11,12 +11,15 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use frpc_wire::Packet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, ToSocketAddrs};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::config::ClientConfig;
 use crate::connection::{Connection, Dispatch, Tasks};
 use crate::hash::IdMap;
+use crate::raw::{PacketSender, RawPackets, check_op};
 use crate::status::Error;
 
 type Reply = Result<Bytes, Error>;
@@ -43,7 +46,8 @@ impl fmt::Debug for Client {
 struct Handle {
     conn: Arc<Connection>,
     inflight: Arc<Inflight>,
-    tasks: Mutex<Option<Tasks>>,
+    raw: Arc<RawRoutes>,
+    tasks: Mutex<Option<Tasks<OwnedReadHalf, OwnedWriteHalf>>>,
 }
 
 impl Drop for Handle {
@@ -67,14 +71,17 @@ impl Client {
     /// Runs the client over an already connected TCP stream.
     pub fn from_stream(stream: TcpStream, config: ClientConfig) -> Result<Client, Error> {
         let inflight = Arc::new(Inflight::default());
+        let raw = Arc::new(RawRoutes::default());
         let dispatch = ClientDispatch {
             inflight: inflight.clone(),
+            raw: raw.clone(),
         };
-        let (conn, tasks) = Connection::spawn(stream, &config.connection, dispatch, None)?;
+        let (conn, tasks) = Connection::spawn_tcp(stream, &config.connection, dispatch, None)?;
         Ok(Client {
             handle: Arc::new(Handle {
                 conn,
                 inflight,
+                raw,
                 tasks: Mutex::new(Some(tasks)),
             }),
             timeout: config.timeout,
@@ -126,6 +133,33 @@ impl Client {
 
     pub(crate) fn connection(&self) -> &Arc<Connection> {
         &self.handle.conn
+    }
+
+    /// Sends a raw packet with operation `op` (10 or more, one no RPC uses) and id `id`.
+    pub async fn send_packet(&self, op: u16, id: u16, content: impl Into<Bytes>) -> Result<(), Error> {
+        self.packet_sender().send(op, id, content).await
+    }
+
+    /// A sender for raw packets on this connection.
+    pub fn packet_sender(&self) -> PacketSender {
+        PacketSender::new(self.handle.conn.clone())
+    }
+
+    /// Receives the raw packets the server sends with operation `op`, in order. Registering an
+    /// operation again replaces the earlier receiver. When the receiver falls
+    /// `config.stream_buffer` packets behind, the connection waits for it (nothing is dropped).
+    pub fn raw_packets(&self, op: u16) -> Result<RawPackets, Error> {
+        check_op(op)?;
+        let (tx, rx) = mpsc::channel(self.handle.conn.config().stream_buffer.max(1));
+        self.handle.raw.insert(op, tx);
+        Ok(RawPackets::new(rx))
+    }
+
+    /// Arranges for frpc to stop reading as soon as no call is pending, so that the reply to the
+    /// next call is the last packet parsed: bytes the server sends right behind it stay unparsed
+    /// and come back from [`Client::into_raw`]. Arm it just before the last call.
+    pub fn arm_takeover(&self) {
+        self.handle.inflight.lock().takeover_armed = true;
     }
 
     /// Turns frpc off and hands back the TCP stream, plus the bytes already read from it that
@@ -181,6 +215,7 @@ struct Table {
     calls: IdMap<u32, oneshot::Sender<Reply>>,
     next_ids: IdMap<u16, u16>,
     closed: bool,
+    takeover_armed: bool,
 }
 
 impl Inflight {
@@ -210,14 +245,20 @@ impl Inflight {
     }
 
     /// Hands a reply to its caller; a reply nobody waits for (timed out, dropped) is discarded.
-    fn complete(&self, op: u16, id: u16, content: Bytes) {
-        let waiter = self.lock().calls.remove(&key(op, id));
+    /// Returns whether an armed takeover should happen now.
+    fn complete(&self, op: u16, id: u16, content: Bytes) -> bool {
+        let (waiter, take_over) = {
+            let mut table = self.lock();
+            let waiter = table.calls.remove(&key(op, id));
+            (waiter, table.takeover_armed && table.calls.is_empty())
+        };
         match waiter {
             Some(tx) => {
                 let _ = tx.send(Ok(content));
             }
             None => tracing::trace!(op, id, "dropping a reply nobody waits for"),
         }
+        take_over
     }
 
     /// Fails every pending call at once and refuses new ones.
@@ -252,13 +293,49 @@ impl Drop for PendingCall<'_> {
     }
 }
 
+/// Receivers of raw packets, by operation.
+#[derive(Debug, Default)]
+struct RawRoutes {
+    any: AtomicBool,
+    routes: Mutex<IdMap<u16, mpsc::Sender<Packet>>>,
+}
+
+impl RawRoutes {
+    fn insert(&self, op: u16, tx: mpsc::Sender<Packet>) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(op, tx);
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// The receiver for `op`, if any (without locking when none was ever registered).
+    fn get(&self, op: u16) -> Option<mpsc::Sender<Packet>> {
+        if !self.any.load(Ordering::Acquire) {
+            return None;
+        }
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&op)
+            .cloned()
+    }
+}
+
 struct ClientDispatch {
     inflight: Arc<Inflight>,
+    raw: Arc<RawRoutes>,
 }
 
 impl Dispatch for ClientDispatch {
-    async fn packet(&self, _conn: &Arc<Connection>, packet: Packet) {
-        self.inflight.complete(packet.op, packet.id, packet.content);
+    async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
+        if let Some(tx) = self.raw.get(packet.op) {
+            let _ = tx.send(packet).await;
+            return;
+        }
+        if self.inflight.complete(packet.op, packet.id, packet.content) {
+            conn.take_over();
+        }
     }
 
     async fn new_stream(&self, _conn: &Arc<Connection>, id: u16, _first: Bytes) {

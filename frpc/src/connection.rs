@@ -18,7 +18,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use frpc_wire::{Framing, Header, Packet, PacketCodec, op};
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
@@ -68,36 +68,61 @@ pub(crate) struct Connection {
 /// Handles to a connection's tasks. The reader gives back its half of the socket and the bytes
 /// read but not parsed; the writer gives back its half only on takeover (otherwise it shuts it).
 #[derive(Debug)]
-pub(crate) struct Tasks {
-    pub(crate) reader: tokio::task::JoinHandle<(OwnedReadHalf, BytesMut)>,
-    pub(crate) writer: tokio::task::JoinHandle<Option<OwnedWriteHalf>>,
+pub(crate) struct Tasks<R, W> {
+    pub(crate) reader: tokio::task::JoinHandle<(R, BytesMut)>,
+    pub(crate) writer: tokio::task::JoinHandle<Option<W>>,
 }
 
-impl Tasks {
+impl Tasks<OwnedReadHalf, OwnedWriteHalf> {
     /// Waits for both tasks after [`Connection::take_over`] and reunites the socket.
     pub(crate) async fn into_raw(self) -> std::io::Result<(TcpStream, BytesMut)> {
-        let (read, unparsed) = self.reader.await.map_err(std::io::Error::other)?;
-        let write =
-            self.writer.await.map_err(std::io::Error::other)?.ok_or_else(|| {
-                std::io::Error::other("the connection failed before it could be taken over")
-            })?;
+        let reader = self.reader.await.map_err(std::io::Error::other)?;
+        Self::reunite(reader, self.writer).await
+    }
+
+    /// Like [`Tasks::into_raw`], for a caller that already awaited the reader.
+    pub(crate) async fn reunite(
+        (read, unparsed): (OwnedReadHalf, BytesMut),
+        writer: tokio::task::JoinHandle<Option<OwnedWriteHalf>>,
+    ) -> std::io::Result<(TcpStream, BytesMut)> {
+        let write = writer
+            .await
+            .map_err(std::io::Error::other)?
+            .ok_or_else(|| std::io::Error::other("the connection failed before it could be taken over"))?;
         let stream = read.reunite(write).map_err(std::io::Error::other)?;
         Ok((stream, unparsed))
     }
 }
 
 impl Connection {
-    /// Starts the three tasks on `stream`. `drain` (servers) makes the reader stop taking new
-    /// packets once it fires, after those already received.
-    pub(crate) fn spawn<D: Dispatch>(
+    /// Starts the three tasks on a TCP stream.
+    pub(crate) fn spawn_tcp<D: Dispatch>(
         stream: TcpStream,
         config: &ConnectionConfig,
         dispatch: D,
         drain: Option<CancellationToken>,
-    ) -> std::io::Result<(Arc<Connection>, Tasks)> {
+    ) -> std::io::Result<(Arc<Connection>, Tasks<OwnedReadHalf, OwnedWriteHalf>)> {
         stream.set_nodelay(config.nodelay)?;
         let peer = stream.peer_addr()?;
         let (read, write) = stream.into_split();
+        Ok(Connection::spawn(read, write, peer, config, dispatch, drain))
+    }
+
+    /// Starts the three tasks on a read and a write half. `drain` (servers) makes the reader
+    /// stop taking new packets once it fires, after those already received.
+    pub(crate) fn spawn<R, W, D>(
+        read: R,
+        write: W,
+        peer: SocketAddr,
+        config: &ConnectionConfig,
+        dispatch: D,
+        drain: Option<CancellationToken>,
+    ) -> (Arc<Connection>, Tasks<R, W>)
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+        D: Dispatch,
+    {
         let (out, queue) = mpsc::channel(config.write_queue.max(1));
         let codec = PacketCodec::new(config.framing).with_max_content_length(config.max_content_length);
         let conn = Arc::new(Connection {
@@ -116,7 +141,7 @@ impl Connection {
         let framed = FramedRead::with_capacity(read, codec, 64 * 1024);
         let reader = tokio::spawn(read_loop(conn.clone(), framed, dispatch, drain));
         tokio::spawn(heartbeat(conn.clone()));
-        Ok((conn, Tasks { reader, writer }))
+        (conn, Tasks { reader, writer })
     }
 
     /// The remote address.
@@ -141,6 +166,11 @@ impl Connection {
             return Err(self.closed_error());
         }
         self.out.send(packet).await.map_err(|_| self.closed_error())
+    }
+
+    /// The connection's settings.
+    pub(crate) fn config(&self) -> &ConnectionConfig {
+        &self.config
     }
 
     /// Queues a packet if there is room right now (for callers that cannot wait, like `Drop`).
@@ -191,12 +221,12 @@ impl Connection {
     }
 }
 
-async fn read_loop<D: Dispatch>(
+async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn: Arc<Connection>,
-    mut framed: FramedRead<OwnedReadHalf, PacketCodec>,
+    mut framed: FramedRead<R, PacketCodec>,
     dispatch: D,
     drain: Option<CancellationToken>,
-) -> (OwnedReadHalf, BytesMut) {
+) -> (R, BytesMut) {
     let closed = conn.closed.cancelled();
     tokio::pin!(closed);
     let drain_token = drain.unwrap_or_default();
@@ -234,9 +264,9 @@ async fn read_loop<D: Dispatch>(
 
 /// Handles the packets already received when a server starts shutting down, without waiting
 /// for more.
-async fn drain_buffered<D: Dispatch>(
+async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
     conn: &Arc<Connection>,
-    framed: &mut FramedRead<OwnedReadHalf, PacketCodec>,
+    framed: &mut FramedRead<R, PacketCodec>,
     dispatch: &D,
 ) {
     use futures_util::FutureExt;
@@ -261,11 +291,11 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, packet: Packe
     }
 }
 
-async fn write_loop(
+async fn write_loop<W: AsyncWrite + Unpin>(
     conn: Arc<Connection>,
-    mut write: OwnedWriteHalf,
+    mut write: W,
     mut queue: mpsc::Receiver<Packet>,
-) -> Option<OwnedWriteHalf> {
+) -> Option<W> {
     let framing = conn.framing();
     let mut buf = BytesMut::with_capacity(BATCH_LIMIT);
     let closed = conn.closed.cancelled();
@@ -296,16 +326,21 @@ async fn write_loop(
         return None;
     }
     // Closing: flush what was queued before the close (a closing status reply, say).
+    let taking_over = conn.taking_over.load(Ordering::SeqCst);
     let flush = async {
         queue.close();
         while let Some(packet) = queue.recv().await {
+            // A heartbeat would land in the raw byte stream of a taken-over connection.
+            if taking_over && packet.op <= op::PONG {
+                continue;
+            }
             write_packet(&mut write, &mut buf, framing, packet).await?;
         }
         write.write_all(&buf).await?;
         write.flush().await
     };
     let _ = tokio::time::timeout(CLOSE_FLUSH_TIMEOUT, flush).await;
-    if conn.taking_over.load(Ordering::SeqCst) {
+    if taking_over {
         return Some(write);
     }
     let _ = write.shutdown().await;
@@ -314,8 +349,8 @@ async fn write_loop(
 
 /// Appends a packet to the batch; a large content is written from its own buffer after what is
 /// batched so far, so it is never copied.
-async fn write_packet(
-    write: &mut OwnedWriteHalf,
+async fn write_packet<W: AsyncWrite + Unpin>(
+    write: &mut W,
     buf: &mut BytesMut,
     framing: Framing,
     packet: Packet,

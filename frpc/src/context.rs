@@ -7,6 +7,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::Connection;
+use crate::raw::{PacketSender, TakeConnection, Takeover};
+use crate::status::Error;
 
 /// The context of a server-side call: the peer and a cancellation signal. Cheap to clone (one
 /// per connection, shared by its calls).
@@ -18,6 +20,7 @@ pub struct Context {
 struct Inner {
     conn: Arc<Connection>,
     shutdown: CancellationToken,
+    takeover: Arc<Takeover>,
 }
 
 impl fmt::Debug for Context {
@@ -29,10 +32,39 @@ impl fmt::Debug for Context {
 }
 
 impl Context {
-    pub(crate) fn new(conn: Arc<Connection>, shutdown: CancellationToken) -> Context {
+    pub(crate) fn new(
+        conn: Arc<Connection>,
+        shutdown: CancellationToken,
+        takeover: Arc<Takeover>,
+    ) -> Context {
         Context {
-            inner: Arc::new(Inner { conn, shutdown }),
+            inner: Arc::new(Inner {
+                conn,
+                shutdown,
+                takeover,
+            }),
         }
+    }
+
+    /// A sender for raw packets to this client, to keep and use later (pub/sub).
+    pub fn packet_sender(&self) -> PacketSender {
+        PacketSender::new(self.inner.conn.clone())
+    }
+
+    /// Asks for the connection to be handed back once this call's reply (if any) is queued and
+    /// flushed: frpc stops on it and the returned future resolves to the TCP stream plus the bytes
+    /// already read but not parsed. Await it outside the handler (spawn a task): it resolves only
+    /// after the handler has returned. Other calls still running on the connection cannot reply.
+    ///
+    /// Race-free when called from a raw route ([`crate::Builder::route`]) or with
+    /// [`crate::Concurrency::Inline`]: nothing after the triggering packet is parsed. With
+    /// per-RPC tasks the peer must wait for the reply before it sends raw bytes.
+    pub fn take_connection(&self) -> Result<TakeConnection, Error> {
+        self.inner.takeover.request()
+    }
+
+    pub(crate) fn takeover_requested(&self) -> bool {
+        self.inner.takeover.requested()
     }
 
     /// The address of the client.

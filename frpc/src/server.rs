@@ -11,6 +11,7 @@ use bytes::Bytes;
 use frpc_wire::polyglot::{self, Decoder, Kind};
 use frpc_wire::{Framing, Packet, op};
 use futures_util::FutureExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -18,9 +19,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::codegen::{BoxFuture, MethodKind, Service};
 use crate::config::{Concurrency, ServerConfig};
-use crate::connection::{Connection, Dispatch};
+use crate::connection::{Connection, Dispatch, Tasks};
 use crate::context::Context;
 use crate::hash::IdMap;
+use crate::raw::{RawHandler, Takeover, raw_handler};
 use crate::status::{Error, Status};
 use crate::stream::ServerStream;
 
@@ -30,6 +32,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Builds a [`Server`]: services, concurrency and connection settings.
 pub struct Builder {
     services: Vec<Arc<dyn Service>>,
+    raw: Vec<(u16, RawHandler)>,
     config: ServerConfig,
 }
 
@@ -47,6 +50,20 @@ impl Builder {
     /// Adds a generated service server (`FooServer::new(impl)`).
     pub fn add_service(mut self, service: impl Service) -> Builder {
         self.services.push(Arc::new(service));
+        self
+    }
+
+    /// Handles raw packets with operation `op` (one no service uses, 10 or more) with `handler`,
+    /// for custom patterns beside RPCs such as pub/sub. The handler runs on the connection's
+    /// reader, in arrival order (keep it short: spawn long work); a returned `Some(content)` is
+    /// sent back with the packet's id and operation. [`Context::packet_sender`] pushes packets
+    /// to the client later.
+    pub fn route<F, Fut>(mut self, op: u16, handler: F) -> Builder
+    where
+        F: Fn(Context, Packet) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<Bytes>> + Send + 'static,
+    {
+        self.raw.push((op, raw_handler(handler)));
         self
     }
 
@@ -72,31 +89,31 @@ impl Builder {
     /// (two .proto files both numbering from 10, say) are refused here rather than mis-routed.
     pub fn build(self) -> Result<Server, Error> {
         let mut routes: IdMap<u16, Route> = IdMap::default();
+        let mut claim = |op: u16, route: Route, what: String| -> Result<(), Error> {
+            if op::is_reserved(op) {
+                return Err(Error::Config(format!(
+                    "{what} uses operation {op}, reserved by Frisbee (0-9)"
+                )));
+            }
+            match routes.insert(op, route) {
+                Some(_) => Err(Error::Config(format!(
+                    "operation {op} is claimed twice (second claim: {what}); services from different \
+                     .proto files both number their methods from 10"
+                ))),
+                None => Ok(()),
+            }
+        };
         for (index, service) in self.services.iter().enumerate() {
             for method in service.methods() {
-                let route = Route {
+                let route = Route::Method {
                     service: index,
                     kind: method.kind,
                 };
-                if let Some(taken) = routes.insert(method.op, route) {
-                    let other = &self.services[taken.service];
-                    return Err(Error::Config(format!(
-                        "operation {} is claimed by both {}.{} and {}",
-                        method.op,
-                        service.name(),
-                        method.name,
-                        other.name()
-                    )));
-                }
-                if op::is_reserved(method.op) {
-                    return Err(Error::Config(format!(
-                        "{}.{} uses operation {}, reserved by Frisbee (0-9)",
-                        service.name(),
-                        method.name,
-                        method.op
-                    )));
-                }
+                claim(method.op, route, format!("{}.{}", service.name(), method.name))?;
             }
+        }
+        for (index, (op, _)) in self.raw.iter().enumerate() {
+            claim(*op, Route::Raw(index), format!("raw route #{index}"))?;
         }
         let limit = match self.config.concurrency {
             Concurrency::Limited(n) => Some(Arc::new(Semaphore::new(n.max(1)))),
@@ -105,6 +122,7 @@ impl Builder {
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
+                raw: self.raw.into_iter().map(|(_, handler)| handler).collect(),
                 routes,
                 config: self.config,
                 limit,
@@ -121,13 +139,14 @@ impl Builder {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Route {
-    service: usize,
-    kind: MethodKind,
+enum Route {
+    Method { service: usize, kind: MethodKind },
+    Raw(usize),
 }
 
 struct Shared {
     services: Vec<Arc<dyn Service>>,
+    raw: Vec<RawHandler>,
     routes: IdMap<u16, Route>,
     config: ServerConfig,
     limit: Option<Arc<Semaphore>>,
@@ -155,6 +174,7 @@ impl Server {
     pub fn builder() -> Builder {
         Builder {
             services: Vec::new(),
+            raw: Vec::new(),
             config: ServerConfig::default(),
         }
     }
@@ -249,23 +269,32 @@ async fn serve_connection(
     force: CancellationToken,
 ) {
     let rpcs = TaskTracker::new();
+    let takeover = Arc::new(Takeover::default());
     let dispatch = ServerDispatch {
         inflight: Arc::new(Semaphore::new(shared.config.max_inflight_per_connection.max(1))),
         shared: shared.clone(),
         rpcs: rpcs.clone(),
         shutdown: shutdown.clone(),
+        takeover: takeover.clone(),
         context: OnceLock::new(),
     };
-    let Ok((conn, tasks)) = Connection::spawn(stream, &shared.config.connection, dispatch, Some(shutdown))
+    let Ok((conn, tasks)) =
+        Connection::spawn_tcp(stream, &shared.config.connection, dispatch, Some(shutdown))
     else {
         return;
     };
-    let span = tracing::debug_span!("connection", peer = %conn.peer());
-    let _enter = span.enter();
     let mut reader = tasks.reader;
-    tokio::select! {
-        _ = &mut reader => {}
-        _ = force.cancelled() => conn.close("server shut down"),
+    let read_half = tokio::select! {
+        read_half = &mut reader => read_half.ok(),
+        _ = force.cancelled() => {
+            conn.close("server shut down");
+            None
+        }
+    };
+    if let (true, Some(read_half)) = (takeover.requested(), read_half) {
+        // A handler asked for the socket: hand it over once the writer has flushed.
+        takeover.deliver(Tasks::<OwnedReadHalf, OwnedWriteHalf>::reunite(read_half, tasks.writer).await);
+        return;
     }
     // The reader stopped: the connection closed, or the server is shutting down and every
     // request already received has been dispatched. Let those calls finish and reply.
@@ -284,13 +313,14 @@ struct ServerDispatch {
     inflight: Arc<Semaphore>,
     rpcs: TaskTracker,
     shutdown: CancellationToken,
+    takeover: Arc<Takeover>,
     context: OnceLock<Context>,
 }
 
 impl ServerDispatch {
     fn context(&self, conn: &Arc<Connection>) -> Context {
         self.context
-            .get_or_init(|| Context::new(conn.clone(), self.shutdown.clone()))
+            .get_or_init(|| Context::new(conn.clone(), self.shutdown.clone(), self.takeover.clone()))
             .clone()
     }
 
@@ -327,26 +357,46 @@ impl ServerDispatch {
 
 impl Dispatch for ServerDispatch {
     async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
-        let Some(route) = self.shared.routes.get(&packet.op).copied() else {
+        match self.shared.routes.get(&packet.op).copied() {
+            Some(Route::Method {
+                service,
+                kind: MethodKind::Unary,
+            }) => {
+                let ctx = self.context(conn);
+                let service = &self.shared.services[service];
+                let call = service.call_unary(packet.op, ctx.clone(), packet.content);
+                let job = reply(conn.clone(), ctx, packet.id, packet.op, call);
+                self.run(conn, job).await;
+            }
+            Some(Route::Raw(index)) => {
+                let ctx = self.context(conn);
+                let (id, op) = (packet.id, packet.op);
+                let handler = (self.shared.raw[index])(ctx.clone(), packet);
+                let result = std::panic::AssertUnwindSafe(handler).catch_unwind().await;
+                match result {
+                    Ok(Some(content)) => {
+                        let _ = conn.send(Packet::new(id, op, content)).await;
+                    }
+                    Ok(None) => {}
+                    Err(panic) => tracing::warn!(op, "raw handler panicked: {}", panic_status(panic)),
+                }
+                if ctx.takeover_requested() {
+                    conn.take_over();
+                }
+            }
+            Some(Route::Method { .. }) => {
+                tracing::debug!(
+                    op = packet.op,
+                    "a streaming method's number used as a packet operation"
+                );
+            }
             // Go drops unknown operations silently; the connection stays usable.
-            tracing::debug!(
+            None => tracing::debug!(
                 op = packet.op,
                 id = packet.id,
                 "dropping a packet for an unknown operation"
-            );
-            return;
-        };
-        if route.kind != MethodKind::Unary {
-            tracing::debug!(
-                op = packet.op,
-                "a streaming method's number used as a packet operation"
-            );
-            return;
+            ),
         }
-        let service = &self.shared.services[route.service];
-        let call = service.call_unary(packet.op, self.context(conn), packet.content);
-        let job = reply(conn.clone(), packet.id, packet.op, call);
-        self.run(conn, job).await;
     }
 
     async fn new_stream(&self, conn: &Arc<Connection>, id: u16, first: Bytes) {
@@ -360,18 +410,19 @@ impl Dispatch for ServerDispatch {
                 return;
             }
         };
-        let route = self.shared.routes.get(&method).copied();
-        let Some(route) = route.filter(|r| r.kind != MethodKind::Unary) else {
-            let status = Status::new(format!("unknown streaming method {method}"));
-            ServerStream::refuse(conn, id, status).await;
-            return;
+        let service = match self.shared.routes.get(&method) {
+            Some(Route::Method { service, kind }) if *kind != MethodKind::Unary => *service,
+            _ => {
+                let status = Status::new(format!("unknown streaming method {method}"));
+                ServerStream::refuse(conn, id, status).await;
+                return;
+            }
         };
         let stream = match ServerStream::accept(conn, id) {
             Ok(stream) => stream,
             Err(err) => return ServerStream::refuse(conn, id, Status::new(err.to_string())).await,
         };
-        let service = &self.shared.services[route.service];
-        let call = service.call_streaming(method, self.context(conn), stream);
+        let call = self.shared.services[service].call_streaming(method, self.context(conn), stream);
         // Streams always get their own task: they consume packets the reader has yet to read.
         self.rpcs.spawn(async move {
             if let Err(status) = call.await {
@@ -384,7 +435,13 @@ impl Dispatch for ServerDispatch {
 }
 
 /// Runs a unary call and queues its reply under the request's id and operation.
-async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: BoxFuture<Result<Bytes, Status>>) {
+async fn reply(
+    conn: Arc<Connection>,
+    ctx: Context,
+    id: u16,
+    op: u16,
+    call: BoxFuture<Result<Bytes, Status>>,
+) {
     let result = std::panic::AssertUnwindSafe(call)
         .catch_unwind()
         .await
@@ -402,7 +459,9 @@ async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: BoxFuture<Result<B
         Err(err) => polyglot::error_to_bytes(&format!("response too large: {err}")),
     };
     let _ = conn.send(Packet::new(id, op, content)).await;
-    if close {
+    if ctx.takeover_requested() {
+        conn.take_over();
+    } else if close {
         conn.close("handler returned a closing status");
     }
 }

@@ -45,6 +45,7 @@ pub const CLOSE: u16 = 14;
 pub const COUNT: u16 = 15;
 pub const JOIN: u16 = 16;
 pub const CHAT: u16 = 17;
+pub const UPGRADE: u16 = 18;
 
 /// Shared state the test can observe and steer.
 #[derive(Debug)]
@@ -111,6 +112,11 @@ static METHODS: &[MethodDesc] = &[
         name: "Chat",
         op: CHAT,
         kind: MethodKind::Bidi,
+    },
+    MethodDesc {
+        name: "Upgrade",
+        op: UPGRADE,
+        kind: MethodKind::Unary,
     },
 ];
 
@@ -188,6 +194,15 @@ impl codegen::Service for TestService {
             CLOSE => codegen::unary(ctx, request, |_ctx, _req: Text| async move {
                 Err::<Text, _>(Status::closing("bye"))
             }),
+            UPGRADE => codegen::unary(ctx, request, |ctx, req: Text| async move {
+                let raw = ctx.take_connection()?;
+                tokio::spawn(async move {
+                    if let Ok((stream, unparsed)) = raw.await {
+                        raw_echo(stream, unparsed, req.value).await;
+                    }
+                });
+                Ok(Text::new("upgraded"))
+            }),
             _ => codegen::unimplemented_unary(op),
         }
     }
@@ -252,5 +267,23 @@ pub fn config(concurrency: frpc::Concurrency) -> frpc::ServerConfig {
     frpc::ServerConfig {
         concurrency,
         ..Default::default()
+    }
+}
+
+/// After a takeover: greet, then echo everything (the bytes frpc had read but not parsed first).
+pub async fn raw_echo(mut stream: tokio::net::TcpStream, unparsed: bytes::BytesMut, greeting: String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.write_all(greeting.as_bytes()).await;
+    let _ = stream.write_all(&unparsed).await;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if stream.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        }
     }
 }
