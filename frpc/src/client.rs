@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use frpc_wire::Packet;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::sync::{mpsc, oneshot};
@@ -68,24 +70,62 @@ impl Client {
         Client::from_stream(stream, config)
     }
 
+    /// Connects over TLS, checking the server's certificate for `server_name`.
+    #[cfg(feature = "tls")]
+    pub async fn connect_tls(
+        addr: impl ToSocketAddrs,
+        server_name: &str,
+        tls: Arc<crate::tls::rustls::ClientConfig>,
+        config: ClientConfig,
+    ) -> Result<Client, Error> {
+        use crate::tls::rustls::pki_types::ServerName;
+        let name = ServerName::try_from(server_name.to_owned())
+            .map_err(|err| Error::Config(format!("invalid TLS server name {server_name:?}: {err}")))?;
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(config.connection.nodelay)?;
+        let peer = stream.peer_addr()?;
+        let handshake = crate::tls::TlsConnector::from(tls).connect(name, stream);
+        let tls = match tokio::time::timeout(config.connection.idle_timeout, handshake).await {
+            Ok(result) => result?,
+            Err(_) => return Err(Error::Timeout(config.connection.idle_timeout)),
+        };
+        let (read, write) = tokio::io::split(tls);
+        // Takeover is not offered over TLS, so the task handles are not kept.
+        Ok(Client::start(read, write, peer, config).0)
+    }
+
     /// Runs the client over an already connected TCP stream.
     pub fn from_stream(stream: TcpStream, config: ClientConfig) -> Result<Client, Error> {
+        stream.set_nodelay(config.connection.nodelay)?;
+        let peer = stream.peer_addr()?;
+        let (read, write) = stream.into_split();
+        let (client, tasks) = Client::start(read, write, peer, config);
+        *client.handle.tasks.lock().unwrap_or_else(|e| e.into_inner()) = Some(tasks);
+        Ok(client)
+    }
+
+    fn start<R, W>(read: R, write: W, peer: SocketAddr, config: ClientConfig) -> (Client, Tasks<R, W>)
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
         let inflight = Arc::new(Inflight::default());
         let raw = Arc::new(RawRoutes::default());
         let dispatch = ClientDispatch {
             inflight: inflight.clone(),
             raw: raw.clone(),
         };
-        let (conn, tasks) = Connection::spawn_tcp(stream, &config.connection, dispatch, None)?;
-        Ok(Client {
+        let (conn, tasks) = Connection::spawn(read, write, peer, &config.connection, dispatch, None);
+        let client = Client {
             handle: Arc::new(Handle {
                 conn,
                 inflight,
                 raw,
-                tasks: Mutex::new(Some(tasks)),
+                tasks: Mutex::new(None),
             }),
             timeout: config.timeout,
-        })
+        };
+        (client, tasks)
     }
 
     /// A handle to the same connection whose calls time out after `timeout`.
@@ -172,7 +212,7 @@ impl Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
-            .ok_or_else(|| Error::closed("the connection was already taken over"))?;
+            .ok_or_else(|| Error::closed("the connection was already taken over (or is TLS)"))?;
         self.handle.conn.take_over();
         Ok(tasks.into_raw().await?)
     }

@@ -77,37 +77,28 @@ impl Tasks<OwnedReadHalf, OwnedWriteHalf> {
     /// Waits for both tasks after [`Connection::take_over`] and reunites the socket.
     pub(crate) async fn into_raw(self) -> std::io::Result<(TcpStream, BytesMut)> {
         let reader = self.reader.await.map_err(std::io::Error::other)?;
-        Self::reunite(reader, self.writer).await
+        let join = |read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other);
+        Self::reunite(reader, self.writer, join).await
     }
+}
 
-    /// Like [`Tasks::into_raw`], for a caller that already awaited the reader.
+impl<R, W> Tasks<R, W> {
+    /// Waits for the writer of a taken-over connection (the reader already stopped) and joins
+    /// the halves back into a socket.
     pub(crate) async fn reunite(
-        (read, unparsed): (OwnedReadHalf, BytesMut),
-        writer: tokio::task::JoinHandle<Option<OwnedWriteHalf>>,
+        (read, unparsed): (R, BytesMut),
+        writer: tokio::task::JoinHandle<Option<W>>,
+        join: impl FnOnce(R, W) -> std::io::Result<TcpStream>,
     ) -> std::io::Result<(TcpStream, BytesMut)> {
         let write = writer
             .await
             .map_err(std::io::Error::other)?
             .ok_or_else(|| std::io::Error::other("the connection failed before it could be taken over"))?;
-        let stream = read.reunite(write).map_err(std::io::Error::other)?;
-        Ok((stream, unparsed))
+        Ok((join(read, write)?, unparsed))
     }
 }
 
 impl Connection {
-    /// Starts the three tasks on a TCP stream.
-    pub(crate) fn spawn_tcp<D: Dispatch>(
-        stream: TcpStream,
-        config: &ConnectionConfig,
-        dispatch: D,
-        drain: Option<CancellationToken>,
-    ) -> std::io::Result<(Arc<Connection>, Tasks<OwnedReadHalf, OwnedWriteHalf>)> {
-        stream.set_nodelay(config.nodelay)?;
-        let peer = stream.peer_addr()?;
-        let (read, write) = stream.into_split();
-        Ok(Connection::spawn(read, write, peer, config, dispatch, drain))
-    }
-
     /// Starts the three tasks on a read and a write half. `drain` (servers) makes the reader
     /// stop taking new packets once it fires, after those already received.
     pub(crate) fn spawn<R, W, D>(

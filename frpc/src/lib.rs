@@ -43,6 +43,8 @@ mod raw;
 mod server;
 mod status;
 mod stream;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 pub use client::Client;
 pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};

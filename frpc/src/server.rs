@@ -11,7 +11,9 @@ use bytes::Bytes;
 use frpc_wire::polyglot::{self, Decoder, Kind};
 use frpc_wire::{Framing, Packet, op};
 use futures_util::FutureExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use std::net::SocketAddr;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +36,8 @@ pub struct Builder {
     services: Vec<Arc<dyn Service>>,
     raw: Vec<(u16, RawHandler)>,
     config: ServerConfig,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::TlsAcceptor>,
 }
 
 impl fmt::Debug for Builder {
@@ -64,6 +68,13 @@ impl Builder {
         Fut: Future<Output = Option<Bytes>> + Send + 'static,
     {
         self.raw.push((op, raw_handler(handler)));
+        self
+    }
+
+    /// Serves over TLS: every connection does a TLS handshake first (within the idle timeout).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: Arc<crate::tls::rustls::ServerConfig>) -> Builder {
+        self.tls = Some(crate::tls::TlsAcceptor::from(config));
         self
     }
 
@@ -123,6 +134,8 @@ impl Builder {
             shared: Arc::new(Shared {
                 services: self.services,
                 raw: self.raw.into_iter().map(|(_, handler)| handler).collect(),
+                #[cfg(feature = "tls")]
+                tls: self.tls,
                 routes,
                 config: self.config,
                 limit,
@@ -147,6 +160,8 @@ enum Route {
 struct Shared {
     services: Vec<Arc<dyn Service>>,
     raw: Vec<RawHandler>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::TlsAcceptor>,
     routes: IdMap<u16, Route>,
     config: ServerConfig,
     limit: Option<Arc<Semaphore>>,
@@ -176,6 +191,8 @@ impl Server {
             services: Vec::new(),
             raw: Vec::new(),
             config: ServerConfig::default(),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -268,6 +285,40 @@ async fn serve_connection(
     shutdown: CancellationToken,
     force: CancellationToken,
 ) {
+    let config = &shared.config.connection;
+    let Ok(peer) = stream.peer_addr() else { return };
+    let _ = stream.set_nodelay(config.nodelay);
+    #[cfg(feature = "tls")]
+    if let Some(acceptor) = shared.tls.clone() {
+        let handshake = tokio::time::timeout(config.idle_timeout, acceptor.accept(stream)).await;
+        let tls = match handshake {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(err)) => return tracing::debug!(%peer, error = %err, "TLS handshake failed"),
+            Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+        };
+        let (read, write) = tokio::io::split(tls);
+        let no_takeover = |_, _| {
+            Err(std::io::Error::other(
+                "connection takeover is not available over TLS",
+            ))
+        };
+        return run_connection(shared, (read, write), peer, shutdown, force, no_takeover).await;
+    }
+    let join = |read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other);
+    run_connection(shared, stream.into_split(), peer, shutdown, force, join).await;
+}
+
+async fn run_connection<R, W>(
+    shared: Arc<Shared>,
+    (read, write): (R, W),
+    peer: SocketAddr,
+    shutdown: CancellationToken,
+    force: CancellationToken,
+    join: impl FnOnce(R, W) -> std::io::Result<TcpStream>,
+) where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
     let rpcs = TaskTracker::new();
     let takeover = Arc::new(Takeover::default());
     let dispatch = ServerDispatch {
@@ -278,11 +329,8 @@ async fn serve_connection(
         takeover: takeover.clone(),
         context: OnceLock::new(),
     };
-    let Ok((conn, tasks)) =
-        Connection::spawn_tcp(stream, &shared.config.connection, dispatch, Some(shutdown))
-    else {
-        return;
-    };
+    let config = &shared.config.connection;
+    let (conn, tasks) = Connection::spawn(read, write, peer, config, dispatch, Some(shutdown));
     let mut reader = tasks.reader;
     let read_half = tokio::select! {
         read_half = &mut reader => read_half.ok(),
@@ -293,7 +341,7 @@ async fn serve_connection(
     };
     if let (true, Some(read_half)) = (takeover.requested(), read_half) {
         // A handler asked for the socket: hand it over once the writer has flushed.
-        takeover.deliver(Tasks::<OwnedReadHalf, OwnedWriteHalf>::reunite(read_half, tasks.writer).await);
+        takeover.deliver(Tasks::reunite(read_half, tasks.writer, join).await);
         return;
     }
     // The reader stopped: the connection closed, or the server is shutting down and every

@@ -252,6 +252,10 @@ pub fn decode_repeated<C: Codec>(dec: &mut Decoder<'_>) -> Result<Vec<C::Value>>
 pub trait MapField<K, V>: Default {
     /// Number of entries.
     fn len(&self) -> usize;
+    /// Whether the map has no entries.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Visits every entry.
     fn for_each(&self, f: impl FnMut(&K, &V));
     /// Adds an entry read from the wire (a repeated key keeps the last value, as Go does).
@@ -339,5 +343,26 @@ where
         }
         dec.u8()?;
         C::decode(dec)
+    }
+}
+
+/// A value prost boxes to break a recursive type (`Option<Box<M>>`, a oneof's `Box<M>`):
+/// encoded exactly like `C`.
+#[derive(Debug)]
+pub struct Boxed<C>(PhantomData<C>);
+
+impl<C: Codec> Codec for Boxed<C> {
+    type Value = Box<C::Value>;
+    const KIND: Kind = C::KIND;
+    #[inline]
+    fn len(v: &Box<C::Value>) -> usize {
+        C::len(v)
+    }
+    #[inline]
+    fn encode(v: &Box<C::Value>, buf: &mut impl BufMut) {
+        C::encode(v, buf)
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<Box<C::Value>> {
+        C::decode(dec).map(Box::new)
     }
 }

@@ -1,0 +1,275 @@
+//! `impl ::frpc::codegen::Message` for every message and `impl ::frpc::codegen::EnumIndex`
+//! for every enum: the byte-exact polyglot encoding of spec §4.7.
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use super::{ident, path};
+use crate::model::{Codec, Enum, Field, Message, Shape};
+
+/// The `Message` impl of one message: fields in three groups, each in declaration order.
+pub fn message_impl(msg: &Message) -> TokenStream {
+    let ty = path(&msg.rust_path);
+    let ordered: Vec<&Field> = msg.wire_order().collect();
+    if ordered.is_empty() {
+        return quote! {
+            impl ::frpc::codegen::Message for #ty {
+                fn fields_len(&self) -> usize { 0 }
+                fn encode_fields(&self, _buf: &mut impl ::frpc::codegen::BufMut) {}
+                fn decode_fields(
+                    &mut self,
+                    _dec: &mut ::frpc::codegen::Decoder<'_>,
+                ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+                    ::core::result::Result::Ok(())
+                }
+            }
+        };
+    }
+    let lens = ordered.iter().map(|f| field_len(msg, f));
+    let encodes = ordered.iter().map(|f| field_encode(msg, f));
+    let decodes = ordered.iter().map(|f| field_decode(msg, f));
+    // Oneof members decode into locals; each oneof is resolved once every field is read.
+    let resolves = msg.oneofs.iter().enumerate().map(|(i, oneof)| {
+        let field = ident(&oneof.ident);
+        let enum_path = path(&oneof.rust_path);
+        let mut members = msg.oneof_members(i).map(|(f, variant, _)| {
+            let local = oneof_local(msg, f);
+            let variant = ident(variant);
+            quote! { #local.map(#enum_path::#variant) }
+        });
+        let first = members
+            .next()
+            .unwrap_or_else(|| quote!(::core::option::Option::None));
+        quote! { self.#field = #first #( .or_else(|| #members) )*; }
+    });
+    quote! {
+        impl ::frpc::codegen::Message for #ty {
+            fn fields_len(&self) -> usize {
+                #( #lens )+*
+            }
+            fn encode_fields(&self, buf: &mut impl ::frpc::codegen::BufMut) {
+                #( #encodes )*
+            }
+            fn decode_fields(
+                &mut self,
+                dec: &mut ::frpc::codegen::Decoder<'_>,
+            ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+                #( #decodes )*
+                #( #resolves )*
+                ::core::result::Result::Ok(())
+            }
+        }
+    }
+}
+
+/// `<C as ::frpc::codegen::Codec>`.
+fn codec(c: &Codec) -> TokenStream {
+    let c = path(&c.rust_path());
+    quote!(<#c as ::frpc::codegen::Codec>)
+}
+
+fn codec_ty(c: &Codec) -> TokenStream {
+    path(&c.rust_path())
+}
+
+/// The local a oneof member decodes into: `oneof_<field ident without r#>`.
+fn oneof_local(_msg: &Message, f: &Field) -> proc_macro2::Ident {
+    format_ident!("oneof_{}", f.ident.trim_start_matches("r#"))
+}
+
+/// The Rust field and the oneof enum path for a oneof member.
+fn oneof_parts(msg: &Message, oneof: usize, variant: &str) -> (TokenStream, TokenStream) {
+    let o = &msg.oneofs[oneof];
+    let field = ident(&o.ident);
+    let enum_path = path(&o.rust_path);
+    let variant = ident(variant);
+    (quote!(self.#field), quote!(#enum_path::#variant))
+}
+
+fn field_len(msg: &Message, f: &Field) -> TokenStream {
+    let name = ident(&f.ident);
+    match &f.shape {
+        Shape::Value(c) => {
+            let c = codec(c);
+            quote!(#c::len(&self.#name))
+        }
+        Shape::Optional(c) | Shape::Message(c) => {
+            let c = codec_ty(c);
+            quote!(::frpc::codegen::optional_len::<#c>(&self.#name))
+        }
+        Shape::Repeated(c) => {
+            let c = codec_ty(c);
+            quote!(::frpc::codegen::repeated_len::<#c>(&self.#name))
+        }
+        Shape::Map(k, v) => {
+            let (k, v) = (codec_ty(k), codec_ty(v));
+            quote!(::frpc::codegen::map_len::<#k, #v>(&self.#name))
+        }
+        Shape::OneofMember {
+            oneof,
+            variant,
+            codec: c,
+        } => {
+            let (field, variant) = oneof_parts(msg, *oneof, variant);
+            let unset = if c.is_message() {
+                let ty = codec_ty(c);
+                quote!(::frpc::codegen::optional_len::<#ty>(&::core::option::Option::None))
+            } else {
+                let c = codec(c);
+                quote!(#c::len(&::core::default::Default::default()))
+            };
+            let c = codec(c);
+            quote! {
+                match &#field {
+                    ::core::option::Option::Some(#variant(v)) => #c::len(v),
+                    _ => #unset,
+                }
+            }
+        }
+    }
+}
+
+fn field_encode(msg: &Message, f: &Field) -> TokenStream {
+    let name = ident(&f.ident);
+    match &f.shape {
+        Shape::Value(c) => {
+            let c = codec(c);
+            quote!(#c::encode(&self.#name, buf);)
+        }
+        Shape::Optional(c) | Shape::Message(c) => {
+            let c = codec_ty(c);
+            quote!(::frpc::codegen::encode_optional::<#c>(&self.#name, buf);)
+        }
+        Shape::Repeated(c) => {
+            let c = codec_ty(c);
+            quote!(::frpc::codegen::encode_repeated::<#c>(&self.#name, buf);)
+        }
+        Shape::Map(k, v) => {
+            let (k, v) = (codec_ty(k), codec_ty(v));
+            quote!(::frpc::codegen::encode_map::<#k, #v>(&self.#name, buf);)
+        }
+        Shape::OneofMember {
+            oneof,
+            variant,
+            codec: c,
+        } => {
+            let (field, variant) = oneof_parts(msg, *oneof, variant);
+            let unset = if c.is_message() {
+                let ty = codec_ty(c);
+                quote!(::frpc::codegen::encode_optional::<#ty>(&::core::option::Option::None, buf))
+            } else {
+                let c = codec(c);
+                quote!(#c::encode(&::core::default::Default::default(), buf))
+            };
+            let c = codec(c);
+            quote! {
+                match &#field {
+                    ::core::option::Option::Some(#variant(v)) => #c::encode(v, buf),
+                    _ => #unset,
+                }
+            }
+        }
+    }
+}
+
+fn field_decode(msg: &Message, f: &Field) -> TokenStream {
+    let name = ident(&f.ident);
+    match &f.shape {
+        Shape::Value(c) => {
+            let c = codec(c);
+            quote!(self.#name = #c::decode(dec)?;)
+        }
+        Shape::Optional(c) | Shape::Message(c) => {
+            let c = codec_ty(c);
+            quote!(self.#name = ::frpc::codegen::decode_optional::<#c>(dec)?;)
+        }
+        Shape::Repeated(c) => {
+            let c = codec_ty(c);
+            quote!(self.#name = ::frpc::codegen::decode_repeated::<#c>(dec)?;)
+        }
+        Shape::Map(k, v) => {
+            let (k, v) = (codec_ty(k), codec_ty(v));
+            quote!(self.#name = ::frpc::codegen::decode_map::<#k, #v, _>(dec)?;)
+        }
+        Shape::OneofMember { codec: c, .. } => {
+            let local = oneof_local(msg, f);
+            if c.is_message() {
+                let c = codec_ty(c);
+                quote!(let #local = ::frpc::codegen::decode_optional::<#c>(dec)?;)
+            } else {
+                let is_set = is_set(c);
+                let c = codec(c);
+                quote! {
+                    let #local = {
+                        let v = #c::decode(dec)?;
+                        (#is_set).then_some(v)
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Whether a decoded scalar `v` differs from its zero value (which marks an unset oneof member).
+fn is_set(c: &Codec) -> TokenStream {
+    match c {
+        Codec::Bool => quote!(v),
+        Codec::F32 | Codec::F64 => quote!(v.to_bits() != 0),
+        Codec::Str | Codec::ByteVec | Codec::ByteBuf => quote!(!v.is_empty()),
+        _ => quote!(v != 0),
+    }
+}
+
+/// The `EnumIndex` impl of one enum: proto numbers ↔ declaration indices.
+pub fn enum_impl(e: &Enum) -> TokenStream {
+    let ty = path(&e.rust_path);
+    let name = &e.proto_name;
+    // to_index: the first index of each number; unknown numbers (and index 0) fall to `_ => 0`.
+    let mut seen = Vec::new();
+    let to_arms: Vec<TokenStream> = e
+        .values
+        .iter()
+        .enumerate()
+        .filter_map(|(index, &number)| {
+            if seen.contains(&number) {
+                return None;
+            }
+            seen.push(number);
+            (index != 0).then(|| {
+                let number = int_lit(number);
+                let index = Literal::u32_unsuffixed(index as u32);
+                quote!(#number => #index,)
+            })
+        })
+        .collect();
+    let to_index = if to_arms.is_empty() {
+        quote! { let _ = number; 0 }
+    } else {
+        quote! { match number { #(#to_arms)* _ => 0, } }
+    };
+    let from_arms = e.values.iter().enumerate().map(|(index, &number)| {
+        let number = int_lit(number);
+        let index = Literal::u32_unsuffixed(index as u32);
+        quote!(#index => ::core::option::Option::Some(#number),)
+    });
+    quote! {
+        impl ::frpc::codegen::EnumIndex for #ty {
+            const NAME: &'static str = #name;
+            fn to_index(number: i32) -> u32 {
+                #to_index
+            }
+            fn from_index(index: u32) -> ::core::option::Option<i32> {
+                match index {
+                    #(#from_arms)*
+                    _ => ::core::option::Option::None,
+                }
+            }
+        }
+    }
+}
+
+/// An unsuffixed integer literal that may be negative (`-1` as two tokens).
+fn int_lit(n: i32) -> TokenStream {
+    let abs = Literal::u64_unsuffixed(u64::from(n.unsigned_abs()));
+    if n < 0 { quote!(-#abs) } else { quote!(#abs) }
+}

@@ -1,0 +1,323 @@
+//! Per service: the async trait, `FooServer<T>` (routes operations to the trait), `FooClient`
+//! and a `foo` module of operation-number constants.
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use super::{docs, ident, path};
+use crate::model::{Method, MethodKind, Service};
+use crate::naming::{to_const, to_snake};
+
+/// Everything generated for one service.
+pub fn service(s: &Service, server: bool, client: bool) -> TokenStream {
+    let ops = op_consts(s);
+    let server = if server {
+        server_tokens(s)
+    } else {
+        TokenStream::new()
+    };
+    let client = if client {
+        client_tokens(s)
+    } else {
+        TokenStream::new()
+    };
+    quote! { #server #client #ops }
+}
+
+fn op_lit(m: &Method) -> Literal {
+    Literal::u16_unsuffixed(m.op)
+}
+
+fn kind_str(kind: MethodKind) -> &'static str {
+    match kind {
+        MethodKind::Unary => "unary",
+        MethodKind::ServerStreaming => "server streaming",
+        MethodKind::ClientStreaming => "client streaming",
+        MethodKind::Bidi => "bidirectional streaming",
+    }
+}
+
+/// Doc lines from the proto comments, or a generated line when there are none.
+fn doc_or(comments: &[String], fallback: String) -> TokenStream {
+    if comments.is_empty() {
+        docs(&[fallback])
+    } else {
+        docs(comments)
+    }
+}
+
+fn op_consts(s: &Service) -> TokenStream {
+    let module = ident(&to_snake(&s.proto_name));
+    let doc = format!(" Operation numbers of `{}`.", s.full_name);
+    let consts = s.methods.iter().map(|m| {
+        let name = ident(&to_const(&m.proto_name));
+        let op = op_lit(m);
+        let doc = format!(" `{}` ({}).", m.proto_name, kind_str(m.kind));
+        quote! { #[doc = #doc] pub const #name: u16 = #op; }
+    });
+    quote! {
+        #[doc = #doc]
+        pub mod #module {
+            #(#consts)*
+        }
+    }
+}
+
+fn server_tokens(s: &Service) -> TokenStream {
+    let trait_name = ident(&s.rust_name);
+    let server_name = format_ident!("{}Server", trait_name);
+    let full_name = &s.full_name;
+    let trait_doc = doc_or(&s.comments, format!(" The `{full_name}` service."));
+    let trait_methods = s.methods.iter().map(trait_method);
+    let server_doc = format!(" Serves a [`{trait_name}`] implementation: add it to a `frpc::Server`.");
+    let descs = s.methods.iter().map(|m| {
+        let name = &m.proto_name;
+        let op = op_lit(m);
+        let kind = format_ident!(
+            "{}",
+            match m.kind {
+                MethodKind::Unary => "Unary",
+                MethodKind::ServerStreaming => "ServerStreaming",
+                MethodKind::ClientStreaming => "ClientStreaming",
+                MethodKind::Bidi => "Bidi",
+            }
+        );
+        quote! {
+            ::frpc::codegen::MethodDesc { name: #name, op: #op, kind: ::frpc::codegen::MethodKind::#kind }
+        }
+    });
+    let unary: Vec<TokenStream> = s
+        .methods
+        .iter()
+        .filter(|m| m.kind == MethodKind::Unary)
+        .map(|m| {
+            let op = op_lit(m);
+            let f = ident(&m.rust_name);
+            let input = path(&m.input);
+            quote! {
+                #op => ::frpc::codegen::unary(ctx, request, move |ctx, req: #input| async move {
+                    svc.#f(&ctx, req).await
+                }),
+            }
+        })
+        .collect();
+    let streaming: Vec<TokenStream> = s
+        .methods
+        .iter()
+        .filter(|m| m.kind != MethodKind::Unary)
+        .map(|m| {
+            let op = op_lit(m);
+            let f = ident(&m.rust_name);
+            let input = path(&m.input);
+            match m.kind {
+                MethodKind::ServerStreaming => quote! {
+                    #op => ::frpc::codegen::server_streaming(ctx, stream, move |ctx, req: #input, out| async move {
+                        svc.#f(&ctx, req, out).await
+                    }),
+                },
+                MethodKind::ClientStreaming => quote! {
+                    #op => ::frpc::codegen::client_streaming(
+                        ctx, stream, move |ctx, inbound: ::frpc::Streaming<#input>| async move {
+                            svc.#f(&ctx, inbound).await
+                        }
+                    ),
+                },
+                _ => quote! {
+                    #op => ::frpc::codegen::bidi(
+                        ctx, stream, move |ctx, inbound: ::frpc::Streaming<#input>, out| async move {
+                            svc.#f(&ctx, inbound, out).await
+                        }
+                    ),
+                },
+            }
+        })
+        .collect();
+    let call_unary = if unary.is_empty() {
+        quote! { let _ = (ctx, request); ::frpc::codegen::unimplemented_unary(op) }
+    } else {
+        quote! {
+            let svc = ::std::sync::Arc::clone(&self.inner);
+            match op {
+                #(#unary)*
+                _ => ::frpc::codegen::unimplemented_unary(op),
+            }
+        }
+    };
+    let call_streaming = if streaming.is_empty() {
+        quote! { let _ = (ctx, stream); ::frpc::codegen::unimplemented_streaming(op) }
+    } else {
+        quote! {
+            let svc = ::std::sync::Arc::clone(&self.inner);
+            match op {
+                #(#streaming)*
+                _ => ::frpc::codegen::unimplemented_streaming(op),
+            }
+        }
+    };
+    let server_debug = server_name.to_string();
+    quote! {
+        #trait_doc
+        pub trait #trait_name: ::core::marker::Send + ::core::marker::Sync + 'static {
+            #(#trait_methods)*
+        }
+
+        #[doc = #server_doc]
+        pub struct #server_name<T> {
+            inner: ::std::sync::Arc<T>,
+        }
+
+        impl<T> #server_name<T> {
+            /// Wraps a service implementation.
+            pub fn new(inner: T) -> Self {
+                Self::from_arc(::std::sync::Arc::new(inner))
+            }
+            /// Wraps a shared service implementation.
+            pub fn from_arc(inner: ::std::sync::Arc<T>) -> Self {
+                Self { inner }
+            }
+        }
+
+        impl<T> ::core::clone::Clone for #server_name<T> {
+            fn clone(&self) -> Self {
+                Self { inner: ::std::sync::Arc::clone(&self.inner) }
+            }
+        }
+
+        impl<T> ::core::fmt::Debug for #server_name<T> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#server_debug)
+            }
+        }
+
+        impl<T: #trait_name> ::frpc::codegen::Service for #server_name<T> {
+            fn name(&self) -> &'static str {
+                #full_name
+            }
+            fn methods(&self) -> &'static [::frpc::codegen::MethodDesc] {
+                &[#(#descs),*]
+            }
+            fn call_unary(
+                &self,
+                op: u16,
+                ctx: ::frpc::Context,
+                request: ::frpc::codegen::Bytes,
+            ) -> ::frpc::codegen::BoxFuture<::core::result::Result<::frpc::codegen::Bytes, ::frpc::Status>> {
+                #call_unary
+            }
+            fn call_streaming(
+                &self,
+                op: u16,
+                ctx: ::frpc::Context,
+                stream: ::frpc::codegen::ServerStream,
+            ) -> ::frpc::codegen::BoxFuture<::core::result::Result<(), ::frpc::Status>> {
+                #call_streaming
+            }
+        }
+    }
+}
+
+fn trait_method(m: &Method) -> TokenStream {
+    let doc = doc_or(
+        &m.comments,
+        format!(" `{}` ({}).", m.proto_name, kind_str(m.kind)),
+    );
+    let f = ident(&m.rust_name);
+    let input = path(&m.input);
+    let output = path(&m.output);
+    let (args, ok) = match m.kind {
+        MethodKind::Unary => (quote!(request: #input), quote!(#output)),
+        MethodKind::ServerStreaming => (
+            quote!(request: #input, outbound: ::frpc::StreamSender<#output>),
+            quote!(()),
+        ),
+        MethodKind::ClientStreaming => (quote!(inbound: ::frpc::Streaming<#input>), quote!(#output)),
+        MethodKind::Bidi => (
+            quote!(inbound: ::frpc::Streaming<#input>, outbound: ::frpc::StreamSender<#output>),
+            quote!(()),
+        ),
+    };
+    quote! {
+        #doc
+        fn #f(&self, ctx: &::frpc::Context, #args)
+            -> impl ::core::future::Future<Output = ::core::result::Result<#ok, ::frpc::Status>>
+                + ::core::marker::Send;
+    }
+}
+
+fn client_tokens(s: &Service) -> TokenStream {
+    let client_name = format_ident!("{}Client", ident(&s.rust_name));
+    let doc = format!(" A client for the `{}` service.", s.full_name);
+    let methods = s.methods.iter().map(|m| {
+        let doc = doc_or(
+            &m.comments,
+            format!(" Calls `{}` ({}).", m.proto_name, kind_str(m.kind)),
+        );
+        let f = ident(&m.rust_name);
+        let op = op_lit(m);
+        let input = path(&m.input);
+        let output = path(&m.output);
+        match m.kind {
+            MethodKind::Unary => quote! {
+                #doc
+                pub async fn #f(&self, request: #input) -> ::core::result::Result<#output, ::frpc::Error> {
+                    ::frpc::codegen::call_unary(&self.client, #op, &request).await
+                }
+            },
+            MethodKind::ServerStreaming => quote! {
+                #doc
+                pub async fn #f(
+                    &self,
+                    request: #input,
+                ) -> ::core::result::Result<::frpc::Streaming<#output>, ::frpc::Error> {
+                    ::frpc::codegen::call_server_streaming(&self.client, #op, &request).await
+                }
+            },
+            MethodKind::ClientStreaming => quote! {
+                #doc
+                pub async fn #f(
+                    &self,
+                ) -> ::core::result::Result<::frpc::ClientStreamingCall<#input, #output>, ::frpc::Error> {
+                    ::frpc::codegen::call_client_streaming(&self.client, #op).await
+                }
+            },
+            MethodKind::Bidi => quote! {
+                #doc
+                pub async fn #f(
+                    &self,
+                ) -> ::core::result::Result<::frpc::BidiCall<#input, #output>, ::frpc::Error> {
+                    ::frpc::codegen::call_bidi(&self.client, #op).await
+                }
+            },
+        }
+    });
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone)]
+        pub struct #client_name {
+            client: ::frpc::Client,
+        }
+
+        impl #client_name {
+            /// Connects to `addr` with the default client configuration.
+            pub async fn connect(
+                addr: impl ::frpc::codegen::ToSocketAddrs,
+            ) -> ::core::result::Result<Self, ::frpc::Error> {
+                ::frpc::Client::connect(addr).await.map(Self::new)
+            }
+            /// Uses an existing connection (shared with other service clients).
+            pub fn new(client: ::frpc::Client) -> Self {
+                Self { client }
+            }
+            /// The underlying connection.
+            pub fn client(&self) -> &::frpc::Client {
+                &self.client
+            }
+            /// Sets a timeout for every call made through this client.
+            pub fn with_timeout(mut self, timeout: ::core::time::Duration) -> Self {
+                self.client = self.client.with_timeout(timeout);
+                self
+            }
+            #(#methods)*
+        }
+    }
+}

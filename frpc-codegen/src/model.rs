@@ -1,0 +1,288 @@
+//! The code generation model: packages, messages, enums and services, already resolved to the
+//! Rust paths prost uses and with operation numbers computed once.
+//!
+//! Nothing here knows about protox or prost-build: `parse` builds it from descriptors and
+//! `frpc-macros` can build it from Rust items. Every Rust path is relative to the package
+//! module the generated code is appended to (`request::Corpus`, `super::other::Type`), or
+//! absolute (`::frpc::codegen::prost_types::Timestamp`).
+
+/// Everything generated into one package module (`<package>.rs`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Package {
+    /// The proto package (`capture`, `my.pkg`; empty for none).
+    pub name: String,
+    /// The output file name prost uses (`capture.rs`, `my.pkg.rs`, `_.rs`).
+    pub file_name: String,
+    /// Every message of the package (nested ones included), in file and declaration order.
+    pub messages: Vec<Message>,
+    /// Every enum of the package (nested ones included).
+    pub enums: Vec<Enum>,
+    /// Every service of the package, with operation numbers assigned per file.
+    pub services: Vec<Service>,
+}
+
+/// A message and its fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Fully qualified proto name without the leading dot (`capture.SearchResponse.Result`).
+    pub proto_name: String,
+    /// The Rust path of prost's struct (`search_response::Result`).
+    pub rust_path: String,
+    /// Fields in .proto declaration order (oneof members included, each as its own field).
+    pub fields: Vec<Field>,
+    /// The message's real oneofs (not proto3 `optional`'s synthetic ones).
+    pub oneofs: Vec<Oneof>,
+}
+
+impl Message {
+    /// Fields in wire order: the three groups of spec §4.7, each in declaration order.
+    pub fn wire_order(&self) -> impl Iterator<Item = &Field> {
+        [Group::Values, Group::Repeated, Group::MessagesAndMaps]
+            .into_iter()
+            .flat_map(move |group| self.fields.iter().filter(move |f| f.group() == group))
+    }
+
+    /// The members of oneof number `oneof` (an index into [`Message::oneofs`]), in declaration
+    /// order, with their variant names and codecs.
+    pub fn oneof_members(&self, oneof: usize) -> impl Iterator<Item = (&Field, &str, &Codec)> {
+        self.fields.iter().filter_map(move |f| match &f.shape {
+            Shape::OneofMember {
+                oneof: o,
+                variant,
+                codec,
+            } if *o == oneof => Some((f, variant.as_str(), codec)),
+            _ => None,
+        })
+    }
+}
+
+/// One field of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    /// The proto field name (`corpus`).
+    pub proto_name: String,
+    /// The Rust field name prost uses (`corpus`, `r#type`); for a oneof member, the name of the
+    /// member (the Rust field is the oneof's).
+    pub ident: String,
+    /// How the field is held and written.
+    pub shape: Shape,
+}
+
+impl Field {
+    /// The group of spec §4.7 this field is written in.
+    pub fn group(&self) -> Group {
+        match &self.shape {
+            Shape::Value(_) | Shape::Optional(_) => Group::Values,
+            Shape::Message(_) => Group::MessagesAndMaps,
+            Shape::Repeated(_) => Group::Repeated,
+            Shape::Map(..) => Group::MessagesAndMaps,
+            Shape::OneofMember { codec, .. } if codec.is_message() => Group::MessagesAndMaps,
+            Shape::OneofMember { .. } => Group::Values,
+        }
+    }
+}
+
+/// The three field groups, in wire order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// Scalars, strings, bytes and enums (proto3 `optional` ones and oneof members included).
+    Values,
+    /// Repeated fields other than maps.
+    Repeated,
+    /// Singular messages, maps and oneof message members.
+    MessagesAndMaps,
+}
+
+/// How a field is held in the prost struct and written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// A plain value (`T`), always written.
+    Value(Codec),
+    /// A proto3 `optional` scalar (`Option<T>`): `00` when absent.
+    Optional(Codec),
+    /// A singular message (`Option<M>`, or `Option<Box<M>>` with a [`Codec::Boxed`]): `00` when
+    /// absent.
+    Message(Codec),
+    /// A repeated non-map field (`Vec<T>`).
+    Repeated(Codec),
+    /// A map (`HashMap<K, V>` or `BTreeMap<K, V>`): key codec, value codec.
+    Map(Codec, Codec),
+    /// A member of a oneof: written in its own group, its value when set, else its zero value
+    /// (scalars) or `00` (messages).
+    OneofMember {
+        /// Index into [`Message::oneofs`].
+        oneof: usize,
+        /// The variant of prost's oneof enum (`CStr`).
+        variant: String,
+        /// The member's codec.
+        codec: Codec,
+    },
+}
+
+/// A oneof: one Rust field holding `Option<OneofEnum>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Oneof {
+    /// The proto oneof name (`choice`).
+    pub proto_name: String,
+    /// The Rust field name (`choice`).
+    pub ident: String,
+    /// The Rust path of prost's oneof enum (`edge::Choice`).
+    pub rust_path: String,
+}
+
+/// A polyglot codec: which `::frpc::codegen` codec type carries a value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Codec {
+    /// `bool`.
+    Bool,
+    /// `uint32`, `fixed32`.
+    U32,
+    /// `uint64`, `fixed64`.
+    U64,
+    /// `int32`, `sint32`, `sfixed32`.
+    I32,
+    /// `int64`, `sint64`, `sfixed64`.
+    I64,
+    /// `float`.
+    F32,
+    /// `double`.
+    F64,
+    /// `string`.
+    Str,
+    /// `bytes` as `Vec<u8>`.
+    ByteVec,
+    /// `bytes` as `bytes::Bytes`.
+    ByteBuf,
+    /// An enum (an `i32` in prost) by declaration index; the Rust path of prost's enum.
+    Enum(String),
+    /// A message; the Rust path of its type (`()` for `google.protobuf.Empty`).
+    Message(String),
+    /// A wrapper well-known type (`StringValue`…), held as the plain value.
+    Wrapped(Box<Codec>),
+    /// A value prost boxes to break a recursive type.
+    Boxed(Box<Codec>),
+}
+
+impl Codec {
+    /// The codec type's Rust path (`::frpc::codegen::Msg<search_response::Result>`).
+    pub fn rust_path(&self) -> String {
+        const P: &str = "::frpc::codegen::";
+        match self {
+            Codec::Bool => format!("{P}Bool"),
+            Codec::U32 => format!("{P}U32"),
+            Codec::U64 => format!("{P}U64"),
+            Codec::I32 => format!("{P}I32"),
+            Codec::I64 => format!("{P}I64"),
+            Codec::F32 => format!("{P}F32"),
+            Codec::F64 => format!("{P}F64"),
+            Codec::Str => format!("{P}Str"),
+            Codec::ByteVec => format!("{P}ByteVec"),
+            Codec::ByteBuf => format!("{P}ByteBuf"),
+            Codec::Enum(path) => format!("{P}Enum<{path}>"),
+            Codec::Message(path) => format!("{P}Msg<{path}>"),
+            Codec::Wrapped(inner) => format!("{P}Wrapped<{}>", inner.rust_path()),
+            Codec::Boxed(inner) => format!("{P}Boxed<{}>", inner.rust_path()),
+        }
+    }
+
+    /// Whether values travel as message envelopes (messages, well-known types, wrappers).
+    pub fn is_message(&self) -> bool {
+        match self {
+            Codec::Message(_) | Codec::Wrapped(_) => true,
+            Codec::Boxed(inner) => inner.is_message(),
+            _ => false,
+        }
+    }
+
+    /// Whether this is a floating-point codec (compared by bits when testing for zero).
+    pub fn is_float(&self) -> bool {
+        matches!(self, Codec::F32 | Codec::F64)
+    }
+}
+
+/// An enum, for its declaration-index mapping.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Enum {
+    /// Fully qualified proto name without the leading dot (`capture.Request.Corpus`).
+    pub proto_name: String,
+    /// The Rust path of prost's enum (`request::Corpus`).
+    pub rust_path: String,
+    /// The proto numbers of the values in declaration order (aliases included): the wire value
+    /// of `values[i]` is `i`.
+    pub values: Vec<i32>,
+}
+
+/// A service and its methods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Service {
+    /// The proto service name (`EchoService`).
+    pub proto_name: String,
+    /// The full proto name (`capture.EchoService`).
+    pub full_name: String,
+    /// The Rust trait name (`EchoService`).
+    pub rust_name: String,
+    /// Doc comment lines.
+    pub comments: Vec<String>,
+    /// Methods in declaration order.
+    pub methods: Vec<Method>,
+}
+
+/// One RPC method.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Method {
+    /// The proto method name (`EchoStream`).
+    pub proto_name: String,
+    /// The Rust method name (`echo_stream`).
+    pub rust_name: String,
+    /// The operation number (from 10, in file order across all services of the file).
+    pub op: u16,
+    /// Unary or which kind of streaming.
+    pub kind: MethodKind,
+    /// The Rust path of the request type.
+    pub input: String,
+    /// The Rust path of the response type.
+    pub output: String,
+    /// Doc comment lines.
+    pub comments: Vec<String>,
+}
+
+/// The four RPC kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MethodKind {
+    /// One request, one response.
+    Unary,
+    /// One request, a stream of responses.
+    ServerStreaming,
+    /// A stream of requests, one response.
+    ClientStreaming,
+    /// Streams both ways.
+    Bidi,
+}
+
+impl MethodKind {
+    /// The kind of a method from its two streaming flags.
+    pub fn from_streaming(client: bool, server: bool) -> MethodKind {
+        match (client, server) {
+            (false, false) => MethodKind::Unary,
+            (false, true) => MethodKind::ServerStreaming,
+            (true, false) => MethodKind::ClientStreaming,
+            (true, true) => MethodKind::Bidi,
+        }
+    }
+}
+
+/// The first operation number of every file (0–9 are Frisbee's).
+pub const FIRST_OP: u16 = 10;
+
+/// Numbers the methods of the services of ONE file: from [`FIRST_OP`], in declaration order
+/// across every service, every method (streaming too) taking a number.
+///
+/// # Panics
+/// If a file declares more than 65,526 methods.
+pub fn assign_ops(services: &mut [Service]) {
+    let mut op = FIRST_OP;
+    for method in services.iter_mut().flat_map(|s| s.methods.iter_mut()) {
+        method.op = op;
+        op = op.checked_add(1).expect("too many methods in one file");
+    }
+}

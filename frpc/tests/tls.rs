@@ -1,0 +1,104 @@
+//! TLS around the byte stream, with a certificate made at test time.
+#![cfg(feature = "tls")]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use frpc::tls::rustls;
+use frpc::{Client, ClientConfig, Error, Server};
+use support::*;
+use tokio::net::TcpListener;
+
+struct Certs {
+    server: Arc<rustls::ServerConfig>,
+    client: Arc<rustls::ClientConfig>,
+}
+
+fn certs() -> Certs {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let der = cert.cert.der().clone();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![der.clone()], key)
+        .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Certs {
+        server: Arc::new(server),
+        client: Arc::new(client),
+    }
+}
+
+async fn tls_server(config: Arc<rustls::ServerConfig>) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::builder()
+        .tls(config)
+        .add_service(TestService::default())
+        .build()
+        .unwrap();
+    tokio::spawn(async move { server.serve(listener).await });
+    addr
+}
+
+#[tokio::test]
+async fn unary_and_streaming_over_tls() {
+    let certs = certs();
+    let addr = tls_server(certs.server).await;
+    let client = Client::connect_tls(addr, "localhost", certs.client, ClientConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(call(&client, ECHO, "secret").await.unwrap().value, "secret");
+    let mut stream = frpc::codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("2"))
+        .await
+        .unwrap();
+    assert_eq!(stream.message().await.unwrap().unwrap().value, "0");
+    assert_eq!(stream.message().await.unwrap().unwrap().value, "1");
+    assert!(stream.message().await.unwrap().is_none());
+    assert!(client.into_raw().await.is_err(), "no takeover over TLS");
+}
+
+#[tokio::test]
+async fn plain_client_against_tls_server_fails_clearly() {
+    let certs = certs();
+    let addr = tls_server(certs.server).await;
+    let client = Client::connect(addr).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(5), call(&client, ECHO, "x"))
+        .await
+        .expect("no hang");
+    assert!(
+        matches!(result, Err(Error::ConnectionClosed { .. })),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn tls_client_against_plain_server_fails_clearly() {
+    let certs = certs();
+    let server = start(Default::default()).await;
+    let connect = Client::connect_tls(server.addr, "localhost", certs.client, ClientConfig::default());
+    let result = tokio::time::timeout(Duration::from_secs(5), connect)
+        .await
+        .expect("no hang");
+    assert!(matches!(result, Err(Error::Io(_))), "{:?}", result.map(|_| ()));
+}
+
+#[tokio::test]
+async fn wrong_server_name_is_refused() {
+    let certs = certs();
+    let addr = tls_server(certs.server).await;
+    let result = Client::connect_tls(addr, "example.com", certs.client, ClientConfig::default()).await;
+    let err = result.map(|_| ()).unwrap_err();
+    assert!(err.to_string().to_lowercase().contains("certificate"), "{err}");
+}
