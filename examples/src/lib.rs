@@ -1,3 +1,6 @@
 //! Code shared by the runnable examples in `examples/` and their tests.
+#![deny(missing_docs)]
 
+pub mod args;
+pub mod capture;
 pub mod pubsub;

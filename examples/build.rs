@@ -1,0 +1,6 @@
+//! Generates the capture.proto service the examples and their tests run.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    frpc_codegen::compile(&["../proto/capture.proto"], &["../proto"])?;
+    Ok(())
+}

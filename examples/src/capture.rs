@@ -1,0 +1,101 @@
+//! The EchoService of `proto/capture.proto`, behaving as the Go peers did when the captures in
+//! `testdata/vectors/` were recorded. `capture-server` serves it; the replay and interop tests
+//! run it in-process.
+
+use frpc::{Concurrency, Context, Framing, Status, StreamSender, Streaming};
+use tokio::net::TcpListener;
+
+/// The code generated from `proto/capture.proto`.
+#[allow(missing_docs)]
+pub mod pb {
+    frpc::include_proto!("capture");
+}
+
+use pb::{Data, Request, Response, SearchResponse, StockPricesWrapper};
+
+/// The capture behaviour:
+/// - Echo(req) → `Response { message: req.message, test: Data { message: "d", checker: Monkey } }`
+/// - Testy(_) → error "boom"
+/// - Search(req) → `"r0"`, `"r1"`; or, when `req.snippets` contains "fail", `"partial"` then
+///   the error "search failed"
+/// - Upload(stream) → `Response { message: "got N" }`
+/// - EchoStream → each request's message echoed back
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CaptureService;
+
+impl pb::EchoService for CaptureService {
+    async fn echo(&self, _ctx: &Context, request: Request) -> Result<Response, Status> {
+        Ok(Response {
+            message: request.message,
+            test: Some(Data {
+                message: "d".into(),
+                checker: pb::Test::Monkey as i32,
+            }),
+        })
+    }
+
+    async fn echo_stream(
+        &self,
+        _ctx: &Context,
+        mut inbound: Streaming<Request>,
+        outbound: StreamSender<Response>,
+    ) -> Result<(), Status> {
+        while let Some(request) = inbound.message().await? {
+            outbound.send(text(request.message)).await?;
+        }
+        Ok(())
+    }
+
+    async fn testy(&self, _ctx: &Context, _request: SearchResponse) -> Result<StockPricesWrapper, Status> {
+        Err(Status::new("boom"))
+    }
+
+    async fn search(
+        &self,
+        _ctx: &Context,
+        request: SearchResponse,
+        outbound: StreamSender<Response>,
+    ) -> Result<(), Status> {
+        if request.snippets.iter().any(|s| s == "fail") {
+            outbound.send(text("partial")).await?;
+            return Err(Status::new("search failed"));
+        }
+        outbound.send(text("r0")).await?;
+        outbound.send(text("r1")).await?;
+        Ok(())
+    }
+
+    async fn upload(&self, _ctx: &Context, mut inbound: Streaming<Data>) -> Result<Response, Status> {
+        let mut count = 0;
+        while inbound.message().await?.is_some() {
+            count += 1;
+        }
+        Ok(text(format!("got {count}")))
+    }
+}
+
+fn text(message: impl Into<String>) -> Response {
+    Response {
+        message: message.into(),
+        test: None,
+    }
+}
+
+/// A server running [`CaptureService`] with the given framing and concurrency.
+pub fn server(framing: Framing, concurrency: Concurrency) -> frpc::Server {
+    frpc::Server::builder()
+        .framing(framing)
+        .concurrency(concurrency)
+        .add_service(pb::EchoServiceServer::new(CaptureService))
+        .build()
+        .expect("one service cannot conflict with itself")
+}
+
+/// Serves [`CaptureService`] on `listener` until an error.
+pub async fn serve(
+    listener: TcpListener,
+    framing: Framing,
+    concurrency: Concurrency,
+) -> Result<(), frpc::Error> {
+    server(framing, concurrency).serve(listener).await
+}
