@@ -81,12 +81,17 @@ fn text(message: impl Into<String>) -> Response {
     }
 }
 
-/// A server running [`CaptureService`] with the given framing and concurrency.
-pub fn server(framing: Framing, concurrency: Concurrency) -> frpc::Server {
+/// A server builder with [`CaptureService`], to add more to (raw routes, say).
+pub fn builder(framing: Framing, concurrency: Concurrency) -> frpc::Builder {
     frpc::Server::builder()
         .framing(framing)
         .concurrency(concurrency)
         .add_service(pb::EchoServiceServer::new(CaptureService))
+}
+
+/// A server running [`CaptureService`] with the given framing and concurrency.
+pub fn server(framing: Framing, concurrency: Concurrency) -> frpc::Server {
+    builder(framing, concurrency)
         .build()
         .expect("one service cannot conflict with itself")
 }

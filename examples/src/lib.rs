@@ -4,3 +4,4 @@
 pub mod args;
 pub mod capture;
 pub mod pubsub;
+pub mod takeover;
