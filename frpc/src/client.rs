@@ -115,7 +115,14 @@ impl Client {
             inflight: inflight.clone(),
             raw: raw.clone(),
         };
-        let (conn, tasks) = Connection::spawn(read, write, peer, &config.connection, dispatch, None);
+        let (conn, tasks) = Connection::spawn(
+            (read, write),
+            peer,
+            &config.connection,
+            dispatch,
+            None,
+            Default::default(),
+        );
         let client = Client {
             handle: Arc::new(Handle {
                 conn,

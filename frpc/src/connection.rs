@@ -11,7 +11,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::config::ConnectionConfig;
 use crate::status::Error;
@@ -102,12 +103,12 @@ impl Connection {
     /// Starts the three tasks on a read and a write half. `drain` (servers) makes the reader
     /// stop taking new packets once it fires, after those already received.
     pub(crate) fn spawn<R, W, D>(
-        read: R,
-        write: W,
+        (read, write): (R, W),
         peer: SocketAddr,
         config: &ConnectionConfig,
         dispatch: D,
         drain: Option<CancellationToken>,
+        streams_gauge: Arc<AtomicUsize>,
     ) -> (Arc<Connection>, Tasks<R, W>)
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -122,16 +123,17 @@ impl Connection {
             close_reason: OnceLock::new(),
             peer,
             codec,
-            streams: StreamTable::new(config.max_streams, config.stream_buffer),
+            streams: StreamTable::new(config.max_streams, config.stream_buffer, streams_gauge),
             activity: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             taking_over: AtomicBool::new(false),
             config: config.clone(),
         });
-        let writer = tokio::spawn(write_loop(conn.clone(), write, queue));
+        let span = tracing::debug_span!("connection", %peer);
+        let writer = tokio::spawn(write_loop(conn.clone(), write, queue).instrument(span.clone()));
         let framed = FramedRead::with_capacity(read, codec, 64 * 1024);
-        let reader = tokio::spawn(read_loop(conn.clone(), framed, dispatch, drain));
-        tokio::spawn(heartbeat(conn.clone()));
+        let reader = tokio::spawn(read_loop(conn.clone(), framed, dispatch, drain).instrument(span.clone()));
+        tokio::spawn(heartbeat(conn.clone()).instrument(span));
         (conn, Tasks { reader, writer })
     }
 

@@ -18,6 +18,7 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::codegen::{BoxFuture, MethodKind, Service};
 use crate::config::{Concurrency, ServerConfig};
@@ -140,6 +141,7 @@ impl Builder {
                 config: self.config,
                 limit,
                 connections: AtomicUsize::new(0),
+                open_streams: Arc::default(),
             }),
         })
     }
@@ -166,6 +168,7 @@ struct Shared {
     config: ServerConfig,
     limit: Option<Arc<Semaphore>>,
     connections: AtomicUsize,
+    open_streams: Arc<AtomicUsize>,
 }
 
 /// An frpc server, built with [`Server::builder`]. Cheap to clone.
@@ -199,6 +202,11 @@ impl Server {
     /// Number of connections being served.
     pub fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::Relaxed)
+    }
+
+    /// Number of streams open across every connection.
+    pub fn open_streams(&self) -> usize {
+        self.shared.open_streams.load(Ordering::Relaxed)
     }
 
     /// Serves connections from `listener` until an accept error that is not transient.
@@ -330,7 +338,8 @@ async fn run_connection<R, W>(
         context: OnceLock::new(),
     };
     let config = &shared.config.connection;
-    let (conn, tasks) = Connection::spawn(read, write, peer, config, dispatch, Some(shutdown));
+    let gauge = shared.open_streams.clone();
+    let (conn, tasks) = Connection::spawn((read, write), peer, config, dispatch, Some(shutdown), gauge);
     let mut reader = tasks.reader;
     let read_half = tokio::select! {
         read_half = &mut reader => read_half.ok(),
@@ -413,7 +422,8 @@ impl Dispatch for ServerDispatch {
                 let ctx = self.context(conn);
                 let service = &self.shared.services[service];
                 let call = service.call_unary(packet.op, ctx.clone(), packet.content);
-                let job = reply(conn.clone(), ctx, packet.id, packet.op, call);
+                let span = tracing::debug_span!("rpc", op = packet.op, id = packet.id);
+                let job = reply(conn.clone(), ctx, packet.id, packet.op, call).instrument(span);
                 self.run(conn, job).await;
             }
             Some(Route::Raw(index)) => {
@@ -472,11 +482,15 @@ impl Dispatch for ServerDispatch {
         };
         let call = self.shared.services[service].call_streaming(method, self.context(conn), stream);
         // Streams always get their own task: they consume packets the reader has yet to read.
-        self.rpcs.spawn(async move {
-            if let Err(status) = call.await {
-                tracing::debug!(method, stream = id, %status, "streaming call failed");
+        let span = tracing::debug_span!("stream", method, id);
+        self.rpcs.spawn(
+            async move {
+                if let Err(status) = call.await {
+                    tracing::debug!(%status, "streaming call failed");
+                }
             }
-        });
+            .instrument(span),
+        );
     }
 
     fn closed(&self, _conn: &Arc<Connection>) {}

@@ -78,9 +78,6 @@ pub enum Error {
         /// What closed it, when known.
         reason: Option<String>,
     },
-    /// The server is shutting down and did not take the call.
-    #[error("server shutting down")]
-    Shutdown,
     /// A message could not be decoded.
     #[error("decode error: {0}")]
     Decode(#[from] DecodeError),

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll, ready};
 
@@ -52,6 +53,8 @@ pub(crate) struct StreamTable {
     table: Mutex<Table>,
     max_streams: usize,
     buffer: usize,
+    /// Open streams across every connection sharing it (a server's, say).
+    gauge: Arc<AtomicUsize>,
 }
 
 /// The receiving end of one registered stream.
@@ -62,11 +65,18 @@ pub(crate) struct Inbound {
 }
 
 impl StreamTable {
-    pub(crate) fn new(max_streams: usize, buffer: usize) -> StreamTable {
+    pub(crate) fn new(max_streams: usize, buffer: usize, gauge: Arc<AtomicUsize>) -> StreamTable {
         StreamTable {
             table: Mutex::new(Table::default()),
             max_streams,
             buffer: buffer.max(1),
+            gauge,
+        }
+    }
+
+    fn forget(&self, table: &mut Table, id: u16) {
+        if table.routes.remove(&id).is_some() {
+            self.gauge.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -108,6 +118,7 @@ impl StreamTable {
             });
         }
         if table.routes.len() >= self.max_streams {
+            tracing::warn!(limit = self.max_streams, "refusing a stream over the limit");
             return Err(Error::closed(format!(
                 "too many open streams (limit {})",
                 self.max_streams
@@ -119,13 +130,15 @@ impl StreamTable {
     fn insert(&self, table: &mut Table, id: u16) -> Inbound {
         let (tx, rx) = mpsc::channel(self.buffer);
         let end = Arc::new(OnceLock::new());
-        table.routes.insert(id, Route { tx, end: end.clone() });
+        if table.routes.insert(id, Route { tx, end: end.clone() }).is_none() {
+            self.gauge.fetch_add(1, Ordering::Relaxed);
+        }
         Inbound { rx, end }
     }
 
     /// Forgets a stream (its handle is gone).
     pub(crate) fn remove(&self, id: u16) {
-        self.lock().routes.remove(&id);
+        self.forget(&mut self.lock(), id);
     }
 
     /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
@@ -138,7 +151,7 @@ impl StreamTable {
         };
         if content.is_empty() {
             let _ = route.end.set(EndReason::PeerClosed);
-            table.routes.remove(&id);
+            self.forget(&mut table, id);
             return None;
         }
         match route.tx.try_send(content) {
@@ -146,7 +159,7 @@ impl StreamTable {
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(stream = id, "stream consumer too slow; failing the stream");
                 let _ = route.end.set(EndReason::Overflow);
-                table.routes.remove(&id);
+                self.forget(&mut table, id);
                 drop(table);
                 send_detached(
                     conn,
@@ -156,7 +169,7 @@ impl StreamTable {
             }
             // The local handle is gone: drop late messages.
             Err(mpsc::error::TrySendError::Closed(_)) => {
-                table.routes.remove(&id);
+                self.forget(&mut table, id);
             }
         }
         None
@@ -169,6 +182,7 @@ impl StreamTable {
             other => Some(other.to_string()),
         };
         let mut table = self.lock();
+        self.gauge.fetch_sub(table.routes.len(), Ordering::Relaxed);
         for (_, route) in table.routes.drain() {
             let _ = route.end.set(EndReason::ConnectionClosed(reason.clone()));
         }
