@@ -244,6 +244,10 @@ impl Client {
                 Err(_) => return Err(Error::Timeout(limit)),
             },
         };
+        if reply.is_ok() {
+            // The dispatcher removed the entry when it handed the reply over.
+            pending.rx = None;
+        }
         reply.unwrap_or_else(|_| Err(conn.closed_error()))
     }
 }
@@ -330,7 +334,8 @@ struct PendingCall<'a> {
 
 impl Drop for PendingCall<'_> {
     fn drop(&mut self) {
-        drop(self.rx.take());
+        let Some(rx) = self.rx.take() else { return };
+        drop(rx);
         let mut table = self.inflight.lock();
         // Only our own entry: once our receiver is gone its sender reports closed, while a newer
         // call that reused the id after our reply landed still has a live receiver.

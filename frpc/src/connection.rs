@@ -53,6 +53,7 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
 pub(crate) struct Connection {
     out: mpsc::Sender<Packet>,
     closed: CancellationToken,
+    is_closed: AtomicBool,
     close_reason: OnceLock<String>,
     peer: SocketAddr,
     codec: PacketCodec,
@@ -120,6 +121,7 @@ impl Connection {
         let conn = Arc::new(Connection {
             out,
             closed: CancellationToken::new(),
+            is_closed: AtomicBool::new(false),
             close_reason: OnceLock::new(),
             peer,
             codec,
@@ -155,7 +157,7 @@ impl Connection {
     /// Queues a packet, waiting while the writer's queue is full.
     pub(crate) async fn send(&self, packet: Packet) -> Result<(), Error> {
         self.check_len(packet.content.len())?;
-        if self.closed.is_cancelled() {
+        if self.is_closed() {
             return Err(self.closed_error());
         }
         self.out.send(packet).await.map_err(|_| self.closed_error())
@@ -176,13 +178,15 @@ impl Connection {
     /// the socket down, pending calls and streams fail. The first reason given is kept.
     pub(crate) fn close(&self, reason: impl Into<String>) {
         let _ = self.close_reason.set(reason.into());
+        self.is_closed.store(true, Ordering::Release);
         self.closed.cancel();
         self.streams.close_all(&self.closed_error());
     }
 
     /// Whether the connection has closed.
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.is_cancelled()
+        // An atomic load: `CancellationToken::is_cancelled` takes a lock.
+        self.is_closed.load(Ordering::Acquire)
     }
 
     /// Resolves once the connection has closed.
