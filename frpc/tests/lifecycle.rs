@@ -153,3 +153,34 @@ async fn shutdown_with_a_stuck_handler_fails_its_call_after_the_grace_period() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn connections_over_the_limit_are_closed_at_accept() {
+    let mut cfg = config(Concurrency::PerRpc);
+    cfg.max_connections = 2;
+    let server = start(cfg).await;
+    let first = Client::connect(server.addr).await.unwrap();
+    let second = Client::connect(server.addr).await.unwrap();
+    assert_eq!(call(&first, ECHO, "1").await.unwrap().value, "1");
+    assert_eq!(call(&second, ECHO, "2").await.unwrap().value, "2");
+    let third = Client::connect(server.addr).await.unwrap();
+    let refused = tokio::time::timeout(Duration::from_secs(5), call(&third, ECHO, "3"))
+        .await
+        .expect("no hang");
+    assert!(
+        matches!(refused, Err(Error::ConnectionClosed { .. })),
+        "{refused:?}"
+    );
+    drop(first);
+    // Once a slot frees up, new connections are served again.
+    let mut served = false;
+    for _ in 0..100 {
+        let again = Client::connect(server.addr).await.unwrap();
+        if call(&again, ECHO, "4").await.is_ok() {
+            served = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(served);
+}

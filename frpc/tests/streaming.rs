@@ -134,3 +134,52 @@ async fn streams_fail_when_the_connection_dies() {
 async fn call_unary_echo(client: &Client) -> String {
     call(client, ECHO, "ok").await.unwrap().value
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_stream_consumer_fails_its_own_stream_without_stalling_the_connection() {
+    let server = start(Default::default()).await;
+    let mut config = frpc::ClientConfig::default();
+    config.connection.stream_buffer = 16;
+    let client = Client::connect_with(server.addr, config).await.unwrap();
+    // A consumer that reads nothing while the server sends 10,000 messages.
+    let mut slow = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("10000"))
+        .await
+        .unwrap();
+    // Meanwhile unary calls and another stream on the same connection go on normally.
+    for i in 0..200 {
+        assert_eq!(
+            call(&client, ECHO, &i.to_string()).await.unwrap().value,
+            i.to_string()
+        );
+    }
+    let mut other = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("50"))
+        .await
+        .unwrap();
+    let mut seen = 0;
+    while other.message().await.unwrap().is_some() {
+        seen += 1;
+    }
+    assert_eq!(seen, 50);
+    drop(other);
+    // Wait (bounded) until the server has overrun the slow stream's buffer: its route is gone.
+    for _ in 0..1000 {
+        if client.open_streams() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(client.open_streams(), 0, "the slow stream overflowed");
+    // The slow stream got what its buffer held, then a clear overflow error.
+    let mut delivered = 0;
+    let err = loop {
+        match slow.message().await {
+            Ok(Some(_)) => delivered += 1,
+            Ok(None) => panic!("the slow stream cannot have ended normally"),
+            Err(err) => break err,
+        }
+    };
+    assert!(delivered <= 16, "at most the buffer: {delivered}");
+    assert!(matches!(err, Error::StreamOverflow(_)), "{err}");
+    drop(slow);
+    assert_eq!(call(&client, ECHO, "after").await.unwrap().value, "after");
+}
