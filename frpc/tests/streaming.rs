@@ -159,7 +159,7 @@ async fn a_slow_stream_consumer_fails_its_own_stream_without_stalling_the_connec
     while other.message().await.unwrap().is_some() {
         seen += 1;
     }
-    assert_eq!(seen, 50);
+    assert_eq!(seen, 10);
     drop(other);
     // Wait (bounded) until the server has overrun the slow stream's buffer: its route is gone.
     for _ in 0..1000 {
