@@ -152,7 +152,7 @@ async fn a_slow_stream_consumer_fails_its_own_stream_without_stalling_the_connec
             i.to_string()
         );
     }
-    let mut other = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("50"))
+    let mut other = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("10"))
         .await
         .unwrap();
     let mut seen = 0;
