@@ -72,6 +72,9 @@ impl Field {
     /// The group of spec §4.7 this field is written in.
     pub fn group(&self) -> Group {
         match &self.shape {
+            // A message held by value (`M`, not `Option<M>`; only `frpc-macros` builds these)
+            // is still a message.
+            Shape::Value(codec) if codec.is_message() => Group::MessagesAndMaps,
             Shape::Value(_) | Shape::Optional(_) => Group::Values,
             Shape::Message(_) => Group::MessagesAndMaps,
             Shape::Repeated(_) => Group::Repeated,
@@ -96,7 +99,8 @@ pub enum Group {
 /// How a field is held in the prost struct and written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shape {
-    /// A plain value (`T`), always written.
+    /// A plain value (`T`), always written. With a message codec (a message held by value, as
+    /// `frpc-macros` allows) it is written in the messages group and never as `00`.
     Value(Codec),
     /// A proto3 `optional` scalar (`Option<T>`): `00` when absent.
     Optional(Codec),
@@ -155,6 +159,9 @@ pub enum Codec {
     ByteBuf,
     /// An enum (an `i32` in prost) by declaration index; the Rust path of prost's enum.
     Enum(String),
+    /// An enum held as the Rust enum type itself (not prost's `i32`), by declaration index; the
+    /// Rust path of the enum (`frpc-macros`' `#[frpc(enumeration)]` fields).
+    EnumType(String),
     /// A message; the Rust path of its type (`()` for `google.protobuf.Empty`).
     Message(String),
     /// A wrapper well-known type (`StringValue`…), held as the plain value.
@@ -179,6 +186,7 @@ impl Codec {
             Codec::ByteVec => format!("{P}ByteVec"),
             Codec::ByteBuf => format!("{P}ByteBuf"),
             Codec::Enum(path) => format!("{P}Enum<{path}>"),
+            Codec::EnumType(path) => format!("{P}EnumType<{path}>"),
             Codec::Message(path) => format!("{P}Msg<{path}>"),
             Codec::Wrapped(inner) => format!("{P}Wrapped<{}>", inner.rust_path()),
             Codec::Boxed(inner) => format!("{P}Boxed<{}>", inner.rust_path()),

@@ -56,6 +56,9 @@ pub use server::{Builder, Server};
 pub use status::{Error, Status};
 pub use stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 
+#[cfg(feature = "macros")]
+pub use frpc_macros::{Message, service};
+
 /// Includes the code `frpc-codegen` generated for a proto package (from `OUT_DIR`).
 ///
 /// ```ignore

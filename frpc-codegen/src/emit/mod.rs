@@ -98,6 +98,35 @@ mod tests {
     use super::*;
     use crate::model::{Codec, Field, Message, Method, MethodKind, Service, Shape, assign_ops};
 
+    /// What `frpc-macros` relies on: messages held by value go in the messages group, enums
+    /// held as the Rust enum use `EnumType`, and the prelude-free service names `Clone`.
+    #[test]
+    fn macro_model_extensions() {
+        let by_value = Field {
+            proto_name: "inner".into(),
+            ident: "inner".into(),
+            shape: Shape::Value(Codec::Message("Inner".into())),
+        };
+        assert_eq!(by_value.group(), crate::model::Group::MessagesAndMaps);
+        assert_eq!(
+            Codec::EnumType("Corpus".into()).rust_path(),
+            "::frpc::codegen::EnumType<Corpus>"
+        );
+        let s = Service {
+            proto_name: "S".into(),
+            full_name: "S".into(),
+            rust_name: "S".into(),
+            comments: Vec::new(),
+            methods: Vec::new(),
+        };
+        let code = service::service_prelude_free(&s, true, false).to_string();
+        assert!(
+            code.contains(":: core :: clone :: Clone :: clone (& self . inner)"),
+            "{code}"
+        );
+        assert!(!code.contains("Arc :: clone"));
+    }
+
     /// The emitter works from a hand-built model (no protox), as `frpc-macros` will use it.
     #[test]
     fn emits_from_a_hand_built_model() {

@@ -10,9 +10,20 @@ use crate::naming::{to_const, to_snake};
 
 /// Everything generated for one service.
 pub fn service(s: &Service, server: bool, client: bool) -> TokenStream {
+    service_tokens(s, server, client, false)
+}
+
+/// Like [`service`], but trait methods are called through their trait
+/// (`::core::clone::Clone::clone(&arc)` rather than `Arc::clone(&arc)`), so the code also compiles
+/// in a `#![no_implicit_prelude]` module. For `frpc-macros`, whose output lands in user modules.
+pub fn service_prelude_free(s: &Service, server: bool, client: bool) -> TokenStream {
+    service_tokens(s, server, client, true)
+}
+
+fn service_tokens(s: &Service, server: bool, client: bool, prelude_free: bool) -> TokenStream {
     let ops = op_consts(s);
     let server = if server {
-        server_tokens(s)
+        server_tokens(s, prelude_free)
     } else {
         TokenStream::new()
     };
@@ -63,7 +74,12 @@ fn op_consts(s: &Service) -> TokenStream {
     }
 }
 
-fn server_tokens(s: &Service) -> TokenStream {
+fn server_tokens(s: &Service, prelude_free: bool) -> TokenStream {
+    let arc_clone = if prelude_free {
+        quote!(::core::clone::Clone::clone)
+    } else {
+        quote!(::std::sync::Arc::clone)
+    };
     let trait_name = ident(&s.rust_name);
     let server_name = format_ident!("{}Server", trait_name);
     let full_name = &s.full_name;
@@ -136,7 +152,7 @@ fn server_tokens(s: &Service) -> TokenStream {
         quote! { let _ = (ctx, request); ::frpc::codegen::unimplemented_unary(op) }
     } else {
         quote! {
-            let svc = ::std::sync::Arc::clone(&self.inner);
+            let svc = #arc_clone(&self.inner);
             match op {
                 #(#unary)*
                 _ => ::frpc::codegen::unimplemented_unary(op),
@@ -147,7 +163,7 @@ fn server_tokens(s: &Service) -> TokenStream {
         quote! { let _ = (ctx, stream); ::frpc::codegen::unimplemented_streaming(op) }
     } else {
         quote! {
-            let svc = ::std::sync::Arc::clone(&self.inner);
+            let svc = #arc_clone(&self.inner);
             match op {
                 #(#streaming)*
                 _ => ::frpc::codegen::unimplemented_streaming(op),
@@ -179,7 +195,7 @@ fn server_tokens(s: &Service) -> TokenStream {
 
         impl<T> ::core::clone::Clone for #server_name<T> {
             fn clone(&self) -> Self {
-                Self { inner: ::std::sync::Arc::clone(&self.inner) }
+                Self { inner: #arc_clone(&self.inner) }
             }
         }
 

@@ -174,6 +174,34 @@ impl<E: EnumIndex> Codec for Enum<E> {
     }
 }
 
+/// An enum field held as the Rust enum itself (rather than prost's `i32`), as a `0A` declaration
+/// index. The enum converts to and from its proto number with `Into<i32>` and `TryFrom<i32>`,
+/// as prost's enums do; `#[derive(frpc::Message)]` on a unit-only enum provides both.
+#[derive(Debug)]
+pub struct EnumType<E>(PhantomData<E>);
+
+impl<E: EnumIndex + Copy + Into<i32> + TryFrom<i32>> Codec for EnumType<E> {
+    type Value = E;
+    const KIND: Kind = Kind::U32;
+    #[inline]
+    fn len(v: &E) -> usize {
+        enc::u32_len(E::to_index((*v).into()))
+    }
+    #[inline]
+    fn encode(v: &E, buf: &mut impl BufMut) {
+        enc::put_u32(buf, E::to_index((*v).into()))
+    }
+    fn decode(dec: &mut Decoder<'_>) -> Result<E> {
+        let mut probe = dec.clone();
+        let index = probe.u32()?;
+        let value = E::from_index(index)
+            .and_then(|number| E::try_from(number).ok())
+            .ok_or(DecodeError::UnknownEnumIndex { name: E::NAME, index })?;
+        *dec = probe;
+        Ok(value)
+    }
+}
+
 /// A message value: the fRPC envelope `08 flags` + fields. As an element of a repeated field or
 /// a map value a `00` decodes to the default message, as Go does; as a singular field use
 /// [`encode_optional`] and friends, where `00` is "absent".

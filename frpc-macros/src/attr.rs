@@ -1,0 +1,95 @@
+//! `#[frpc(...)]` helper attributes and doc comments.
+
+use syn::{Attribute, Expr, ExprLit, Lit, LitStr, Meta};
+
+/// How a field holds an enum.
+pub(crate) enum Enumeration {
+    /// `#[frpc(enumeration)]`: the field's type is the enum itself.
+    Type,
+    /// `#[frpc(enumeration = "Path")]`: an `i32` holding the proto number, as prost does.
+    Number(Box<syn::Type>),
+}
+
+/// `#[frpc(...)]` on a field.
+#[derive(Default)]
+pub(crate) struct FieldAttrs {
+    pub(crate) enumeration: Option<Enumeration>,
+}
+
+/// Parses the `#[frpc(...)]` attributes of a field: `enumeration` or `enumeration = "Path"`.
+pub(crate) fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
+    let mut out = FieldAttrs::default();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("frpc")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("enumeration") {
+                out.enumeration = Some(if meta.input.peek(syn::Token![=]) {
+                    let path: LitStr = meta.value()?.parse()?;
+                    Enumeration::Number(Box::new(path.parse()?))
+                } else {
+                    Enumeration::Type
+                });
+                Ok(())
+            } else {
+                Err(meta.error(
+                    "unknown field attribute: expected `#[frpc(enumeration)]` or \
+                     `#[frpc(enumeration = \"EnumType\")]`",
+                ))
+            }
+        })?;
+    }
+    Ok(out)
+}
+
+/// Parses the `#[frpc(...)]` attributes of a type: `name = "pkg.Name"`.
+pub(crate) fn type_name(attrs: &[Attribute]) -> syn::Result<Option<String>> {
+    let mut name = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("frpc")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("name") {
+                name = Some(meta.value()?.parse::<LitStr>()?.value());
+                Ok(())
+            } else {
+                Err(meta.error("unknown attribute: expected `#[frpc(name = \"pkg.Name\")]`"))
+            }
+        })?;
+    }
+    Ok(name)
+}
+
+/// Rejects `#[frpc(...)]` where it means nothing (enum variants).
+pub(crate) fn no_frpc_attrs(attrs: &[Attribute], what: &str) -> syn::Result<()> {
+    match attrs.iter().find(|a| a.path().is_ident("frpc")) {
+        Some(attr) => Err(syn::Error::new_spanned(
+            attr,
+            format!("`#[frpc(...)]` is not supported on {what}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The doc comment lines of an item (`/// text` is `#[doc = " text"]`), as proto comments.
+/// Any other attribute is an error naming `what`.
+pub(crate) fn docs_only(attrs: &[Attribute], what: &str) -> syn::Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for attr in attrs {
+        match &attr.meta {
+            Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
+                Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => {
+                    let text = s.value();
+                    match text.is_empty() {
+                        true => lines.push(text),
+                        false => lines.extend(text.lines().map(str::to_string)),
+                    }
+                }
+                other => return Err(syn::Error::new_spanned(other, "expected a doc string")),
+            },
+            _ => {
+                return Err(syn::Error::new_spanned(
+                    attr,
+                    format!("`#[frpc::service]` supports only doc comments on {what}"),
+                ));
+            }
+        }
+    }
+    Ok(lines)
+}

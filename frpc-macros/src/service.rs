@@ -1,0 +1,349 @@
+//! `#[service]`: a trait of `async fn`s → `model::Service`, then `frpc-codegen`'s service
+//! emitter (the same trait, server, client and operation numbers a `.proto` would give).
+
+use frpc_codegen::emit::service::service_prelude_free;
+use frpc_codegen::model::{self, MethodKind};
+use frpc_codegen::naming::to_upper_camel;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::parse::ParseStream;
+use syn::spanned::Spanned;
+use syn::{
+    FnArg, GenericArgument, LitInt, LitStr, PathArguments, ReturnType, Signature, TraitItem, TraitItemFn,
+    Type,
+};
+
+use crate::attr::docs_only;
+use crate::error::Errors;
+use crate::types::type_string;
+
+/// `#[frpc::service(package = "pkg", first_op = 10)]`.
+pub(crate) struct Args {
+    package: Option<String>,
+    first_op: u16,
+}
+
+impl Args {
+    /// Parses the attribute's arguments.
+    pub(crate) fn parse(input: ParseStream<'_>) -> syn::Result<Args> {
+        let mut args = Args {
+            package: None,
+            first_op: model::FIRST_OP,
+        };
+        let parser = syn::meta::parser(|meta| {
+            if meta.path.is_ident("package") {
+                args.package = Some(meta.value()?.parse::<LitStr>()?.value());
+                Ok(())
+            } else if meta.path.is_ident("first_op") {
+                let lit: LitInt = meta.value()?.parse()?;
+                let op: u16 = lit.base10_parse()?;
+                if op < model::FIRST_OP {
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "operation numbers below 10 belong to Frisbee",
+                    ));
+                }
+                args.first_op = op;
+                Ok(())
+            } else {
+                Err(meta.error(
+                    "unknown argument: expected `package = \"pkg\"` or `first_op = N` (the number of \
+                     the first method, 10 unless earlier services of the same .proto file took some)",
+                ))
+            }
+        });
+        syn::parse::Parser::parse2(parser, input.parse()?)?;
+        Ok(args)
+    }
+}
+
+/// Expands `#[service]` on a trait.
+pub(crate) fn expand(args: &Args, item: &syn::ItemTrait) -> syn::Result<TokenStream> {
+    let mut errors = Errors::default();
+    let comments = errors.ok(docs_only(&item.attrs, "the trait")).unwrap_or_default();
+    if let Some(unsafety) = item.unsafety {
+        errors.push(syn::Error::new(
+            unsafety.span,
+            "a service trait cannot be `unsafe`",
+        ));
+    }
+    if let Some(auto) = item.auto_token {
+        errors.push(syn::Error::new(auto.span, "a service trait cannot be `auto`"));
+    }
+    if !item.generics.params.is_empty() || item.generics.where_clause.is_some() {
+        errors.push(syn::Error::new_spanned(
+            &item.generics,
+            "a service trait cannot be generic: the methods' request and response types are fixed",
+        ));
+    }
+    if let Some(colon) = item.colon_token {
+        let supertraits = &item.supertraits;
+        errors.push(syn::Error::new_spanned(
+            quote!(#colon #supertraits),
+            "a service trait cannot declare supertraits (it is always `Send + Sync + 'static`)",
+        ));
+    }
+    let mut methods = Vec::new();
+    let mut checks = Vec::new();
+    for it in &item.items {
+        match it {
+            TraitItem::Fn(f) => {
+                if let Some((m, check)) = errors.ok(method(f)) {
+                    methods.push(m);
+                    checks.push(check);
+                }
+            }
+            other => errors.push(syn::Error::new_spanned(
+                other,
+                "a service trait can only contain `async fn` methods",
+            )),
+        }
+    }
+    for (i, m) in methods.iter_mut().enumerate() {
+        match u16::try_from(i).ok().and_then(|i| args.first_op.checked_add(i)) {
+            Some(op) => m.op = op,
+            None => errors.push(syn::Error::new(
+                Span::call_site(),
+                "too many methods: operation numbers end at 65535",
+            )),
+        }
+    }
+    let name = item.ident.to_string();
+    let proto_name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+    let full_name = match &args.package {
+        Some(package) if !package.is_empty() => format!("{package}.{proto_name}"),
+        _ => proto_name.clone(),
+    };
+    let svc = model::Service {
+        proto_name,
+        full_name,
+        rust_name: name,
+        comments,
+        methods,
+    };
+    let tokens = service_prelude_free(&svc, true, true);
+    errors.finish(quote! {
+        #tokens
+        const _: () = { #(#checks)* };
+    })
+}
+
+const SHAPES: &str = "expected one of\n  \
+    async fn m(&self, ctx: &frpc::Context, request: In) -> Result<Out, frpc::Status>\n  \
+    async fn m(&self, ctx: &frpc::Context, request: In, outbound: frpc::StreamSender<Out>) -> Result<(), frpc::Status>\n  \
+    async fn m(&self, ctx: &frpc::Context, inbound: frpc::Streaming<In>) -> Result<Out, frpc::Status>\n  \
+    async fn m(&self, ctx: &frpc::Context, inbound: frpc::Streaming<In>, outbound: frpc::StreamSender<Out>) -> Result<(), frpc::Status>";
+
+/// One trait method → a model method (its `op` is set by the caller).
+fn method(f: &TraitItemFn) -> syn::Result<(model::Method, TokenStream)> {
+    let sig = &f.sig;
+    let mut errors = Errors::default();
+    let comments = errors.ok(docs_only(&f.attrs, "methods")).unwrap_or_default();
+    if sig.asyncness.is_none() {
+        errors.push(syn::Error::new(
+            sig.fn_token.span,
+            format!("`#[frpc::service]` methods must be `async fn`: {SHAPES}"),
+        ));
+    }
+    if let Some(t) = &sig.constness {
+        errors.push(syn::Error::new(t.span, "a service method cannot be `const`"));
+    }
+    if let Some(t) = &sig.unsafety {
+        errors.push(syn::Error::new(t.span, "a service method cannot be `unsafe`"));
+    }
+    if let Some(abi) = &sig.abi {
+        errors.push(syn::Error::new(abi.span(), "a service method cannot have an ABI"));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        errors.push(syn::Error::new_spanned(
+            &sig.generics,
+            "a service method cannot be generic: an RPC has one request type and one response type",
+        ));
+    }
+    if let Some(body) = &f.default {
+        errors.push(syn::Error::new(
+            body.span(),
+            "a service method cannot have a default body: implement it in the `impl` block",
+        ));
+    }
+    let parts = errors.ok(signature(sig));
+    errors.finish(())?;
+    let (kind, input, output, checks) = parts.expect("a signature error is recorded in `errors`");
+    let rust_name = sig.ident.to_string();
+    let method = model::Method {
+        proto_name: to_upper_camel(rust_name.strip_prefix("r#").unwrap_or(&rust_name)),
+        rust_name,
+        op: 0,
+        kind,
+        input,
+        output,
+        comments,
+    };
+    Ok((method, checks))
+}
+
+/// The kind, request type and response type of a signature.
+///
+/// Arguments and results are recognized by name (`Context`, `Streaming`, `StreamSender`,
+/// `Result<_, Status>`), so the returned checks assert, at compile time, that the types the
+/// user wrote are frpc's (which also keeps the user's imports of them in use).
+fn signature(sig: &Signature) -> syn::Result<(MethodKind, String, String, TokenStream)> {
+    let mut inputs = sig.inputs.iter();
+    match inputs.next() {
+        Some(FnArg::Receiver(r))
+            if r.reference.is_some() && r.mutability.is_none() && r.colon_token.is_none() => {}
+        Some(other) => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "a service method takes `&self` first (the service is shared between calls)",
+            ));
+        }
+        None => {
+            return Err(syn::Error::new(
+                sig.paren_token.span.join(),
+                format!("a service method takes `&self`, then the context: {SHAPES}"),
+            ));
+        }
+    }
+    let rest_args: Vec<&FnArg> = inputs.collect();
+    let rest: Vec<&Type> = rest_args
+        .iter()
+        .map(|arg| match arg {
+            FnArg::Typed(t) => &*t.ty,
+            FnArg::Receiver(r) => &r.ty,
+        })
+        .collect();
+    let is_ctx = |ty: &Type| matches!(ty, Type::Reference(r) if r.mutability.is_none() && last_ident(&r.elem).is_some_and(|(n, _)| n == "Context"));
+    let Some((ctx, args)) = rest.split_first().filter(|(ctx, _)| is_ctx(ctx)) else {
+        let msg = format!("the argument after `&self` must be the context, `ctx: &frpc::Context`: {SHAPES}");
+        return Err(match rest_args.first() {
+            Some(arg) => syn::Error::new_spanned(arg, msg),
+            None => syn::Error::new(sig.paren_token.span.join(), msg),
+        });
+    };
+    let wrong_args = || {
+        let msg = format!("unsupported arguments after the context: {SHAPES}");
+        match &rest_args[1..] {
+            [] => syn::Error::new(sig.paren_token.span.join(), msg),
+            args => syn::Error::new_spanned(quote!(#(#args),*), msg),
+        }
+    };
+    let (kind, input, sent) = match args {
+        [one] => match wrapped(one, "Streaming") {
+            Some(input) => (MethodKind::ClientStreaming, input, None),
+            None if wrapped(one, "StreamSender").is_none() => (MethodKind::Unary, *one, None),
+            None => return Err(wrong_args()),
+        },
+        [first, second] => {
+            let Some(out) = wrapped(second, "StreamSender") else {
+                return Err(wrong_args());
+            };
+            match wrapped(first, "Streaming") {
+                Some(input) => (MethodKind::Bidi, input, Some(out)),
+                None if wrapped(first, "StreamSender").is_none() => {
+                    (MethodKind::ServerStreaming, *first, Some(out))
+                }
+                None => return Err(wrong_args()),
+            }
+        }
+        _ => return Err(wrong_args()),
+    };
+    let ok = ok_type(sig, sent.is_some())?;
+    let output = match sent {
+        Some(out) => out,
+        None => ok,
+    };
+    let mut checks = Vec::new();
+    if let Type::Reference(r) = ctx {
+        checks.push(same_type(&r.elem, |s| quote_spanned!(s=> ::frpc::Context)));
+    }
+    if matches!(kind, MethodKind::ClientStreaming | MethodKind::Bidi) {
+        checks.push(same_type(
+            args[0],
+            |s| quote_spanned!(s=> ::frpc::Streaming<#input>),
+        ));
+    }
+    if let Some(sender) = args.get(1) {
+        checks.push(same_type(
+            sender,
+            |s| quote_spanned!(s=> ::frpc::StreamSender<#output>),
+        ));
+    }
+    if let ReturnType::Type(_, ty) = &sig.output {
+        checks.push(same_type(
+            ty,
+            |s| quote_spanned!(s=> ::core::result::Result<#ok, ::frpc::Status>),
+        ));
+    }
+    Ok((kind, type_string(input), type_string(output), quote!(#(#checks)*)))
+}
+
+/// A compile-time assertion that the user's type `written` is `expected` (built with the
+/// span of `written`, so a mismatch points at it).
+fn same_type(written: &Type, expected: impl FnOnce(Span) -> TokenStream) -> TokenStream {
+    let span = written.span();
+    let expected = expected(span);
+    quote_spanned! {span=>
+        let _: ::core::marker::PhantomData<#written> = ::core::marker::PhantomData::<#expected>;
+    }
+}
+
+/// The `T` of `Result<T, Status>`; for streaming responses it must be `()`.
+fn ok_type(sig: &Signature, streams_out: bool) -> syn::Result<&Type> {
+    let expected = if streams_out {
+        "`Result<(), frpc::Status>` (responses go through `outbound`)"
+    } else {
+        "`Result<Out, frpc::Status>`"
+    };
+    let ReturnType::Type(_, ty) = &sig.output else {
+        return Err(syn::Error::new(
+            sig.paren_token.span.close(),
+            format!("a service method must return {expected}"),
+        ));
+    };
+    let ok = match last_ident(ty) {
+        Some((name, args)) if name == "Result" && args.len() == 2 => {
+            let is_status = last_ident(args[1]).is_some_and(|(n, _)| n == "Status");
+            is_status.then_some(args[0])
+        }
+        _ => None,
+    };
+    match ok {
+        Some(ok) if !streams_out => Ok(ok),
+        Some(unit @ Type::Tuple(t)) if t.elems.is_empty() => Ok(unit),
+        _ => Err(syn::Error::new_spanned(
+            ty,
+            format!("a service method must return {expected}"),
+        )),
+    }
+}
+
+/// The `T` of `Wrapper<T>` (by the last path segment: `frpc::Streaming<T>`, `Streaming<T>`).
+fn wrapped<'a>(ty: &'a Type, wrapper: &str) -> Option<&'a Type> {
+    match last_ident(ty) {
+        Some((name, args)) if name == wrapper && args.len() == 1 => Some(args[0]),
+        _ => None,
+    }
+}
+
+/// The last segment of a path type and its generic type arguments.
+fn last_ident(ty: &Type) -> Option<(String, Vec<&Type>)> {
+    let ty = match ty {
+        Type::Group(g) => &*g.elem,
+        ty => ty,
+    };
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last().filter(|_| p.qself.is_none())?;
+    let args = match &last.arguments {
+        PathArguments::AngleBracketed(a) => a
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                GenericArgument::Type(t) => Some(t),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some((last.ident.to_string(), args))
+}
