@@ -1,0 +1,13 @@
+module frpcinterop/peer
+
+go 1.22
+
+require (
+	github.com/loopholelabs/frisbee-go v0.10.2
+	github.com/loopholelabs/polyglot/v2 v2.0.3
+)
+
+require (
+	github.com/loopholelabs/common v0.4.10 // indirect
+	github.com/loopholelabs/logging v0.3.1 // indirect
+)
