@@ -1,0 +1,369 @@
+//! The polyglot decoder and the field codecs: non-consuming failures, Go's leniency, hostile
+//! lengths, zero-copy bytes, and the fRPC envelope.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use frpc_wire::DecodeError;
+use frpc_wire::polyglot::value::{self, Codec, Enum, EnumIndex, Msg, Str, U32, Wrapped};
+use frpc_wire::polyglot::{Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode};
+
+fn bytes(f: impl FnOnce(&mut BytesMut)) -> Bytes {
+    let mut buf = BytesMut::new();
+    f(&mut buf);
+    buf.freeze()
+}
+
+/// Calls every reader on `input`; each that fails must leave the position where it was.
+fn every_failure_consumes_nothing(input: &[u8]) {
+    macro_rules! check {
+        ($($read:ident),*) => {$(
+            let mut dec = Decoder::new(input);
+            if dec.$read().is_err() {
+                assert_eq!(dec.position(), 0, "{} on {:02x?}", stringify!($read), input);
+            }
+        )*};
+    }
+    check!(
+        nil, bool, u8, u16, u32, u64, i32, i64, f32, f64, str, string, byte_slice, bytes, error
+    );
+    let mut dec = Decoder::new(input);
+    if dec.slice_header(Kind::String).is_err() {
+        assert_eq!(dec.position(), 0);
+    }
+    let mut dec = Decoder::new(input);
+    if dec.map_header(Kind::String, Kind::U32).is_err() {
+        assert_eq!(dec.position(), 0);
+    }
+}
+
+#[test]
+fn a_wrong_kind_fails_without_consuming() {
+    let input = [0x05, 0x0a, 0x02, b'h', b'i'];
+    let mut dec = Decoder::new(&input);
+    assert!(matches!(
+        dec.u32(),
+        Err(DecodeError::WrongKind {
+            expected: "u32",
+            found: 0x05,
+            offset: 0
+        })
+    ));
+    assert_eq!(dec.position(), 0);
+    assert_eq!(dec.str().unwrap(), "hi");
+    every_failure_consumes_nothing(&input);
+}
+
+#[test]
+fn probes_for_nil_and_error_do_not_consume_on_mismatch() {
+    let mut dec = Decoder::new(&[0x08, 0x00]);
+    assert!(!dec.take_nil());
+    assert_eq!(dec.take_error().unwrap(), None);
+    assert_eq!(dec.position(), 0);
+    let mut dec = Decoder::new(&[0x00, 0x06, 0x05, 0x0a, 0x01, b'x']);
+    assert!(dec.next_is_nil());
+    assert!(dec.take_nil());
+    assert_eq!(dec.take_error().unwrap().as_deref(), Some("x"));
+    assert_eq!(dec.remaining(), 0);
+    // A lone error kind byte (the polyglot_rs bug in spec §4.5): an Err, nothing consumed.
+    let mut dec = Decoder::new(&[0x06]);
+    assert!(dec.take_error().is_err());
+    assert_eq!(dec.position(), 0);
+}
+
+#[test]
+fn varints_are_as_lenient_as_go_and_no_more() {
+    // Bits beyond the type's width are dropped, as Go does.
+    assert_eq!(Decoder::new(&[0x09, 0xff, 0xff, 0x7f]).u16().unwrap(), 65535);
+    // A u16 varint of 4 bytes is too long.
+    let mut dec = Decoder::new(&[0x09, 0x80, 0x80, 0x80, 0x01]);
+    assert!(matches!(
+        dec.u16(),
+        Err(DecodeError::VarintTooLong { max: 3, .. })
+    ));
+    assert_eq!(dec.position(), 0);
+    assert!(matches!(
+        Decoder::new(&[0x0a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]).u32(),
+        Err(DecodeError::VarintTooLong { max: 5, .. })
+    ));
+    let eleven = [
+        0x0b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+    ];
+    assert!(matches!(
+        Decoder::new(&eleven).u64(),
+        Err(DecodeError::VarintTooLong { max: 10, .. })
+    ));
+    // Zigzag, from spec §4.2.
+    for (v, enc) in [
+        (0i32, vec![0x00]),
+        (-1, vec![0x01]),
+        (1, vec![0x02]),
+        (63, vec![0x7e]),
+        (-64, vec![0x7f]),
+    ] {
+        let mut buf = vec![0x0c];
+        buf.extend(enc);
+        assert_eq!(Decoder::new(&buf).i32().unwrap(), v);
+        assert_eq!(&bytes(|b| encode::put_i32(b, v))[..], &buf[..]);
+    }
+}
+
+#[test]
+fn truncation_at_every_cut_is_an_error_not_a_panic() {
+    let samples = [
+        bytes(|b| encode::put_str(b, "hello world")),
+        bytes(|b| encode::put_u64(b, u64::MAX)),
+        bytes(|b| encode::put_i64(b, i64::MIN)),
+        bytes(|b| encode::put_f64(b, 1.5)),
+        bytes(|b| encode::put_error(b, "boom")),
+        bytes(|b| {
+            encode::put_slice_header(b, Kind::String, 2);
+            encode::put_str(b, "a");
+            encode::put_str(b, "b");
+        }),
+    ];
+    for sample in &samples {
+        for cut in 0..sample.len() {
+            every_failure_consumes_nothing(&sample[..cut]);
+            let mut dec = Decoder::new(&sample[..cut]);
+            let first = sample[0];
+            let failed = match first {
+                0x05 => dec.str().is_err(),
+                0x0b => dec.u64().is_err(),
+                0x0d => dec.i64().is_err(),
+                0x0f => dec.f64().is_err(),
+                0x06 => dec.error().is_err(),
+                _ => value::decode_repeated::<Str>(&mut dec).is_err(),
+            };
+            assert!(failed, "cut {cut} of {sample:02x?}");
+        }
+    }
+}
+
+#[test]
+fn hostile_lengths_are_refused_before_allocating() {
+    let mut dec = Decoder::new(&[0x05, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]);
+    assert!(matches!(
+        dec.str(),
+        Err(DecodeError::LengthTooLarge {
+            len: 4294967295,
+            remaining: 0,
+            ..
+        })
+    ));
+    // A slice header claiming 4 billion elements with 3 bytes left.
+    let mut dec = Decoder::new(&[0x01, 0x05, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0]);
+    assert!(matches!(
+        dec.slice_header(Kind::String),
+        Err(DecodeError::LengthTooLarge { .. })
+    ));
+    let mut dec = Decoder::new(&[0x02, 0x05, 0x0a, 0x0a, 0x03, 0x00, 0x00]);
+    assert!(matches!(
+        dec.map_header(Kind::String, Kind::U32),
+        Err(DecodeError::LengthTooLarge { .. })
+    ));
+    // Element kinds must match.
+    let mut dec = Decoder::new(&[0x01, 0x04, 0x0a, 0x00]);
+    assert!(matches!(
+        dec.slice_header(Kind::String),
+        Err(DecodeError::WrongElementKind { .. })
+    ));
+    assert_eq!(dec.position(), 0);
+}
+
+#[test]
+fn bad_bools_and_bad_utf8_are_errors() {
+    assert_eq!(
+        Decoder::new(&[0x07, 0x02]).bool(),
+        Err(DecodeError::InvalidBool(2))
+    );
+    assert!(matches!(
+        Decoder::new(&[0x05, 0x0a, 0x01, 0xff]).str(),
+        Err(DecodeError::InvalidUtf8(1))
+    ));
+    // The same bytes are fine as `bytes`.
+    assert_eq!(
+        Decoder::new(&[0x04, 0x0a, 0x01, 0xff]).byte_slice().unwrap(),
+        &[0xff]
+    );
+}
+
+#[test]
+fn bytes_from_shared_input_are_zero_copy() {
+    let input = bytes(|b| encode::put_bytes(b, &[9u8; 64]));
+    let out = Decoder::from_bytes(&input).bytes().unwrap();
+    let range = input.as_ptr() as usize..input.as_ptr() as usize + input.len();
+    assert!(range.contains(&(out.as_ptr() as usize)), "a slice of the input");
+    assert_eq!(&out[..], &[9u8; 64]);
+}
+
+/// `enum Sparse { ZERO = 0; FIVE = 5; TWO = 2; }`: indices 0, 1, 2 (spec §4.7).
+#[derive(Debug)]
+struct Sparse;
+
+impl EnumIndex for Sparse {
+    const NAME: &'static str = "Sparse";
+    fn to_index(number: i32) -> u32 {
+        match number {
+            5 => 1,
+            2 => 2,
+            _ => 0,
+        }
+    }
+    fn from_index(index: u32) -> Option<i32> {
+        [0, 5, 2].get(index as usize).copied()
+    }
+}
+
+#[test]
+fn enums_travel_as_declaration_indices() {
+    assert_eq!(&bytes(|b| Enum::<Sparse>::encode(&5, b))[..], &[0x0a, 0x01]);
+    assert_eq!(&bytes(|b| Enum::<Sparse>::encode(&2, b))[..], &[0x0a, 0x02]);
+    assert_eq!(
+        Enum::<Sparse>::decode(&mut Decoder::new(&[0x0a, 0x01])).unwrap(),
+        5
+    );
+    let mut dec = Decoder::new(&[0x0a, 0x03]);
+    assert_eq!(
+        Enum::<Sparse>::decode(&mut dec),
+        Err(DecodeError::UnknownEnumIndex {
+            name: "Sparse",
+            index: 3
+        })
+    );
+    assert_eq!(dec.position(), 0);
+}
+
+/// `message Pair { string name = 1; repeated uint32 nums = 2; }`, written by hand.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Pair {
+    name: String,
+    nums: Vec<u32>,
+}
+
+impl Message for Pair {
+    fn fields_len(&self) -> usize {
+        Str::len(&self.name) + value::repeated_len::<U32>(&self.nums)
+    }
+    fn encode_fields(&self, buf: &mut impl BufMut) {
+        Str::encode(&self.name, buf);
+        value::encode_repeated::<U32>(&self.nums, buf);
+    }
+    fn decode_fields(&mut self, dec: &mut Decoder<'_>) -> Result<(), DecodeError> {
+        self.name = Str::decode(dec)?;
+        self.nums = value::decode_repeated::<U32>(dec)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn the_frpc_envelope() {
+    let pair = Pair {
+        name: "a".into(),
+        nums: vec![1, 300],
+    };
+    let encoded = pair.to_polyglot();
+    assert_eq!(hex::encode(&encoded), "0800050a0161010a0a020a010aac02");
+    assert_eq!(pair.polyglot_len(), encoded.len());
+    assert_eq!(Pair::from_polyglot(&encoded).unwrap(), pair);
+    // `00` at the top level is the default message; an Error is the error's text.
+    assert_eq!(
+        decode_envelope::<Pair>(&mut Decoder::new(&[0x00])).unwrap(),
+        Envelope::Message(Pair::default())
+    );
+    let err = bytes(|b| encode::put_error(b, "boom"));
+    assert_eq!(
+        decode_envelope::<Pair>(&mut Decoder::new(&err)).unwrap(),
+        Envelope::Error("boom".into())
+    );
+    assert!(Pair::from_polyglot(&err).is_err());
+    // Nested, an Error gives the default message (Go keeps it in a hidden field and goes on).
+    assert_eq!(
+        decode_nested::<Pair>(&mut Decoder::new(&err)).unwrap(),
+        Pair::default()
+    );
+    // Flags other than 0 are accepted and ignored; another kind than u8 is an error.
+    assert_eq!(
+        Pair::from_polyglot(&Bytes::from_static(b"\x08\x02\x05\x0a\x00\x01\x0a\x0a\x00")).unwrap(),
+        Pair::default()
+    );
+    assert!(Pair::from_polyglot(&Bytes::from_static(b"\x09\x00")).is_err());
+    // Trailing bytes after the top-level message are ignored, as in Go.
+    let mut trailing = BytesMut::from(&encoded[..]);
+    trailing.extend_from_slice(b"junk");
+    assert_eq!(Pair::from_polyglot(&trailing.freeze()).unwrap(), pair);
+}
+
+#[test]
+fn field_shapes() {
+    // Optional: `00` when absent.
+    assert_eq!(&bytes(|b| value::encode_optional::<U32>(&None, b))[..], &[0x00]);
+    assert_eq!(
+        value::decode_optional::<U32>(&mut Decoder::new(&[0x00])).unwrap(),
+        None
+    );
+    assert_eq!(
+        value::decode_optional::<U32>(&mut Decoder::new(&[0x0a, 0x07])).unwrap(),
+        Some(7)
+    );
+    assert_eq!(value::optional_len::<U32>(&None), 1);
+    // Repeated messages: element kind Any, a `00` element is a default message.
+    let list = vec![
+        Pair::default(),
+        Pair {
+            name: "x".into(),
+            nums: vec![],
+        },
+    ];
+    let encoded = bytes(|b| value::encode_repeated::<Msg<Pair>>(&list, b));
+    assert_eq!(&encoded[..3], &[0x01, 0x03, 0x0a]);
+    assert_eq!(value::repeated_len::<Msg<Pair>>(&list), encoded.len());
+    assert_eq!(
+        value::decode_repeated::<Msg<Pair>>(&mut Decoder::new(&encoded)).unwrap(),
+        list
+    );
+    let nil_element = [0x01, 0x03, 0x0a, 0x01, 0x00];
+    assert_eq!(
+        value::decode_repeated::<Msg<Pair>>(&mut Decoder::new(&nil_element)).unwrap(),
+        vec![Pair::default()]
+    );
+    // Maps, HashMap and BTreeMap alike; empty = an empty header.
+    let map: BTreeMap<String, u32> = [("a".to_owned(), 1), ("b".to_owned(), 2)].into();
+    let encoded = bytes(|b| value::encode_map::<Str, U32>(&map, b));
+    assert_eq!(hex::encode(&encoded), "02050a0a02050a01610a01050a01620a02");
+    assert_eq!(value::map_len::<Str, U32>(&map), encoded.len());
+    let back: HashMap<String, u32> = value::decode_map::<Str, U32, _>(&mut Decoder::new(&encoded)).unwrap();
+    assert_eq!(back.len(), 2);
+    assert_eq!(
+        &bytes(|b| value::encode_map::<Str, U32>(&HashMap::new(), b))[..],
+        &[0x02, 0x05, 0x0a, 0x0a, 0x00]
+    );
+    // A wrapper type (`StringValue`): a one-field message.
+    assert_eq!(
+        hex::encode(bytes(|b| Wrapped::<Str>::encode(&"v".to_owned(), b))),
+        "0800050a0176"
+    );
+    assert_eq!(
+        Wrapped::<Str>::decode(&mut Decoder::new(b"\x08\x00\x05\x0a\x01v")).unwrap(),
+        "v"
+    );
+}
+
+#[test]
+fn well_known_types_round_trip() {
+    let ts = prost_types::Timestamp {
+        seconds: -5,
+        nanos: 7,
+    };
+    assert_eq!(hex::encode(ts.to_polyglot()), "08000d090c0e");
+    assert_eq!(
+        prost_types::Timestamp::from_polyglot(&ts.to_polyglot()).unwrap(),
+        ts
+    );
+    let d = prost_types::Duration {
+        seconds: 3,
+        nanos: -1,
+    };
+    assert_eq!(prost_types::Duration::from_polyglot(&d.to_polyglot()).unwrap(), d);
+    assert_eq!(&().to_polyglot()[..], &[0x08, 0x00]);
+}
