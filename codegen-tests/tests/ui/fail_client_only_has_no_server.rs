@@ -1,0 +1,5 @@
+use frpc_codegen_tests::client_only::capture as pb;
+
+fn main() {
+    let _ = std::any::type_name::<pb::EchoServiceServer<()>>();
+}
