@@ -30,13 +30,17 @@ impl frpc_wire::polyglot::Message for Request {
 
 fn codec(c: &mut Criterion) {
     for (label, size) in [("32B", 32usize), ("1MiB", 1 << 20)] {
-        let request = Request { message: "x".repeat(size) };
+        let request = Request {
+            message: "x".repeat(size),
+        };
         let polyglot = request.to_polyglot();
         let prost_bytes = Bytes::from(prost::Message::encode_to_vec(&request));
 
         let mut group = c.benchmark_group("encode");
         group.throughput(Throughput::Bytes(size as u64));
-        group.bench_function(BenchmarkId::new("polyglot", label), |b| b.iter(|| request.to_polyglot()));
+        group.bench_function(BenchmarkId::new("polyglot", label), |b| {
+            b.iter(|| request.to_polyglot())
+        });
         group.bench_function(BenchmarkId::new("prost", label), |b| {
             b.iter(|| {
                 let mut buf = BytesMut::with_capacity(prost::Message::encoded_len(&request));

@@ -1,0 +1,18 @@
+//! Generates the benchmark service twice from one proto: for frpc and for tonic.
+
+use std::path::PathBuf;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    let (protos, includes) = (["proto/benchmark.proto"], ["proto"]);
+    std::fs::create_dir_all(out.join("frpc"))?;
+    frpc_codegen::configure()
+        .out_dir(out.join("frpc"))
+        .compile(&protos, &includes)?;
+    std::fs::create_dir_all(out.join("tonic"))?;
+    let fds = protox::compile(protos, includes)?;
+    tonic_prost_build::configure()
+        .out_dir(out.join("tonic"))
+        .compile_fds(fds)?;
+    Ok(())
+}
