@@ -24,6 +24,8 @@ struct Args {
     csv: Option<String>,
     svg: Option<String>,
     framing: frpc::Framing,
+    frameworks: Vec<Framework>,
+    workloads: Vec<String>,
 }
 
 fn list(raw: &str) -> Vec<usize> {
@@ -57,6 +59,8 @@ fn parse(args: &[String]) -> Args {
         csv: None,
         svg: None,
         framing: frpc::Framing::Frisbee,
+        frameworks: Framework::ALL.to_vec(),
+        workloads: vec!["A".into(), "B".into()],
     };
     let mut i = 0;
     while i < args.len() {
@@ -69,6 +73,13 @@ fn parse(args: &[String]) -> Args {
             "--csv" => parsed.csv = Some(value(args, i).to_owned()),
             "--svg" => parsed.svg = Some(value(args, i).to_owned()),
             "--framing" => parsed.framing = value(args, i).parse().unwrap_or_else(|e: String| fail(&e)),
+            "--frameworks" => {
+                parsed.frameworks = value(args, i)
+                    .split(',')
+                    .map(|f| f.parse().unwrap_or_else(|e: String| fail(&e)))
+                    .collect()
+            }
+            "--workloads" => parsed.workloads = value(args, i).split(',').map(str::to_owned).collect(),
             other => fail(&format!("unknown argument {other:?}")),
         }
         i += if matches!(args[i].as_str(), "--quick") {
@@ -117,6 +128,7 @@ fn matrix(args: &Args) -> Vec<(&'static str, Cell)> {
             cells.push(("B", cell(clients, 10, 32)));
         }
     }
+    cells.retain(|(workload, _)| args.workloads.iter().any(|w| w == workload));
     cells
 }
 
@@ -221,7 +233,8 @@ fn main() {
     let args = parse(&args);
     let cells = matrix(&args);
     let started = Instant::now();
-    let servers: Vec<(Framework, Server)> = Framework::ALL
+    let servers: Vec<(Framework, Server)> = args
+        .frameworks
         .iter()
         .map(|&f| (f, spawn_server(f, args.framing)))
         .collect();

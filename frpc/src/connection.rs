@@ -35,6 +35,9 @@ use crate::stream::StreamTable;
 const LARGE_CONTENT: usize = 32 * 1024;
 /// The writer stops batching once this much is buffered.
 const BATCH_LIMIT: usize = 64 * 1024;
+/// Under continuous traffic the reader looks at the server's shutdown signal every this many
+/// packets (it also wakes for it whenever the socket is idle).
+const DRAIN_CHECK_EVERY: u32 = 64;
 /// How long a closing connection may spend flushing what is still queued (Go: 5 s).
 const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -229,15 +232,30 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     let drain_token = drain.unwrap_or_default();
     let draining = drain_token.cancelled();
     tokio::pin!(draining);
+    let mut since_drain_check = 0u32;
     loop {
+        // Closing is checked with an atomic between packets (a takeover must stop before the next
+        // packet is parsed); the cancellation futures below are only polled when the socket has
+        // nothing ready, because polling them takes a lock.
+        if conn.is_closed() {
+            break;
+        }
+        since_drain_check += 1;
+        if since_drain_check == DRAIN_CHECK_EVERY {
+            since_drain_check = 0;
+            if drain_token.is_cancelled() {
+                drain_buffered(&conn, &mut framed, &dispatch).await;
+                break;
+            }
+        }
         let next = tokio::select! {
             biased;
+            next = framed.next() => next,
             _ = &mut closed => break,
             _ = &mut draining => {
                 drain_buffered(&conn, &mut framed, &dispatch).await;
                 break;
             }
-            next = framed.next() => next,
         };
         match next {
             Some(Ok(packet)) => handle(&conn, &dispatch, packet).await,
