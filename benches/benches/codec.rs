@@ -1,7 +1,10 @@
 //! Encoding and decoding the benchmark `Request { Message }` (32 B and 1 MiB) with polyglot and
 //! with prost, so the codec's speed is on record.
 //!
-//! `cargo bench -p frpc-bench --bench codec`
+//! `cargo bench -p frpc-bench --bench codec` (add `-- --quick` for a fast pass). Benchmark ids are
+//! `encode/polyglot/32B`, `encode/prost/1MiB`, `decode/polyglot/32B`, ….
+
+use std::hint::black_box;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -35,16 +38,28 @@ fn codec(c: &mut Criterion) {
         };
         let polyglot = request.to_polyglot();
         let prost_bytes = Bytes::from(prost::Message::encode_to_vec(&request));
+        // Both encodings decode back to the request, and polyglot's size is exact.
+        assert_eq!(polyglot.len(), request.polyglot_len());
+        assert_eq!(polyglot.len(), 2 + encode::bytes_len(size));
+        assert_eq!(
+            <Request as frpc_wire::polyglot::Message>::from_polyglot(&polyglot).expect("valid"),
+            request
+        );
+        assert_eq!(
+            <Request as prost::Message>::decode(prost_bytes.clone()).expect("valid"),
+            request
+        );
 
         let mut group = c.benchmark_group("encode");
         group.throughput(Throughput::Bytes(size as u64));
         group.bench_function(BenchmarkId::new("polyglot", label), |b| {
-            b.iter(|| request.to_polyglot())
+            b.iter(|| black_box(&request).to_polyglot())
         });
         group.bench_function(BenchmarkId::new("prost", label), |b| {
             b.iter(|| {
-                let mut buf = BytesMut::with_capacity(prost::Message::encoded_len(&request));
-                prost::Message::encode(&request, &mut buf).expect("capacity reserved");
+                let request = black_box(&request);
+                let mut buf = BytesMut::with_capacity(prost::Message::encoded_len(request));
+                prost::Message::encode(request, &mut buf).expect("capacity reserved");
                 buf.freeze()
             })
         });
@@ -53,10 +68,12 @@ fn codec(c: &mut Criterion) {
         let mut group = c.benchmark_group("decode");
         group.throughput(Throughput::Bytes(size as u64));
         group.bench_function(BenchmarkId::new("polyglot", label), |b| {
-            b.iter(|| <Request as frpc_wire::polyglot::Message>::from_polyglot(&polyglot).expect("valid"))
+            b.iter(|| {
+                <Request as frpc_wire::polyglot::Message>::from_polyglot(black_box(&polyglot)).expect("valid")
+            })
         });
         group.bench_function(BenchmarkId::new("prost", label), |b| {
-            b.iter(|| <Request as prost::Message>::decode(prost_bytes.clone()).expect("valid"))
+            b.iter(|| <Request as prost::Message>::decode(black_box(&prost_bytes).clone()).expect("valid"))
         });
         group.finish();
     }

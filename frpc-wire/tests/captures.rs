@@ -2,7 +2,7 @@
 //! codec: every packet parses with its framing and re-encodes byte-identical, in any chunking.
 
 use bytes::{Bytes, BytesMut};
-use frpc_wire::polyglot::{Decoder, EOF_MESSAGE};
+use frpc_wire::polyglot::{Decoder, EOF_MESSAGE, Kind};
 use frpc_wire::{FrameError, Framing, Header, Packet, PacketCodec};
 use serde_json::Value;
 use tokio_util::codec::{Decoder as _, Encoder as _};
@@ -10,6 +10,8 @@ use tokio_util::codec::{Decoder as _, Encoder as _};
 #[derive(Debug)]
 struct Captured {
     packet: Packet,
+    /// The header as the JSON states it (`id`, `op`, `len`).
+    header: Header,
     wire: Vec<u8>,
 }
 
@@ -29,10 +31,16 @@ fn load(file: &str) -> (Framing, Vec<Captured>) {
             assert_eq!(content.len() as u64, p["len"].as_u64().unwrap());
             let mut wire = hex::decode(p["header_hex"].as_str().unwrap()).unwrap();
             wire.extend_from_slice(&content);
-            let id = p["id"].as_u64().unwrap() as u16;
-            let op = p["op"].as_u64().unwrap() as u16;
+            let id = u16::try_from(p["id"].as_u64().unwrap()).unwrap();
+            let op = u16::try_from(p["op"].as_u64().unwrap()).unwrap();
+            let len = u32::try_from(p["len"].as_u64().unwrap()).unwrap();
+            if let Some(magic) = p.get("magic") {
+                assert_eq!(magic.as_u64(), Some(u64::from(frpc_wire::MAGIC)));
+                assert_eq!(&wire[..2], &[0x00, 0x0f]);
+            }
             out.push(Captured {
                 packet: Packet::new(id, op, content),
+                header: Header { id, op, len },
                 wire,
             });
         }
@@ -60,9 +68,16 @@ fn every_packet_parses_and_reencodes_byte_identical() {
             assert_eq!(packet, captured.packet, "{file}");
             let header = Header::parse(framing, &captured.wire).unwrap().unwrap();
             assert_eq!(
-                (header.id, header.op, header.len as usize),
-                (packet.id, packet.op, packet.content.len())
+                header, captured.header,
+                "{file}: the header says what the JSON says"
             );
+            assert_eq!(
+                (packet.id, packet.op, packet.content.len()),
+                (header.id, header.op, header.len as usize)
+            );
+            let mut header_only = BytesMut::new();
+            header.encode(framing, &mut header_only);
+            assert_eq!(&header_only[..], &captured.wire[..header_len]);
             let mut out = BytesMut::new();
             codec.encode(&packet, &mut out).unwrap();
             assert_eq!(hex::encode(&out), hex::encode(&captured.wire), "{file}");
@@ -127,9 +142,19 @@ fn a_whole_capture_decodes_the_same_in_any_chunking() {
 }
 
 #[test]
+fn both_captures_carry_the_same_packets() {
+    let (_, current) = load("capture-frisbee-v0.11.json");
+    let (_, legacy) = load("capture-frisbee-v0.10.json");
+    let current: Vec<&Packet> = current.iter().map(|c| &c.packet).collect();
+    let legacy: Vec<&Packet> = legacy.iter().map(|c| &c.packet).collect();
+    assert_eq!(current, legacy, "only the framing differs");
+}
+
+#[test]
 fn the_wrong_framing_is_refused_with_bad_magic() {
     let (_, legacy) = load("capture-frisbee-v0.10.json");
-    let mut buf = BytesMut::from(&legacy[0].wire[..]);
+    let stream: Vec<u8> = legacy.iter().flat_map(|c| c.wire.clone()).collect();
+    let mut buf = BytesMut::from(&stream[..]);
     let err = PacketCodec::new(Framing::Frisbee).decode(&mut buf).unwrap_err();
     assert!(matches!(err, FrameError::BadMagic(0x0001)), "{err}");
     assert!(
@@ -182,6 +207,42 @@ fn the_default_limit_is_gos_five_mib() {
     let codec = PacketCodec::default();
     assert_eq!(codec.max_content_length(), 5 * 1024 * 1024);
     assert_eq!(codec.framing(), Framing::Frisbee);
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let mut codec = PacketCodec::new(framing);
+        // A header announcing exactly 5 MiB waits for its content ...
+        let mut header = BytesMut::new();
+        codec.encode_header(7, 10, 5 * 1024 * 1024, &mut header).unwrap();
+        assert!(codec.decode(&mut header).unwrap().is_none(), "{framing:?}");
+        assert_eq!(
+            header.len(),
+            framing.header_len(),
+            "{framing:?}: nothing consumed"
+        );
+        // ... one announcing a byte more is refused from the header alone.
+        let mut header = BytesMut::new();
+        Header {
+            id: 7,
+            op: 10,
+            len: 5 * 1024 * 1024 + 1,
+        }
+        .encode(framing, &mut header);
+        assert!(
+            matches!(
+                codec.decode(&mut header),
+                Err(FrameError::ContentTooLarge {
+                    len: 5_242_881,
+                    max: 5_242_880
+                })
+            ),
+            "{framing:?}"
+        );
+        let mut out = BytesMut::new();
+        assert!(matches!(
+            codec.encode_header(7, 10, 5 * 1024 * 1024 + 1, &mut out),
+            Err(FrameError::ContentTooLarge { len: 5_242_881, .. })
+        ));
+        assert!(out.is_empty());
+    }
 }
 
 #[test]
@@ -260,4 +321,72 @@ fn captured_contents_read_as_the_spec_says() {
     );
     let open = packets.iter().find(|c| c.packet.op == 2).unwrap();
     assert_eq!(Decoder::new(&open.packet.content).u16().unwrap(), 13);
+}
+
+/// Spec §4.8, byte by byte, with the bare decoder.
+#[test]
+fn the_worked_decodes_of_spec_section_4_8() {
+    let (_, packets) = load("capture-frisbee-v0.11.json");
+    let content = |i: usize| packets[i].packet.content.clone();
+
+    // The first Echo request is exactly `08 00 05 0a 02 68 69 0a 01`.
+    let request = content(0);
+    assert_eq!(hex::encode(&request), "0800050a0268690a01");
+    let mut dec = Decoder::from_bytes(&request);
+    assert!(!dec.take_nil());
+    assert_eq!(dec.take_error().unwrap(), None);
+    assert_eq!(dec.u8().unwrap(), 0, "flags");
+    assert_eq!(dec.str().unwrap(), "hi", "Message");
+    assert_eq!(dec.u32().unwrap(), 1, "Corpus = WEB");
+    assert_eq!(dec.remaining(), 0);
+
+    // Its response: flags, Message "hi", nested Data{flags, "d", Checker 1}.
+    let response = content(1);
+    let mut dec = Decoder::from_bytes(&response);
+    assert_eq!(dec.u8().unwrap(), 0);
+    assert_eq!(dec.str().unwrap(), "hi");
+    assert!(!dec.take_nil(), "the nested message is present");
+    assert_eq!(dec.u8().unwrap(), 0);
+    assert_eq!(dec.str().unwrap(), "d");
+    assert_eq!(dec.u32().unwrap(), 1);
+    assert_eq!(dec.remaining(), 0);
+
+    // The Testy request (packet 4): SearchResponse{Results:[{Url:"u"}], Snippets:["a"]}.
+    let testy = &packets[4].packet;
+    assert_eq!((testy.id, testy.op), (1, 12));
+    let mut dec = Decoder::from_bytes(&testy.content);
+    assert_eq!(dec.u8().unwrap(), 0);
+    assert_eq!(dec.slice_header(Kind::Any).unwrap(), 1, "Results");
+    assert_eq!(dec.u8().unwrap(), 0);
+    assert_eq!(dec.str().unwrap(), "u", "Url");
+    assert_eq!(dec.str().unwrap(), "", "Title");
+    assert_eq!(
+        dec.slice_header(Kind::String).unwrap(),
+        0,
+        "the Result's Snippets"
+    );
+    assert_eq!(dec.slice_header(Kind::Any).unwrap(), 0, "Results2");
+    assert_eq!(dec.slice_header(Kind::String).unwrap(), 1, "Snippets");
+    assert_eq!(dec.str().unwrap(), "a");
+    assert_eq!(dec.slice_header(Kind::String).unwrap(), 0, "Snippets2");
+    assert_eq!(dec.remaining(), 0);
+
+    // The Testy reply `06 05 0a 04 boom`: an Error, which the u8 flags read refuses untouched.
+    let reply = content(5);
+    assert_eq!(hex::encode(&reply), "06050a04626f6f6d");
+    let mut dec = Decoder::from_bytes(&reply);
+    assert!(dec.u8().is_err());
+    assert_eq!(dec.take_error().unwrap().as_deref(), Some("boom"));
+    assert_eq!(dec.remaining(), 0);
+
+    // Every stream ends with the EOF marker; the one from packet 10 is exactly it.
+    assert_eq!(&content(10)[..], EOF_MESSAGE);
+    assert_eq!(
+        Decoder::new(EOF_MESSAGE).take_error().unwrap().as_deref(),
+        Some("EOF")
+    );
+    let eofs = packets.iter().filter(|c| c.packet.content == EOF_MESSAGE).count();
+    assert_eq!(eofs, 7);
+    // The handler error of the second server stream comes before its EOF.
+    assert_eq!(Decoder::new(&content(14)).error().unwrap(), "search failed");
 }

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use bytes::{BufMut, Bytes, BytesMut};
 use frpc_wire::DecodeError;
 use frpc_wire::polyglot::value::{self, Codec, Enum, EnumIndex, Msg, Str, U32, Wrapped};
-use frpc_wire::polyglot::{Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode};
+use frpc_wire::polyglot::{
+    Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode, error_to_bytes,
+};
 
 fn bytes(f: impl FnOnce(&mut BytesMut)) -> Bytes {
     let mut buf = BytesMut::new();
@@ -140,6 +142,82 @@ fn truncation_at_every_cut_is_an_error_not_a_panic() {
     }
 }
 
+/// The encoded bytes of the 17 Go vectors (`testdata/vectors/polyglot-v2.json`).
+fn go_vectors() -> Vec<(String, Vec<u8>)> {
+    use base64::Engine;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/vectors/polyglot-v2.json"
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    json.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let encoded = base64::engine::general_purpose::STANDARD
+                .decode(v["encodedValue"].as_str().unwrap())
+                .unwrap();
+            (v["name"].as_str().unwrap().to_owned(), encoded)
+        })
+        .collect()
+}
+
+/// Decodes one whole value of the kind `kind`, as the vectors hold them (arrays of strings,
+/// maps of string to u32).
+fn decode_whole(kind: u8, dec: &mut Decoder<'_>) -> Result<(), DecodeError> {
+    match Kind::from_byte(kind).unwrap() {
+        Kind::Nil => dec.nil(),
+        Kind::Bool => dec.bool().map(drop),
+        Kind::U8 => dec.u8().map(drop),
+        Kind::U16 => dec.u16().map(drop),
+        Kind::U32 => dec.u32().map(drop),
+        Kind::U64 => dec.u64().map(drop),
+        Kind::I32 => dec.i32().map(drop),
+        Kind::I64 => dec.i64().map(drop),
+        Kind::F32 => dec.f32().map(drop),
+        Kind::F64 => dec.f64().map(drop),
+        Kind::String => dec.str().map(drop),
+        Kind::Bytes => dec.bytes().map(drop),
+        Kind::Error => dec.error().map(drop),
+        Kind::Slice => value::decode_repeated::<Str>(dec).map(drop),
+        Kind::Map => value::decode_map::<Str, U32, BTreeMap<_, _>>(dec).map(drop),
+        Kind::Any => unreachable!("no vector is of kind Any"),
+    }
+}
+
+#[test]
+fn every_go_vector_fails_cleanly_at_every_cut_and_for_every_other_reader() {
+    let vectors = go_vectors();
+    assert_eq!(vectors.len(), 17);
+    for (name, encoded) in &vectors {
+        let kind = encoded[0];
+        // Whole: the matching reader takes exactly all of it; the others take nothing.
+        let mut dec = Decoder::new(encoded);
+        decode_whole(kind, &mut dec).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(dec.remaining(), 0, "{name}");
+        every_failure_consumes_nothing(encoded);
+        // (A Nil where a slice or map header is expected reads as empty: tested in `field_shapes`.)
+        let lenient = |k: u8| kind == Kind::Nil.byte() && (k == Kind::Slice.byte() || k == Kind::Map.byte());
+        for other in (0x00..=0x0f).filter(|&k| k != kind && k != Kind::Any.byte() && !lenient(k)) {
+            let mut dec = Decoder::new(encoded);
+            assert!(
+                decode_whole(other, &mut dec).is_err(),
+                "{name} read as kind {other:#04x}"
+            );
+            assert_eq!(dec.position(), 0, "{name} read as kind {other:#04x}");
+        }
+        // Every proper prefix: an error (never a panic), and no reader consumes on failure.
+        for cut in 0..encoded.len() {
+            let prefix = &encoded[..cut];
+            every_failure_consumes_nothing(prefix);
+            let mut dec = Decoder::new(prefix);
+            assert!(decode_whole(kind, &mut dec).is_err(), "{name} cut at {cut}");
+            let shared = Bytes::copy_from_slice(prefix);
+            assert!(decode_whole(kind, &mut Decoder::from_bytes(&shared)).is_err());
+        }
+    }
+}
+
 #[test]
 fn hostile_lengths_are_refused_before_allocating() {
     let mut dec = Decoder::new(&[0x05, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]);
@@ -194,7 +272,16 @@ fn bytes_from_shared_input_are_zero_copy() {
     let out = Decoder::from_bytes(&input).bytes().unwrap();
     let range = input.as_ptr() as usize..input.as_ptr() as usize + input.len();
     assert!(range.contains(&(out.as_ptr() as usize)), "a slice of the input");
+    assert_eq!(out.as_ptr(), input[3..].as_ptr());
     assert_eq!(&out[..], &[9u8; 64]);
+    // Over a plain slice the bytes are a copy; `str` and `byte_slice` always borrow.
+    let copied = Decoder::new(&input).bytes().unwrap();
+    assert!(!range.contains(&(copied.as_ptr() as usize)));
+    assert_eq!(copied, out);
+    assert_eq!(
+        Decoder::new(&input).byte_slice().unwrap().as_ptr(),
+        input[3..].as_ptr()
+    );
 }
 
 /// `enum Sparse { ZERO = 0; FIVE = 5; TWO = 2; }`: indices 0, 1, 2 (spec §4.7).
@@ -222,6 +309,23 @@ fn enums_travel_as_declaration_indices() {
     assert_eq!(
         Enum::<Sparse>::decode(&mut Decoder::new(&[0x0a, 0x01])).unwrap(),
         5
+    );
+    assert_eq!(&bytes(|b| Enum::<Sparse>::encode(&0, b))[..], &[0x0a, 0x00]);
+    // A number the enum does not declare goes out as index 0, the default.
+    assert_eq!(&bytes(|b| Enum::<Sparse>::encode(&7, b))[..], &[0x0a, 0x00]);
+    assert_eq!(Enum::<Sparse>::len(&5), 2);
+    for (index, number) in [(0u8, 0), (1, 5), (2, 2)] {
+        let input = [0x0a, index];
+        let mut dec = Decoder::new(&input);
+        assert_eq!(Enum::<Sparse>::decode(&mut dec).unwrap(), number);
+        assert_eq!(dec.remaining(), 0);
+    }
+    // In a repeated field the header names kind U32.
+    let list = bytes(|b| value::encode_repeated::<Enum<Sparse>>(&[2, 5], b));
+    assert_eq!(hex::encode(&list), "010a0a020a020a01");
+    assert_eq!(
+        value::decode_repeated::<Enum<Sparse>>(&mut Decoder::new(&list)).unwrap(),
+        vec![2, 5]
     );
     let mut dec = Decoder::new(&[0x0a, 0x03]);
     assert_eq!(
@@ -327,13 +431,48 @@ fn field_shapes() {
         value::decode_repeated::<Msg<Pair>>(&mut Decoder::new(&nil_element)).unwrap(),
         vec![Pair::default()]
     );
+    // An Error element also becomes a default message, and decoding carries on after it.
+    let mut with_error = BytesMut::from(&[0x01, 0x03, 0x0a, 0x02][..]);
+    encode::put_error(&mut with_error, "bad");
+    Msg::<Pair>::encode(&list[1], &mut with_error);
+    assert_eq!(
+        value::decode_repeated::<Msg<Pair>>(&mut Decoder::new(&with_error)).unwrap(),
+        vec![Pair::default(), list[1].clone()]
+    );
+    // A singular message field: optional, `00` when absent.
+    let present = Some(list[1].clone());
+    let encoded = bytes(|b| value::encode_optional::<Msg<Pair>>(&present, b));
+    assert_eq!(value::optional_len::<Msg<Pair>>(&present), encoded.len());
+    assert_eq!(
+        value::decode_optional::<Msg<Pair>>(&mut Decoder::new(&encoded)).unwrap(),
+        present
+    );
+    assert_eq!(
+        value::decode_optional::<Msg<Pair>>(&mut Decoder::new(&[0x00])).unwrap(),
+        None
+    );
     // Maps, HashMap and BTreeMap alike; empty = an empty header.
     let map: BTreeMap<String, u32> = [("a".to_owned(), 1), ("b".to_owned(), 2)].into();
     let encoded = bytes(|b| value::encode_map::<Str, U32>(&map, b));
     assert_eq!(hex::encode(&encoded), "02050a0a02050a01610a01050a01620a02");
     assert_eq!(value::map_len::<Str, U32>(&map), encoded.len());
     let back: HashMap<String, u32> = value::decode_map::<Str, U32, _>(&mut Decoder::new(&encoded)).unwrap();
-    assert_eq!(back.len(), 2);
+    assert_eq!(back, map.clone().into_iter().collect::<HashMap<_, _>>());
+    let back: BTreeMap<String, u32> = value::decode_map::<Str, U32, _>(&mut Decoder::new(&encoded)).unwrap();
+    assert_eq!(back, map);
+    let one: HashMap<String, u32> = [("k".to_owned(), 300)].into();
+    let encoded = bytes(|b| value::encode_map::<Str, U32>(&one, b));
+    assert_eq!(hex::encode(&encoded), "02050a0a01050a016b0aac02");
+    assert_eq!(value::map_len::<Str, U32>(&one), encoded.len());
+    // A `00` instead of the header is an empty map; wrong key or value kinds are refused.
+    let empty: BTreeMap<String, u32> = value::decode_map::<Str, U32, _>(&mut Decoder::new(&[0x00])).unwrap();
+    assert!(empty.is_empty());
+    let mut dec = Decoder::new(&encoded);
+    assert!(matches!(
+        value::decode_map::<Str, Str, HashMap<_, _>>(&mut dec),
+        Err(DecodeError::WrongElementKind { .. })
+    ));
+    assert_eq!(dec.position(), 0);
     assert_eq!(
         &bytes(|b| value::encode_map::<Str, U32>(&HashMap::new(), b))[..],
         &[0x02, 0x05, 0x0a, 0x0a, 0x00]
@@ -347,6 +486,14 @@ fn field_shapes() {
         Wrapped::<Str>::decode(&mut Decoder::new(b"\x08\x00\x05\x0a\x01v")).unwrap(),
         "v"
     );
+    assert_eq!(Wrapped::<Str>::len(&"v".to_owned()), 6);
+    assert_eq!(Wrapped::<Str>::decode(&mut Decoder::new(&[0x00])).unwrap(), "");
+    assert_eq!(
+        Wrapped::<U32>::decode(&mut Decoder::new(&error_to_bytes("x"))).unwrap(),
+        0,
+        "a nested Error gives the default"
+    );
+    assert!(Wrapped::<Str>::decode(&mut Decoder::new(&[0x05, 0x0a, 0x00])).is_err());
 }
 
 #[test]
@@ -364,6 +511,24 @@ fn well_known_types_round_trip() {
         seconds: 3,
         nanos: -1,
     };
+    assert_eq!(hex::encode(d.to_polyglot()), "08000d060c01");
+    assert_eq!(d.polyglot_len(), 6);
     assert_eq!(prost_types::Duration::from_polyglot(&d.to_polyglot()).unwrap(), d);
+    let extreme = prost_types::Timestamp {
+        seconds: i64::MIN,
+        nanos: i32::MAX,
+    };
+    assert_eq!(extreme.polyglot_len(), extreme.to_polyglot().len());
+    assert_eq!(
+        prost_types::Timestamp::from_polyglot(&extreme.to_polyglot()).unwrap(),
+        extreme
+    );
+    // `google.protobuf.Empty` is prost's `()`: the bare envelope.
     assert_eq!(&().to_polyglot()[..], &[0x08, 0x00]);
+    assert_eq!(().polyglot_len(), 2);
+    <() as Message>::from_polyglot(&Bytes::from_static(&[0x08, 0x00])).unwrap();
+    <() as Message>::from_polyglot(&Bytes::from_static(&[0x00])).unwrap();
+    assert!(<() as Message>::from_polyglot(&Bytes::from_static(&[0x07, 0x00])).is_err());
+    // Truncated: an error.
+    assert!(prost_types::Timestamp::from_polyglot(&Bytes::from_static(&[0x08, 0x00, 0x0d])).is_err());
 }

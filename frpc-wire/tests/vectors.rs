@@ -3,10 +3,35 @@
 
 use base64::Engine;
 use bytes::BytesMut;
+use std::collections::{BTreeMap, HashMap};
+
+use frpc_wire::polyglot::value::{self, Str, U32};
 use frpc_wire::polyglot::{Decoder, Kind, encode};
 use serde_json::Value;
 
-fn vectors() -> Vec<(String, Value, Vec<u8>)> {
+/// The 17 names, in file order (spec §4.6).
+const NAMES: [&str; 17] = [
+    "None",
+    "true Bool",
+    "false Bool",
+    "U8",
+    "U16",
+    "U32",
+    "U64",
+    "I32",
+    "I64",
+    "F32",
+    "F64",
+    "Array",
+    "Map",
+    "nil or empty Map",
+    "Bytes",
+    "String",
+    "Error",
+];
+
+/// `(name, kind, decodedValue, encoded bytes)` for every vector.
+fn vectors() -> Vec<(String, u8, Value, Vec<u8>)> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../testdata/vectors/polyglot-v2.json"
@@ -21,6 +46,7 @@ fn vectors() -> Vec<(String, Value, Vec<u8>)> {
                 .unwrap();
             (
                 v["name"].as_str().unwrap().to_owned(),
+                u8::try_from(v["kind"].as_u64().unwrap()).unwrap(),
                 v["decodedValue"].clone(),
                 bytes,
             )
@@ -105,6 +131,15 @@ fn roundtrip(name: &str, expected: &Value, bytes: &[u8]) -> Vec<u8> {
                     + items.iter().map(|s| encode::bytes_len(s.len())).sum::<usize>(),
                 bytes.len()
             );
+            let mut via_value = BytesMut::new();
+            value::encode_repeated::<Str>(&items, &mut via_value);
+            assert_eq!(&via_value[..], bytes, "{name}: encode_repeated");
+            assert_eq!(value::repeated_len::<Str>(&items), bytes.len());
+            assert_eq!(
+                value::decode_repeated::<Str>(&mut Decoder::new(bytes)).unwrap(),
+                items,
+                "{name}: decode_repeated"
+            );
         }
         "Map" | "nil or empty Map" => {
             let count = dec.map_header(Kind::String, Kind::U32).unwrap();
@@ -121,9 +156,37 @@ fn roundtrip(name: &str, expected: &Value, bytes: &[u8]) -> Vec<u8> {
                 encode::put_str(&mut out, k);
                 encode::put_u32(&mut out, *v);
             }
-            assert_eq!(encode::map_header_len(0), 5);
+            assert_eq!(
+                encode::map_header_len(pairs.len())
+                    + pairs
+                        .iter()
+                        .map(|(k, v)| encode::bytes_len(k.len()) + encode::u32_len(*v))
+                        .sum::<usize>(),
+                bytes.len(),
+                "{name}"
+            );
+            // The field helpers agree: Go wrote the keys in sorted order here, as a BTreeMap does.
+            let sorted: BTreeMap<String, u32> = pairs.iter().cloned().collect();
+            let mut via_value = BytesMut::new();
+            value::encode_map::<Str, U32>(&sorted, &mut via_value);
+            assert_eq!(&via_value[..], bytes, "{name}: encode_map");
+            let back: HashMap<String, u32> =
+                value::decode_map::<Str, U32, _>(&mut Decoder::new(bytes)).unwrap();
+            assert_eq!(
+                back,
+                sorted.into_iter().collect::<HashMap<_, _>>(),
+                "{name}: decode_map"
+            );
         }
         "Bytes" => {
+            // Also through the zero-copy path.
+            let shared = bytes::Bytes::copy_from_slice(bytes);
+            let zero_copy = Decoder::from_bytes(&shared).bytes().unwrap();
+            assert_eq!(
+                zero_copy.as_ptr(),
+                shared[3..].as_ptr(),
+                "{name}: a slice of the input"
+            );
             let v = dec.byte_slice().unwrap();
             let want = base64::engine::general_purpose::STANDARD
                 .decode(expected.as_str().unwrap())
@@ -153,32 +216,56 @@ fn roundtrip(name: &str, expected: &Value, bytes: &[u8]) -> Vec<u8> {
 #[test]
 fn all_seventeen_vectors_decode_and_encode_back_exactly() {
     let vectors = vectors();
-    assert_eq!(vectors.len(), 17);
-    for (name, expected, bytes) in &vectors {
+    let names: Vec<&str> = vectors.iter().map(|(name, ..)| name.as_str()).collect();
+    assert_eq!(names, NAMES);
+    for (name, kind, expected, bytes) in &vectors {
+        assert_eq!(bytes[0], *kind, "{name}: the first byte is the kind");
+        assert_eq!(Kind::from_byte(*kind).map(Kind::byte), Some(*kind), "{name}");
         // Map pairs are re-encoded in the order they were read, so even the map is exact.
         let encoded = roundtrip(name, expected, bytes);
         assert_eq!(hex::encode(&encoded), hex::encode(bytes), "{name}");
     }
 }
 
+/// The files under `testdata/vectors/`, copied from the spec's `shared/vectors/`.
+const VECTOR_FILES: [&str; 6] = [
+    "polyglot-v2.json",
+    "capture-frisbee-v0.11.json",
+    "capture-frisbee-v0.11.txt",
+    "capture-frisbee-v0.10.json",
+    "capture-frisbee-v0.10.txt",
+    "capture.proto",
+];
+
+/// When the spec's `shared/vectors/` sits beside the workspace (`<workspace>/../shared/vectors`),
+/// the repo copies must be byte-identical to it. A user's checkout has no such directory: skip.
 #[test]
 fn vectors_match_the_shared_copy_when_present() {
-    let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors");
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let ours = workspace.join("testdata/vectors");
+    for file in VECTOR_FILES {
+        assert!(ours.join(file).is_file(), "testdata/vectors/{file} is missing");
+    }
+    let shared = workspace.join("../shared/vectors");
     let Ok(entries) = std::fs::read_dir(&shared) else {
         return;
     };
-    let ours = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/vectors");
-    let mut compared = 0;
+    let mut in_shared = Vec::new();
     for entry in entries {
         let path = entry.unwrap().path();
-        let name = path.file_name().unwrap();
-        let copy =
-            std::fs::read(ours.join(name)).unwrap_or_else(|_| panic!("{name:?} missing from testdata"));
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let copy = std::fs::read(ours.join(&name))
+            .unwrap_or_else(|_| panic!("shared/vectors/{name} is missing from testdata/vectors"));
         assert!(
             copy == std::fs::read(&path).unwrap(),
-            "{name:?} differs from shared/vectors"
+            "testdata/vectors/{name} differs from shared/vectors/{name}"
         );
-        compared += 1;
+        in_shared.push(name);
     }
-    assert!(compared >= 5);
+    for file in VECTOR_FILES {
+        assert!(
+            in_shared.iter().any(|name| name == file),
+            "{file} is not in shared/vectors"
+        );
+    }
 }

@@ -1,9 +1,12 @@
-//! Drives the polyglot decoder with reads the input chooses, over the rest of the input: it must
-//! never panic, and a failed read must consume nothing.
+//! Drives the polyglot decoder with reads the input's first bytes choose (up to 16), over the
+//! rest of the input: it must never panic, and a failed read must consume nothing. Then the
+//! collection helpers (`decode_repeated::<Str>`, `decode_map::<Str, U32, HashMap>`) and the
+//! zero-copy `bytes()` run over the same input.
 #![no_main]
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use frpc_wire::polyglot::value::{self, Str, U32};
 use frpc_wire::polyglot::{Decoder, Kind};
 use libfuzzer_sys::fuzz_target;
@@ -42,5 +45,14 @@ fuzz_target!(|data: &[u8]| {
         if !ok && call % 20 < 17 {
             assert_eq!(dec.position(), before, "a failed read consumed input");
         }
+        assert!(dec.position() <= input.len());
+    }
+    // The collection helpers over the whole input, and the zero-copy path.
+    let _ = value::decode_repeated::<Str>(&mut Decoder::new(input));
+    let _ = value::decode_map::<Str, U32, HashMap<_, _>>(&mut Decoder::new(input));
+    let shared = Bytes::copy_from_slice(input);
+    let mut dec = Decoder::from_bytes(&shared);
+    while let Ok(b) = dec.bytes() {
+        assert!(b.is_empty() || shared.as_ptr_range().contains(&b.as_ptr()));
     }
 });
