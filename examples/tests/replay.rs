@@ -252,3 +252,14 @@ async fn generated_client_and_capture_server_agree() {
         run_capture_client(&client).await;
     }
 }
+
+#[test]
+fn the_compiled_proto_is_the_captures_schema() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let compiled = std::fs::read(format!("{root}/proto/capture.proto")).unwrap();
+    let schema = std::fs::read(format!("{root}/testdata/vectors/capture.proto")).unwrap();
+    assert!(
+        compiled == schema,
+        "proto/capture.proto drifted from testdata/vectors/capture.proto"
+    );
+}
