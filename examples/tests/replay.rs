@@ -22,36 +22,26 @@ struct Captured {
     wire: Vec<u8>,
 }
 
-fn load(file: &str) -> (Framing, Vec<Captured>) {
-    let path = format!("{}/../testdata/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let framing = if json["header_size"] == 10 {
+fn load(file: &'static str) -> (Framing, Vec<Captured>) {
+    let capture = frpc_testdata::Capture::load(file);
+    let framing = if capture.header_size == 10 {
         Framing::Frisbee
     } else {
         Framing::Legacy
     };
-    let mut out = Vec::new();
-    for scenario in json["scenarios"].as_array().unwrap() {
-        for p in scenario["packets"].as_array().into_iter().flatten() {
-            let content = hex::decode(p["content_hex"].as_str().unwrap_or_default()).unwrap();
-            let mut wire = hex::decode(p["header_hex"].as_str().unwrap()).unwrap();
-            wire.extend_from_slice(&content);
-            out.push(Captured {
-                scenario: scenario["scenario"].as_str().unwrap().to_owned(),
-                from_client: p["dir"] == "C->S",
-                packet: Packet::new(
-                    p["id"].as_u64().unwrap() as u16,
-                    p["op"].as_u64().unwrap() as u16,
-                    content,
-                ),
-                wire,
-            });
-        }
-    }
-    (framing, out)
+    let packets = capture
+        .packets()
+        .map(|(scenario, p)| Captured {
+            scenario: scenario.name.clone(),
+            from_client: p.from_client,
+            packet: Packet::new(p.id, p.op, p.content.clone()),
+            wire: p.wire(),
+        })
+        .collect();
+    (framing, packets)
 }
 
-const CAPTURES: [&str; 2] = ["capture-frisbee-v0.11.json", "capture-frisbee-v0.10.json"];
+const CAPTURES: [&str; 2] = frpc_testdata::CAPTURES;
 
 fn wire_bytes(framing: Framing, packet: &Packet) -> Vec<u8> {
     let mut buf = BytesMut::new();

@@ -12,7 +12,6 @@ use common::{
 use frpc::codegen::{Bytes, Decoder, Envelope, Message, decode_envelope};
 use frpc::{Context, Status, StreamSender, Streaming};
 use frpc_codegen_tests::capture as generated;
-use serde_json::Value;
 
 /// One decoded packet content.
 #[derive(Debug, PartialEq)]
@@ -50,24 +49,21 @@ fn decode<M: Message + Clone>(content: &[u8], wrap: fn(M) -> Decoded) -> Decoded
     }
 }
 
-fn replay(file: &str) -> Vec<Decoded> {
-    let path = format!("{}/../testdata/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+fn replay(file: &'static str) -> Vec<Decoded> {
+    let capture = frpc_testdata::Capture::load(file);
     let mut out = Vec::new();
-    for scenario in json["scenarios"].as_array().unwrap() {
+    for scenario in &capture.scenarios {
         // Stream id → method op, from the `09 <op>` open.
         let mut streams = std::collections::HashMap::new();
-        for packet in scenario["packets"].as_array().unwrap() {
-            let op = packet["op"].as_u64().unwrap() as u16;
-            let id = packet["id"].as_u64().unwrap();
-            let content = hex::decode(packet["content_hex"].as_str().unwrap_or("")).unwrap();
-            let to_server = packet["dir"] == "C->S";
+        for packet in &scenario.packets {
+            let (op, id, content, to_server) =
+                (packet.op, packet.id, &packet.content[..], packet.from_client);
             if op < 2 || content.is_empty() {
                 continue; // PING, PONG, stream close
             }
             let method = if op == 2 {
                 if content[0] == 0x09 {
-                    let method = Decoder::new(&content).u16().unwrap();
+                    let method = Decoder::new(content).u16().unwrap();
                     streams.insert(id, method);
                     out.push(Decoded::Open(method));
                     continue;
@@ -77,11 +73,11 @@ fn replay(file: &str) -> Vec<Decoded> {
                 op
             };
             out.push(match (method, to_server) {
-                (10 | 11, true) => decode(&content, Decoded::Request),
-                (10 | 11 | 13 | 14, false) => decode(&content, Decoded::Response),
-                (12 | 13, true) => decode(&content, Decoded::Search),
-                (12, false) => decode(&content, Decoded::Search),
-                (14, true) => decode(&content, Decoded::Data),
+                (10 | 11, true) => decode(content, Decoded::Request),
+                (10 | 11 | 13 | 14, false) => decode(content, Decoded::Response),
+                (12 | 13, true) => decode(content, Decoded::Search),
+                (12, false) => decode(content, Decoded::Search),
+                (14, true) => decode(content, Decoded::Data),
                 other => panic!("unexpected packet {other:?}"),
             });
         }

@@ -4,7 +4,6 @@
 use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{Decoder, EOF_MESSAGE, Kind};
 use frpc_wire::{FrameError, Framing, Header, Packet, PacketCodec};
-use serde_json::Value;
 use tokio_util::codec::{Decoder as _, Encoder as _};
 
 #[derive(Debug)]
@@ -15,36 +14,32 @@ struct Captured {
     wire: Vec<u8>,
 }
 
-fn load(file: &str) -> (Framing, Vec<Captured>) {
-    let path = format!("{}/../testdata/vectors/{file}", env!("CARGO_MANIFEST_DIR"));
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let framing = if json["header_size"] == 10 {
+fn load(file: &'static str) -> (Framing, Vec<Captured>) {
+    let capture = frpc_testdata::Capture::load(file);
+    let framing = if capture.header_size == 10 {
         Framing::Frisbee
     } else {
         Framing::Legacy
     };
-    let mut out = Vec::new();
-    for scenario in json["scenarios"].as_array().unwrap() {
-        for p in scenario["packets"].as_array().into_iter().flatten() {
-            // Zero-length packets have no `content_hex`.
-            let content = hex::decode(p["content_hex"].as_str().unwrap_or_default()).unwrap();
-            assert_eq!(content.len() as u64, p["len"].as_u64().unwrap());
-            let mut wire = hex::decode(p["header_hex"].as_str().unwrap()).unwrap();
-            wire.extend_from_slice(&content);
-            let id = u16::try_from(p["id"].as_u64().unwrap()).unwrap();
-            let op = u16::try_from(p["op"].as_u64().unwrap()).unwrap();
-            let len = u32::try_from(p["len"].as_u64().unwrap()).unwrap();
-            if let Some(magic) = p.get("magic") {
-                assert_eq!(magic.as_u64(), Some(u64::from(frpc_wire::MAGIC)));
-                assert_eq!(&wire[..2], &[0x00, 0x0f]);
+    let out = capture
+        .packets()
+        .map(|(_, p)| {
+            if let Some(magic) = p.magic {
+                assert_eq!(magic, frpc_wire::MAGIC);
+                assert_eq!(&p.header[..2], &[0x00, 0x0f]);
             }
-            out.push(Captured {
-                packet: Packet::new(id, op, content),
-                header: Header { id, op, len },
-                wire,
-            });
-        }
-    }
+            let len = u32::try_from(p.content.len()).unwrap();
+            Captured {
+                packet: Packet::new(p.id, p.op, p.content.clone()),
+                header: Header {
+                    id: p.id,
+                    op: p.op,
+                    len,
+                },
+                wire: p.wire(),
+            }
+        })
+        .collect();
     (framing, out)
 }
 
