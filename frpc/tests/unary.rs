@@ -293,3 +293,43 @@ async fn next_non_ping(framed: &mut Framed<tokio::net::TcpStream, PacketCodec>) 
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_wrap_to_zero_and_skip_an_id_still_in_flight() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Holds the first request (id 1) unanswered, answers everything else at once.
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        let held = next_non_ping(&mut framed).await;
+        assert_eq!(held.id, 1);
+        let mut ids = Vec::new();
+        for _ in 0..65_536 {
+            let request = next_non_ping(&mut framed).await;
+            ids.push(request.id);
+            framed.send(request).await.unwrap();
+        }
+        framed.send(held).await.unwrap();
+        ids
+    });
+    let mut config = ClientConfig::default();
+    config.connection.ping_interval = Duration::from_secs(3600);
+    let client = Client::connect_with(addr, config).await.unwrap();
+    let held = tokio::spawn({
+        let client = client.clone();
+        async move { call(&client, ECHO, "held").await }
+    });
+    while client.inflight() == 0 {
+        tokio::task::yield_now().await;
+    }
+    for i in 0..65_536u32 {
+        assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x", "call {i}");
+    }
+    assert_eq!(held.await.unwrap().unwrap().value, "held");
+    let ids = peer.await.unwrap();
+    assert_eq!(&ids[..3], &[2, 3, 4]);
+    // ... 65535, then 0 (the wrap), then 1 is skipped because it is still in flight.
+    let wrap = ids.iter().position(|&id| id == 65535).unwrap();
+    assert_eq!(&ids[wrap..wrap + 3], &[65535, 0, 2]);
+}
