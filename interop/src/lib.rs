@@ -118,10 +118,17 @@ fn go_version(go: &Path) -> Option<u32> {
     minor.parse().ok()
 }
 
-/// A `go` command run in `dir`, isolated from any enclosing `go.work`.
+/// A `go` command run in `dir`, isolated from any enclosing `go.work` and from global Go
+/// settings that would change the build: modules are resolved from the committed go.mod/go.sum
+/// only (`-mod=readonly`, so the checksum database is never consulted), and the toolchain found
+/// by [`go_command`] is used as it is (no `GOTOOLCHAIN` switch). `GOPROXY` is left to the
+/// environment (the default module proxy, or a mirror).
 pub fn go(dir: &Path) -> Command {
     let mut cmd = Command::new(go_command());
-    cmd.current_dir(dir).env("GOWORK", "off");
+    cmd.current_dir(dir)
+        .env("GOWORK", "off")
+        .env("GOFLAGS", "-mod=readonly -buildvcs=false")
+        .env("GOTOOLCHAIN", "local");
     cmd
 }
 
