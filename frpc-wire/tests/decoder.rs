@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use frpc_wire::DecodeError;
-use frpc_wire::polyglot::value::{self, Codec, Enum, EnumIndex, Msg, Str, U32, Wrapped};
+use frpc_wire::polyglot::value::{self, Boxed, Codec, Enum, EnumIndex, Msg, Str, U32, Wrapped};
 use frpc_wire::polyglot::{
     Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode, error_to_bytes,
 };
@@ -494,6 +494,73 @@ fn field_shapes() {
         "a nested Error gives the default"
     );
     assert!(Wrapped::<Str>::decode(&mut Decoder::new(&[0x05, 0x0a, 0x00])).is_err());
+}
+
+/// `message Node { string name = 1; Node next = 2; }`: recursive, so prost boxes `next`.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Node {
+    name: String,
+    next: Option<Box<Node>>,
+}
+
+impl Message for Node {
+    fn fields_len(&self) -> usize {
+        Str::len(&self.name) + value::optional_len::<Boxed<Msg<Node>>>(&self.next)
+    }
+    fn encode_fields(&self, buf: &mut impl BufMut) {
+        Str::encode(&self.name, buf);
+        value::encode_optional::<Boxed<Msg<Node>>>(&self.next, buf);
+    }
+    fn decode_fields(&mut self, dec: &mut Decoder<'_>) -> Result<(), DecodeError> {
+        self.name = Str::decode(dec)?;
+        self.next = value::decode_optional::<Boxed<Msg<Node>>>(dec)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn boxed_values_encode_exactly_like_the_inner_codec() {
+    // A boxed scalar: the same bytes, size and kind as the unboxed one.
+    let boxed = Box::new("hi".to_owned());
+    let encoded = bytes(|b| Boxed::<Str>::encode(&boxed, b));
+    assert_eq!(encoded, bytes(|b| Str::encode(&"hi".to_owned(), b)));
+    assert_eq!(Boxed::<Str>::len(&boxed), encoded.len());
+    assert_eq!(<Boxed<Str> as Codec>::KIND, Kind::String);
+    assert_eq!(<Boxed<Msg<Node>> as Codec>::KIND, Kind::Any);
+    assert_eq!(Boxed::<Str>::decode(&mut Decoder::new(&encoded)).unwrap(), boxed);
+    let mut dec = Decoder::new(&[0x0a, 0x01]);
+    assert!(Boxed::<Str>::decode(&mut dec).is_err());
+    assert_eq!(dec.position(), 0, "a wrong kind consumes nothing, boxed or not");
+
+    // A recursive message: the present link is a nested envelope, the absent one `00`.
+    let list = Node {
+        name: "a".into(),
+        next: Some(Box::new(Node {
+            name: "b".into(),
+            next: None,
+        })),
+    };
+    let encoded = list.to_polyglot();
+    assert_eq!(hex::encode(&encoded), "0800050a01610800050a016200");
+    assert_eq!(list.polyglot_len(), encoded.len());
+    assert_eq!(Node::from_polyglot(&encoded).unwrap(), list);
+    // Every cut of it is an error, never a panic.
+    for cut in 0..encoded.len() {
+        assert!(
+            Node::from_polyglot(&encoded.slice(..cut)).is_err(),
+            "cut at {cut}"
+        );
+    }
+    // A nested Error in the link gives a default `next`, as `decode_nested` does.
+    let mut with_error = BytesMut::from(&b"\x08\x00\x05\x0a\x01a"[..]);
+    encode::put_error(&mut with_error, "gone");
+    assert_eq!(
+        Node::from_polyglot(&with_error.freeze()).unwrap(),
+        Node {
+            name: "a".into(),
+            next: Some(Box::default()),
+        }
+    );
 }
 
 #[test]
