@@ -1,10 +1,9 @@
 //! The few runtime entry points generated code calls. Not a public API: generated code and
-//! frpc change together.
+//! frpc change together. Services floor, the top: it names the client, the context and streams.
 #![allow(missing_docs)]
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
 
 pub use bytes::{BufMut, Bytes};
 pub use frpc_wire::DecodeError;
@@ -15,46 +14,13 @@ pub use {prost, prost_types};
 
 use futures_util::FutureExt;
 
+pub use crate::calls::stream::ServerStream;
+use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 use crate::client::Client;
 use crate::context::Context;
-use crate::server::panic_status;
+pub use crate::service::{MethodDesc, Service};
 use crate::status::{Error, Status};
-pub use crate::stream::ServerStream;
-use crate::stream::{self, BidiCall, ClientStreamingCall, StreamSender, Streaming};
-
-/// A boxed, sendable future: what a service returns for each call.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-/// The four RPC kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MethodKind {
-    Unary,
-    ServerStreaming,
-    ClientStreaming,
-    Bidi,
-}
-
-/// A method as the server routes it.
-#[derive(Debug, Clone, Copy)]
-pub struct MethodDesc {
-    /// The method's proto name (`Echo`).
-    pub name: &'static str,
-    /// Its operation number (from 10, in file order).
-    pub op: u16,
-    pub kind: MethodKind,
-}
-
-/// Implemented by generated `FooServer<T>` types.
-pub trait Service: Send + Sync + 'static {
-    /// The full proto name (`package.Service`).
-    fn name(&self) -> &'static str;
-    /// Every method with its operation number.
-    fn methods(&self) -> &'static [MethodDesc];
-    /// Runs a unary method: the request content in, the encoded response out.
-    fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
-    /// Runs a streaming method on a stream the client opened.
-    fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>>;
-}
+pub use crate::types::{BoxFuture, MethodKind};
 
 fn decode_request<Req: Message>(content: &Bytes) -> Result<Req, Status> {
     match decode_envelope::<Req>(&mut Decoder::from_bytes(content)) {
@@ -68,7 +34,7 @@ async fn catch_panic<T>(fut: impl Future<Output = Result<T, Status>>) -> Result<
     AssertUnwindSafe(fut)
         .catch_unwind()
         .await
-        .unwrap_or_else(|panic| Err(panic_status(panic)))
+        .unwrap_or_else(|panic| Err(Status::from_panic(panic)))
 }
 
 pub fn unary<Req, Resp, F, Fut>(ctx: Context, request: Bytes, f: F) -> BoxFuture<Result<Bytes, Status>>
@@ -182,7 +148,7 @@ pub async fn call_server_streaming<Req: Message, Resp: Message>(
     op: u16,
     request: &Req,
 ) -> Result<Streaming<Resp>, Error> {
-    let (sender, inbound) = stream::open::<Req, Resp>(client.connection(), op).await?;
+    let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
     sender.send_ref(request).await?;
     Ok(inbound)
 }
@@ -191,7 +157,7 @@ pub async fn call_client_streaming<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,
 ) -> Result<ClientStreamingCall<Req, Resp>, Error> {
-    let (sender, inbound) = stream::open::<Req, Resp>(client.connection(), op).await?;
+    let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
     Ok(ClientStreamingCall::new(sender, inbound))
 }
 
@@ -199,6 +165,6 @@ pub async fn call_bidi<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,
 ) -> Result<BidiCall<Req, Resp>, Error> {
-    let (sender, inbound) = stream::open::<Req, Resp>(client.connection(), op).await?;
+    let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
     Ok(BidiCall::new(sender, inbound))
 }

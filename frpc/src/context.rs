@@ -1,4 +1,4 @@
-//! What a handler knows about the call it serves.
+//! What a handler knows about the call it serves. Services floor.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::connection::Connection;
-use crate::raw::{PacketSender, TakeConnection, Takeover};
+use crate::calls::raw::PacketSender;
 use crate::status::Error;
+use crate::transport::connection::Connection;
+use crate::transport::handback::TakeConnection;
 
 /// The context of a server-side call: the peer and a cancellation signal. Cheap to clone (one
 /// per connection, shared by its calls).
@@ -20,7 +21,6 @@ pub struct Context {
 struct Inner {
     conn: Arc<Connection>,
     shutdown: CancellationToken,
-    takeover: Arc<Takeover>,
 }
 
 impl fmt::Debug for Context {
@@ -32,17 +32,9 @@ impl fmt::Debug for Context {
 }
 
 impl Context {
-    pub(crate) fn new(
-        conn: Arc<Connection>,
-        shutdown: CancellationToken,
-        takeover: Arc<Takeover>,
-    ) -> Context {
+    pub(crate) fn new(conn: Arc<Connection>, shutdown: CancellationToken) -> Context {
         Context {
-            inner: Arc::new(Inner {
-                conn,
-                shutdown,
-                takeover,
-            }),
+            inner: Arc::new(Inner { conn, shutdown }),
         }
     }
 
@@ -52,19 +44,16 @@ impl Context {
     }
 
     /// Asks for the connection to be handed back once this call's reply (if any) is queued and
-    /// flushed: frpc stops on it and the returned future resolves to the TCP stream plus the bytes
-    /// already read but not parsed. Await it outside the handler (spawn a task): it resolves only
-    /// after the handler has returned. Other calls still running on the connection cannot reply.
+    /// flushed: frpc stops reading at once, lets the calls already running on the connection
+    /// finish (for at most the shutdown grace of 5 s), flushes their replies and resolves the
+    /// returned future to the TCP stream plus the bytes already read but not parsed. Await it
+    /// outside the handler (spawn a task): it resolves only after the handler has returned.
     ///
     /// Race-free when called from a raw route ([`crate::Builder::route`]) or with
     /// [`crate::Concurrency::Inline`]: nothing after the triggering packet is parsed. With
     /// per-RPC tasks the peer must wait for the reply before it sends raw bytes.
     pub fn take_connection(&self) -> Result<TakeConnection, Error> {
-        self.inner.takeover.request()
-    }
-
-    pub(crate) fn takeover_requested(&self) -> bool {
-        self.inner.takeover.requested()
+        self.inner.conn.request_handback()
     }
 
     /// The address of the client.

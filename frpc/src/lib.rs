@@ -32,29 +32,36 @@
 //! ```
 #![deny(missing_docs)]
 
+// The floors, bottom up; each module imports only from the floors below it.
+// Leaves: no imports from the crate.
+mod config;
+mod hash;
+mod status;
+mod types;
+// Transport: one Frisbee connection (reader, batching writer, heartbeat, socket handback).
+mod transport;
+// Calls: client in-flight table, server dispatch and concurrency, streams, raw packets.
+mod calls;
+// Services: what users and generated code touch.
 mod client;
 #[doc(hidden)]
 pub mod codegen;
-mod config;
-mod connection;
 mod context;
-mod hash;
-mod raw;
 mod server;
-mod status;
-mod stream;
+mod service;
 #[cfg(feature = "tls")]
 pub mod tls;
 
+pub use calls::raw::{PacketSender, RawPackets};
+pub use calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 pub use client::Client;
 pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
 pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
-pub use raw::{PacketSender, RawPackets, TakeConnection};
 pub use server::{Builder, Server};
 pub use status::{Error, Status};
-pub use stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
+pub use transport::handback::TakeConnection;
 
 #[cfg(feature = "macros")]
 pub use frpc_macros::{Message, service};

@@ -1,33 +1,35 @@
-//! The server: accepts connections, routes each request to its service by operation number
-//! and runs handlers as the [`Concurrency`] mode says; shuts down gracefully.
+//! The server: accepts connections and serves each with the calls floor's dispatcher over a
+//! transport connection; routes each operation to its service or raw route and shuts down
+//! gracefully. Services floor.
 
 use std::fmt;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use frpc_wire::polyglot::{self, Decoder, Kind};
 use frpc_wire::{Framing, Packet, op};
-use futures_util::FutureExt;
-use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::Instrument;
 
-use crate::codegen::{BoxFuture, MethodKind, Service};
+use crate::calls::server::{Handlers, Limits, ServerDispatch, Target};
+use crate::calls::stream::ServerStream;
 use crate::config::{Concurrency, ServerConfig};
-use crate::connection::{Connection, Dispatch, Tasks};
 use crate::context::Context;
 use crate::hash::IdMap;
-use crate::raw::{RawHandler, Takeover, raw_handler};
+use crate::service::Service;
 use crate::status::{Error, Status};
-use crate::stream::ServerStream;
+use crate::transport::connection::{Connection, Options};
+use crate::transport::handback::Join;
+use crate::types::{BoxFuture, MethodKind};
+
+/// A server's handler for raw packets on one operation (see [`Builder::route`]).
+type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
 
 /// How long a shutting-down server waits for in-flight calls before closing connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -68,7 +70,8 @@ impl Builder {
         F: Fn(Context, Packet) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Option<Bytes>> + Send + 'static,
     {
-        self.raw.push((op, raw_handler(handler)));
+        let handler: RawHandler = Arc::new(move |ctx, packet| Box::pin(handler(ctx, packet)));
+        self.raw.push((op, handler));
         self
     }
 
@@ -127,10 +130,6 @@ impl Builder {
         for (index, (op, _)) in self.raw.iter().enumerate() {
             claim(*op, Route::Raw(index), format!("raw route #{index}"))?;
         }
-        let limit = match self.config.concurrency {
-            Concurrency::Limited(n) => Some(Arc::new(Semaphore::new(n.max(1)))),
-            _ => None,
-        };
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
@@ -138,10 +137,9 @@ impl Builder {
                 #[cfg(feature = "tls")]
                 tls: self.tls,
                 routes,
+                limits: Arc::new(Limits::new(&self.config)),
                 config: self.config,
-                limit,
                 connections: AtomicUsize::new(0),
-                open_streams: Arc::default(),
             }),
         })
     }
@@ -166,9 +164,8 @@ struct Shared {
     tls: Option<crate::tls::TlsAcceptor>,
     routes: IdMap<u16, Route>,
     config: ServerConfig,
-    limit: Option<Arc<Semaphore>>,
+    limits: Arc<Limits>,
     connections: AtomicUsize,
-    open_streams: Arc<AtomicUsize>,
 }
 
 /// An frpc server, built with [`Server::builder`]. Cheap to clone.
@@ -206,7 +203,7 @@ impl Server {
 
     /// Number of streams open across every connection.
     pub fn open_streams(&self) -> usize {
-        self.shared.open_streams.load(Ordering::Relaxed)
+        self.shared.limits.open_streams.load(Ordering::Relaxed)
     }
 
     /// Serves connections from `listener` until an accept error that is not transient.
@@ -304,57 +301,44 @@ async fn serve_connection(
             Ok(Err(err)) => return tracing::debug!(%peer, error = %err, "TLS handshake failed"),
             Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
         };
-        let (read, write) = tokio::io::split(tls);
-        let no_takeover = |_, _| {
-            Err(std::io::Error::other(
-                "connection takeover is not available over TLS",
-            ))
-        };
-        return run_connection(shared, (read, write), peer, shutdown, force, no_takeover).await;
+        // Takeover is not offered over TLS: no way to join the halves back.
+        return run_connection(shared, tokio::io::split(tls), None, peer, shutdown, force).await;
     }
-    let join = |read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other);
-    run_connection(shared, stream.into_split(), peer, shutdown, force, join).await;
+    let join: Join<_, _> =
+        Box::new(|read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other));
+    run_connection(shared, stream.into_split(), Some(join), peer, shutdown, force).await;
 }
 
+/// Serves one connection until it closes. When the reader stops (the peer closed, the server
+/// is shutting down, or a handler took the connection over), the calls already running finish
+/// and reply before the connection is closed (a takeover then hands the socket back).
 async fn run_connection<R, W>(
     shared: Arc<Shared>,
-    (read, write): (R, W),
+    io: (R, W),
+    join: Option<Join<R, W>>,
     peer: SocketAddr,
     shutdown: CancellationToken,
     force: CancellationToken,
-    join: impl FnOnce(R, W) -> std::io::Result<TcpStream>,
 ) where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let rpcs = TaskTracker::new();
-    let takeover = Arc::new(Takeover::default());
-    let dispatch = ServerDispatch {
-        inflight: Arc::new(Semaphore::new(shared.config.max_inflight_per_connection.max(1))),
+    let router = Router {
         shared: shared.clone(),
-        rpcs: rpcs.clone(),
         shutdown: shutdown.clone(),
-        takeover: takeover.clone(),
         context: OnceLock::new(),
     };
-    let config = &shared.config.connection;
-    let gauge = shared.open_streams.clone();
-    let (conn, tasks) = Connection::spawn((read, write), peer, config, dispatch, Some(shutdown), gauge);
-    let mut reader = tasks.reader;
-    let read_half = tokio::select! {
-        read_half = &mut reader => read_half.ok(),
-        _ = force.cancelled() => {
-            conn.close("server shut down");
-            None
-        }
+    let dispatch = ServerDispatch::new(router, shared.limits.clone(), rpcs.clone());
+    let options = Options {
+        drain: Some(shutdown),
     };
-    if let (true, Some(read_half)) = (takeover.requested(), read_half) {
-        // A handler asked for the socket: hand it over once the writer has flushed.
-        takeover.deliver(Tasks::reunite(read_half, tasks.writer, join).await);
-        return;
+    let config = &shared.config.connection;
+    let (conn, tasks) = Connection::spawn(io, join, peer, config, dispatch, options);
+    tokio::select! {
+        _ = tasks.reader => {}
+        _ = force.cancelled() => {}
     }
-    // The reader stopped: the connection closed, or the server is shutting down and every
-    // request already received has been dispatched. Let those calls finish and reply.
     rpcs.close();
     tokio::select! {
         _ = rpcs.wait() => {}
@@ -364,176 +348,63 @@ async fn run_connection<R, W>(
     let _ = tasks.writer.await;
 }
 
-struct ServerDispatch {
+/// Routes one connection's operations to the server's services and raw routes.
+struct Router {
     shared: Arc<Shared>,
-    /// Calls running on this connection (bounded by `max_inflight_per_connection`).
-    inflight: Arc<Semaphore>,
-    rpcs: TaskTracker,
     shutdown: CancellationToken,
-    takeover: Arc<Takeover>,
+    /// One context per connection, shared by its calls.
     context: OnceLock<Context>,
 }
 
-impl ServerDispatch {
+impl Router {
     fn context(&self, conn: &Arc<Connection>) -> Context {
         self.context
-            .get_or_init(|| Context::new(conn.clone(), self.shutdown.clone(), self.takeover.clone()))
+            .get_or_init(|| Context::new(conn.clone(), self.shutdown.clone()))
             .clone()
     }
 
-    /// Runs a call as the concurrency mode says. Waiting for a permit stops the reader, which
-    /// is the backpressure a flooding peer gets.
-    async fn run(&self, conn: &Arc<Connection>, job: impl Future<Output = ()> + Send + 'static) {
-        match self.shared.config.concurrency {
-            Concurrency::Inline => conn.busy(job).await,
-            Concurrency::PerRpc => {
-                let Ok(permit) = self.inflight.clone().acquire_owned().await else {
-                    return;
-                };
-                self.rpcs.spawn(async move {
-                    job.await;
-                    drop(permit);
-                });
-            }
-            Concurrency::Limited(_) => {
-                let Ok(local) = self.inflight.clone().acquire_owned().await else {
-                    return;
-                };
-                let global = self.shared.limit.clone().expect("limited mode has a semaphore");
-                let Ok(global) = global.acquire_owned().await else {
-                    return;
-                };
-                self.rpcs.spawn(async move {
-                    job.await;
-                    drop((local, global));
-                });
-            }
+    /// The service of method `op` (the dispatcher asks only for operations [`Handlers::target`]
+    /// routes, so a miss is answered like an unknown operation).
+    fn service(&self, op: u16) -> Result<&Arc<dyn Service>, Status> {
+        match self.shared.routes.get(&op) {
+            Some(Route::Method { service, .. }) => Ok(&self.shared.services[*service]),
+            _ => Err(Status::new(format!("unknown operation {op}"))),
         }
     }
 }
 
-impl Dispatch for ServerDispatch {
-    async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
-        match self.shared.routes.get(&packet.op).copied() {
-            Some(Route::Method {
-                service,
-                kind: MethodKind::Unary,
-            }) => {
-                let ctx = self.context(conn);
-                let service = &self.shared.services[service];
-                let call = service.call_unary(packet.op, ctx.clone(), packet.content);
-                let span = tracing::debug_span!("rpc", op = packet.op, id = packet.id);
-                let job = reply(conn.clone(), ctx, packet.id, packet.op, call).instrument(span);
-                self.run(conn, job).await;
-            }
-            Some(Route::Raw(index)) => {
-                let ctx = self.context(conn);
-                let (id, op) = (packet.id, packet.op);
-                let handler = (self.shared.raw[index])(ctx.clone(), packet);
-                let result = std::panic::AssertUnwindSafe(handler).catch_unwind().await;
-                match result {
-                    Ok(Some(content)) => {
-                        let _ = conn.send(Packet::new(id, op, content)).await;
-                    }
-                    Ok(None) => {}
-                    Err(panic) => tracing::warn!(op, "raw handler panicked: {}", panic_status(panic)),
-                }
-                if ctx.takeover_requested() {
-                    conn.take_over();
-                }
-            }
-            Some(Route::Method { .. }) => {
-                tracing::debug!(
-                    op = packet.op,
-                    "a streaming method's number used as a packet operation"
-                );
-            }
-            // Go drops unknown operations silently; the connection stays usable.
-            None => tracing::debug!(
-                op = packet.op,
-                id = packet.id,
-                "dropping a packet for an unknown operation"
-            ),
+impl Handlers for Router {
+    fn target(&self, op: u16) -> Option<Target> {
+        Some(match self.shared.routes.get(&op)? {
+            Route::Method { kind, .. } if kind.is_streaming() => Target::Streaming,
+            Route::Method { .. } => Target::Unary,
+            Route::Raw(_) => Target::Raw,
+        })
+    }
+
+    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+        match self.service(op) {
+            Ok(service) => service.call_unary(op, self.context(conn), request),
+            Err(status) => Box::pin(std::future::ready(Err(status))),
         }
     }
 
-    async fn new_stream(&self, conn: &Arc<Connection>, id: u16, first: Bytes) {
-        let method = match Decoder::from_bytes(&first).u16() {
-            Ok(method) => method,
-            // A late EOF or error for a stream we already finished: nothing to do.
-            Err(_) if first.first() == Some(&Kind::Error.byte()) => return,
-            Err(_) => {
-                // Not a stream-open message: close the stream, as Go does.
-                let _ = conn.send(Packet::new(id, op::STREAM, Bytes::new())).await;
-                return;
-            }
-        };
-        let service = match self.shared.routes.get(&method) {
-            Some(Route::Method { service, kind }) if *kind != MethodKind::Unary => *service,
-            _ => {
-                let status = Status::new(format!("unknown streaming method {method}"));
-                ServerStream::refuse(conn, id, status).await;
-                return;
-            }
-        };
-        let stream = match ServerStream::accept(conn, id) {
-            Ok(stream) => stream,
-            Err(err) => return ServerStream::refuse(conn, id, Status::new(err.to_string())).await,
-        };
-        let call = self.shared.services[service].call_streaming(method, self.context(conn), stream);
-        // Streams always get their own task: they consume packets the reader has yet to read.
-        let span = tracing::debug_span!("stream", method, id);
-        self.rpcs.spawn(
-            async move {
-                if let Err(status) = call.await {
-                    tracing::debug!(%status, "streaming call failed");
-                }
-            }
-            .instrument(span),
-        );
+    fn streaming(
+        &self,
+        conn: &Arc<Connection>,
+        op: u16,
+        stream: ServerStream,
+    ) -> BoxFuture<Result<(), Status>> {
+        match self.service(op) {
+            Ok(service) => service.call_streaming(op, self.context(conn), stream),
+            Err(status) => Box::pin(std::future::ready(Err(status))),
+        }
     }
 
-    fn closed(&self, _conn: &Arc<Connection>) {}
-}
-
-/// Runs a unary call and queues its reply under the request's id and operation.
-async fn reply(
-    conn: Arc<Connection>,
-    ctx: Context,
-    id: u16,
-    op: u16,
-    call: BoxFuture<Result<Bytes, Status>>,
-) {
-    let result = std::panic::AssertUnwindSafe(call)
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| Err(panic_status(panic)));
-    let (content, close) = match result {
-        Ok(content) => (content, false),
-        Err(status) => (
-            polyglot::error_to_bytes(status.message()),
-            status.closes_connection(),
-        ),
-    };
-    let content = match conn.check_len(content.len()) {
-        Ok(()) => content,
-        // Go closes the whole connection here; failing just this call is enough.
-        Err(err) => polyglot::error_to_bytes(&format!("response too large: {err}")),
-    };
-    let _ = conn.send(Packet::new(id, op, content)).await;
-    if ctx.takeover_requested() {
-        conn.take_over();
-    } else if close {
-        conn.close("handler returned a closing status");
+    fn raw(&self, conn: &Arc<Connection>, packet: Packet) -> BoxFuture<Option<Bytes>> {
+        match self.shared.routes.get(&packet.op) {
+            Some(Route::Raw(index)) => (self.shared.raw[*index])(self.context(conn), packet),
+            _ => Box::pin(std::future::ready(None)),
+        }
     }
-}
-
-/// Turns a caught panic into the status the caller receives.
-pub(crate) fn panic_status(panic: Box<dyn std::any::Any + Send>) -> Status {
-    let message = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned());
-    Status::new(format!("handler panicked: {message}"))
 }

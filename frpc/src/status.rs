@@ -1,5 +1,6 @@
 //! Errors: [`Status`] is what a handler returns and what travels on the wire (text only, as in
 //! Go fRPC); [`Error`] is what a caller gets back, telling apart where a failure came from.
+//! A leaf: it imports nothing from the crate.
 
 use std::fmt;
 
@@ -41,6 +42,16 @@ impl Status {
     /// Whether the connection closes after this status is sent.
     pub fn closes_connection(&self) -> bool {
         self.close
+    }
+
+    /// Turns a caught handler panic into the status the caller receives.
+    pub(crate) fn from_panic(panic: Box<dyn std::any::Any + Send>) -> Status {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_owned());
+        Status::new(format!("handler panicked: {message}"))
     }
 }
 
@@ -112,6 +123,18 @@ impl Error {
         match self {
             Error::Status(status) => Some(status),
             _ => None,
+        }
+    }
+
+    /// A copy of a connection-level error, for each of the calls it fails.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::ConnectionClosed { reason } => Error::ConnectionClosed {
+                reason: reason.clone(),
+            },
+            other => Error::ConnectionClosed {
+                reason: Some(other.to_string()),
+            },
         }
     }
 

@@ -1,5 +1,6 @@
 //! Streams (spec §2.8, §3.5): the per-connection stream table, the inbound [`Streaming`] and the
-//! outbound [`StreamSender`], and the client's call handles.
+//! outbound [`StreamSender`], and the client's call handles. Calls floor: the table is owned by
+//! the client's and the server's dispatchers, and handles send through the transport.
 //!
 //! Every message is one `STREAM` packet (op 2, id = stream id). A side ends its half with the
 //! Error `EOF`; a failing side sends its error and then `EOF`. Go never sends a Frisbee stream
@@ -23,8 +24,8 @@ use frpc_wire::polyglot::{self, Decoder, EOF_MESSAGE, Envelope, Message, encode}
 use frpc_wire::{Packet, op};
 use tokio::sync::mpsc;
 
-use crate::connection::Connection;
 use crate::status::{Error, Status};
+use crate::transport::connection::Connection;
 
 /// Why an inbound stream ended without an `EOF`.
 #[derive(Debug, Clone)]
@@ -175,7 +176,7 @@ impl StreamTable {
         None
     }
 
-    /// Ends every stream because the connection closed.
+    /// Ends every stream because the connection closed (the dispatchers' close handler).
     pub(crate) fn close_all(&self, err: &Error) {
         let reason = match err {
             Error::ConnectionClosed { reason } => reason.clone(),
@@ -213,12 +214,13 @@ pub(crate) fn open_message(method: u16) -> Bytes {
 #[derive(Debug)]
 struct StreamGuard {
     conn: Arc<Connection>,
+    table: Arc<StreamTable>,
     id: u16,
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        self.conn.streams.remove(self.id);
+        self.table.remove(self.id);
     }
 }
 
@@ -385,12 +387,17 @@ pub struct ServerStream {
 }
 
 impl ServerStream {
-    pub(crate) fn accept(conn: &Arc<Connection>, id: u16) -> Result<ServerStream, Error> {
-        let inbound = conn.streams.accept(id)?;
+    pub(crate) fn accept(
+        conn: &Arc<Connection>,
+        table: &Arc<StreamTable>,
+        id: u16,
+    ) -> Result<ServerStream, Error> {
+        let inbound = table.accept(id)?;
         Ok(ServerStream {
             inbound,
             guard: Arc::new(StreamGuard {
                 conn: conn.clone(),
+                table: table.clone(),
                 id,
             }),
         })
@@ -429,11 +436,13 @@ impl ServerStream {
 /// Opens a stream from the client side: registers it, then sends the open message.
 pub(crate) async fn open<Req: Message, Resp: Message>(
     conn: &Arc<Connection>,
+    table: &Arc<StreamTable>,
     method: u16,
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
-    let (id, inbound) = conn.streams.open_local()?;
+    let (id, inbound) = table.open_local()?;
     let guard = Arc::new(StreamGuard {
         conn: conn.clone(),
+        table: table.clone(),
         id,
     });
     let sender = StreamSender::new(guard.clone());

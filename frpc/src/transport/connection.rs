@@ -1,34 +1,38 @@
-//! One Frisbee connection: a reader task, a writer task and a heartbeat task around a TCP
-//! stream. Clients and servers differ only in the [`Dispatch`] that the reader hands packets to.
+//! One Frisbee connection: a reader task, a writer task and a heartbeat task around a byte
+//! stream. The transport floor: it knows packets, a [`Dispatch`] to hand them to, and how to give
+//! the socket back (takeover); nothing of calls, streams or services. Clients and servers differ
+//! only in their `Dispatch`.
 //!
 //! - The **writer** batches every queued packet into one buffer and writes it with one syscall,
 //!   flushing as soon as its queue is empty. Its queue is bounded: a peer that stops reading
 //!   slows our senders down instead of growing memory.
-//! - The **reader** answers PING with PONG, drops PONG, routes `STREAM` packets to their
-//!   stream and everything else to the dispatcher.
+//! - The **reader** answers PING with PONG, drops PONG and hands everything else to the
+//!   dispatcher.
 //! - The **heartbeat** sends a PING every `ping_interval` and closes the connection when the
 //!   peer has sent nothing for `idle_timeout` (Go's 5 s read deadline).
+//! - **Takeover** ([`Connection::request_handback`]): the reader stops before the next packet,
+//!   and once the connection is closed the writer flushes what is queued, keeps its half open
+//!   and reunites it with the read half and the bytes read but not parsed ([`super::handback`]).
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use frpc_wire::{Framing, Header, Packet, PacketCodec, op};
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::handback::{Handback, Join, ReadParts, TakeConnection};
 use crate::config::ConnectionConfig;
 use crate::status::Error;
-use crate::stream::StreamTable;
 
 /// Content at least this large is written straight from its own buffer instead of being copied
 /// into the batch buffer.
@@ -41,79 +45,85 @@ const DRAIN_CHECK_EVERY: u32 = 64;
 /// How long a closing connection may spend flushing what is still queued (Go: 5 s).
 const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What the reader does with packets that are not heartbeats or known streams.
+/// What the reader does with the packets it reads: the calls floor implements it, once for
+/// clients and once for servers.
 pub(crate) trait Dispatch: Send + Sync + 'static {
-    /// An application packet (any op but PING, PONG and STREAM).
+    /// A packet that is not a heartbeat (PING and PONG never reach the dispatcher).
     fn packet(&self, conn: &Arc<Connection>, packet: Packet) -> impl Future<Output = ()> + Send;
-    /// The first data packet of a stream this side has not opened.
-    fn new_stream(&self, conn: &Arc<Connection>, id: u16, first: Bytes) -> impl Future<Output = ()> + Send;
-    /// The connection closed (called once, by the reader, as it stops).
-    fn closed(&self, conn: &Arc<Connection>);
+    /// The connection closed with `err`: called once, synchronously, by whoever closed it, so
+    /// waiting calls and streams fail at once.
+    fn closed(&self, err: &Error);
+}
+
+/// Runs the dispatcher's close handler; a trait object so [`Connection`] stays one type.
+trait OnClose: Send + Sync {
+    fn closed(&self, err: &Error);
+}
+
+impl<D: Dispatch> OnClose for D {
+    fn closed(&self, err: &Error) {
+        Dispatch::closed(self, err)
+    }
+}
+
+/// How a connection starts: the optional signals a server adds.
+#[derive(Debug, Default)]
+pub(crate) struct Options {
+    /// When it fires (server shutdown), the reader handles what it has already received and
+    /// stops reading.
+    pub(crate) drain: Option<CancellationToken>,
 }
 
 /// The shared half of a connection: what tasks and handles use to send and to close.
-#[derive(Debug)]
 pub(crate) struct Connection {
     out: mpsc::Sender<Packet>,
     closed: CancellationToken,
     is_closed: AtomicBool,
     close_reason: OnceLock<String>,
+    /// The dispatcher's close handler, dropped once run (it may hold the connection).
+    on_close: Mutex<Option<Arc<dyn OnClose>>>,
     peer: SocketAddr,
     codec: PacketCodec,
-    pub(crate) streams: StreamTable,
     /// Set by the reader whenever bytes arrive, cleared by the heartbeat.
     activity: AtomicBool,
     /// Set while the reader runs a handler inline, so the silence is not blamed on the peer.
     busy: AtomicBool,
-    /// Set when the socket is to be handed back instead of shut down.
-    taking_over: AtomicBool,
+    /// Makes the reader stop before the next packet, without closing (takeover).
+    stop_reading: CancellationToken,
+    stopping: AtomicBool,
+    handback: Handback,
     config: ConnectionConfig,
 }
 
-/// Handles to a connection's tasks. The reader gives back its half of the socket and the bytes
-/// read but not parsed; the writer gives back its half only on takeover (otherwise it shuts it).
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("peer", &self.peer)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+/// Handles to a connection's reader and writer tasks: the reader's ends when it stops reading
+/// (closed, drained or stopped for a takeover), the writer's once the socket is shut (or handed
+/// back).
 #[derive(Debug)]
-pub(crate) struct Tasks<R, W> {
-    pub(crate) reader: tokio::task::JoinHandle<(R, BytesMut)>,
-    pub(crate) writer: tokio::task::JoinHandle<Option<W>>,
-}
-
-impl Tasks<OwnedReadHalf, OwnedWriteHalf> {
-    /// Waits for both tasks after [`Connection::take_over`] and reunites the socket.
-    pub(crate) async fn into_raw(self) -> std::io::Result<(TcpStream, BytesMut)> {
-        let reader = self.reader.await.map_err(std::io::Error::other)?;
-        let join = |read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other);
-        Self::reunite(reader, self.writer, join).await
-    }
-}
-
-impl<R, W> Tasks<R, W> {
-    /// Waits for the writer of a taken-over connection (the reader already stopped) and joins
-    /// the halves back into a socket.
-    pub(crate) async fn reunite(
-        (read, unparsed): (R, BytesMut),
-        writer: tokio::task::JoinHandle<Option<W>>,
-        join: impl FnOnce(R, W) -> std::io::Result<TcpStream>,
-    ) -> std::io::Result<(TcpStream, BytesMut)> {
-        let write = writer
-            .await
-            .map_err(std::io::Error::other)?
-            .ok_or_else(|| std::io::Error::other("the connection failed before it could be taken over"))?;
-        Ok((join(read, write)?, unparsed))
-    }
+pub(crate) struct Tasks {
+    pub(crate) reader: JoinHandle<()>,
+    pub(crate) writer: JoinHandle<()>,
 }
 
 impl Connection {
-    /// Starts the three tasks on a read and a write half. `drain` (servers) makes the reader
-    /// stop taking new packets once it fires, after those already received.
+    /// Starts the three tasks on a read and a write half. `join` puts the halves back together
+    /// into a socket for a takeover (`None`: takeover is not available, as over TLS).
     pub(crate) fn spawn<R, W, D>(
         (read, write): (R, W),
+        join: Option<Join<R, W>>,
         peer: SocketAddr,
         config: &ConnectionConfig,
         dispatch: D,
-        drain: Option<CancellationToken>,
-        streams_gauge: Arc<AtomicUsize>,
-    ) -> (Arc<Connection>, Tasks<R, W>)
+        options: Options,
+    ) -> (Arc<Connection>, Tasks)
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
@@ -121,23 +131,43 @@ impl Connection {
     {
         let (out, queue) = mpsc::channel(config.write_queue.max(1));
         let codec = PacketCodec::new(config.framing).with_max_content_length(config.max_content_length);
+        let dispatch = Arc::new(dispatch);
         let conn = Arc::new(Connection {
             out,
             closed: CancellationToken::new(),
             is_closed: AtomicBool::new(false),
             close_reason: OnceLock::new(),
+            on_close: Mutex::new(Some(dispatch.clone())),
             peer,
             codec,
-            streams: StreamTable::new(config.max_streams, config.stream_buffer, streams_gauge),
             activity: AtomicBool::new(false),
             busy: AtomicBool::new(false),
-            taking_over: AtomicBool::new(false),
+            stop_reading: CancellationToken::new(),
+            stopping: AtomicBool::new(false),
+            handback: Handback::new(join.is_some()),
             config: config.clone(),
         });
         let span = tracing::debug_span!("connection", %peer);
-        let writer = tokio::spawn(write_loop(conn.clone(), write, queue).instrument(span.clone()));
+        let (parts_tx, parts_rx) = oneshot::channel::<ReadParts<R>>();
+        let writer = write_loop(conn.clone(), write, queue);
+        let writer_conn = conn.clone();
+        let writer = tokio::spawn(
+            async move {
+                match writer.await {
+                    Some(write) => writer_conn.handback.complete(write, parts_rx, join).await,
+                    None => writer_conn.handback.abandon(),
+                }
+            }
+            .instrument(span.clone()),
+        );
         let framed = FramedRead::with_capacity(read, codec, 64 * 1024);
-        let reader = tokio::spawn(read_loop(conn.clone(), framed, dispatch, drain).instrument(span.clone()));
+        let reader = read_loop(conn.clone(), framed, dispatch, options.drain.unwrap_or_default());
+        let reader = tokio::spawn(
+            async move {
+                let _ = parts_tx.send(reader.await);
+            }
+            .instrument(span.clone()),
+        );
         tokio::spawn(heartbeat(conn.clone()).instrument(span));
         (conn, Tasks { reader, writer })
     }
@@ -178,12 +208,22 @@ impl Connection {
     }
 
     /// Closes the connection: the reader stops, the writer flushes what is queued and shuts
-    /// the socket down, pending calls and streams fail. The first reason given is kept.
+    /// the socket down (or hands it back, see [`Connection::request_handback`]), the dispatcher
+    /// fails what waits. The first reason given is kept.
     pub(crate) fn close(&self, reason: impl Into<String>) {
-        let _ = self.close_reason.set(reason.into());
-        self.is_closed.store(true, Ordering::Release);
+        let reason = match self.handback.requested() {
+            true => "connection taken over".to_owned(),
+            false => reason.into(),
+        };
+        let _ = self.close_reason.set(reason);
+        if self.is_closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
         self.closed.cancel();
-        self.streams.close_all(&self.closed_error());
+        let on_close = self.on_close.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(on_close) = on_close {
+            on_close.closed(&self.closed_error());
+        }
     }
 
     /// Whether the connection has closed.
@@ -204,11 +244,25 @@ impl Connection {
         }
     }
 
-    /// Stops the tasks so that the socket can be handed back: the writer flushes what is queued
-    /// and keeps its half open; collect both halves with [`Tasks::into_raw`].
-    pub(crate) fn take_over(&self) {
-        self.taking_over.store(true, Ordering::SeqCst);
-        self.close("connection taken over");
+    /// Makes the reader stop before it parses the next packet, leaving the connection open:
+    /// what it has not parsed stays in its buffer for a takeover.
+    pub(crate) fn stop_reading(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.stop_reading.cancel();
+    }
+
+    /// Whether the socket can be handed back at all (not over TLS).
+    pub(crate) fn can_hand_back(&self) -> bool {
+        self.handback.available()
+    }
+
+    /// Asks for the socket back: the reader stops before the next packet; once the connection
+    /// is closed (by whoever started the takeover, when its last reply is queued) the writer
+    /// flushes, and the returned future resolves to the socket and the unparsed bytes.
+    pub(crate) fn request_handback(&self) -> Result<TakeConnection, Error> {
+        let take = self.handback.request()?;
+        self.stop_reading();
+        Ok(take)
     }
 
     /// Runs `f` marked as busy, so a long inline handler is not mistaken for an idle peer.
@@ -219,32 +273,37 @@ impl Connection {
         self.activity.store(true, Ordering::Relaxed);
         out
     }
+
+    fn reading_stopped(&self) -> bool {
+        self.is_closed() || self.stopping.load(Ordering::Acquire)
+    }
 }
 
 async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn: Arc<Connection>,
     mut framed: FramedRead<R, PacketCodec>,
-    dispatch: D,
-    drain: Option<CancellationToken>,
-) -> (R, BytesMut) {
+    dispatch: Arc<D>,
+    drain: CancellationToken,
+) -> ReadParts<R> {
     let closed = conn.closed.cancelled();
     tokio::pin!(closed);
-    let drain_token = drain.unwrap_or_default();
-    let draining = drain_token.cancelled();
+    let stopped = conn.stop_reading.cancelled();
+    tokio::pin!(stopped);
+    let draining = drain.cancelled();
     tokio::pin!(draining);
     let mut since_drain_check = 0u32;
     loop {
-        // Closing is checked with an atomic between packets (a takeover must stop before the next
-        // packet is parsed); the cancellation futures below are only polled when the socket has
-        // nothing ready, because polling them takes a lock.
-        if conn.is_closed() {
+        // Closing and stopping are checked with atomics between packets (a takeover must stop
+        // before the next packet is parsed); the cancellation futures below are only polled when
+        // the socket has nothing ready, because polling them takes a lock.
+        if conn.reading_stopped() {
             break;
         }
         since_drain_check += 1;
         if since_drain_check == DRAIN_CHECK_EVERY {
             since_drain_check = 0;
-            if drain_token.is_cancelled() {
-                drain_buffered(&conn, &mut framed, &dispatch).await;
+            if drain.is_cancelled() {
+                drain_buffered(&conn, &mut framed, &*dispatch).await;
                 break;
             }
         }
@@ -252,13 +311,14 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             biased;
             next = framed.next() => next,
             _ = &mut closed => break,
+            _ = &mut stopped => break,
             _ = &mut draining => {
-                drain_buffered(&conn, &mut framed, &dispatch).await;
+                drain_buffered(&conn, &mut framed, &*dispatch).await;
                 break;
             }
         };
         match next {
-            Some(Ok(packet)) => handle(&conn, &dispatch, packet).await,
+            Some(Ok(packet)) => handle(&conn, &*dispatch, packet).await,
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
                 conn.close(err.to_string());
@@ -269,9 +329,6 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                 break;
             }
         }
-    }
-    if conn.is_closed() {
-        dispatch.closed(&conn);
     }
     let parts = framed.into_parts();
     (parts.io, parts.read_buf)
@@ -297,11 +354,6 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, packet: Packe
             let _ = conn.out.send(Packet::pong()).await;
         }
         op::PONG => {}
-        op::STREAM => {
-            if let Some(first) = conn.streams.route(conn, packet.id, packet.content) {
-                dispatch.new_stream(conn, packet.id, first).await;
-            }
-        }
         _ => dispatch.packet(conn, packet).await,
     }
 }
@@ -341,7 +393,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         return None;
     }
     // Closing: flush what was queued before the close (a closing status reply, say).
-    let taking_over = conn.taking_over.load(Ordering::SeqCst);
+    let taking_over = conn.handback.requested();
     let flush = async {
         queue.close();
         while let Some(packet) = queue.recv().await {

@@ -1,0 +1,221 @@
+//! The client's side of calls: the in-flight table of unary calls, the streams and the raw
+//! receivers of one connection, and the [`Dispatch`] that routes what the server sends to them.
+//! Calls floor: it sends through the transport's connection and knows nothing of services.
+//!
+//! Unary calls follow Go fRPC: a per-method u16 request id (first id 1, wrapping), the reply
+//! matched by (operation, id). An id still in flight is never reused. The in-flight table is the
+//! one lock a call takes (once to register, once when the reply lands).
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use frpc_wire::{Packet, op};
+use tokio::sync::oneshot;
+
+use super::raw::RawRoutes;
+use super::stream::StreamTable;
+use crate::config::ConnectionConfig;
+use crate::hash::IdMap;
+use crate::status::Error;
+use crate::transport::connection::{Connection, Dispatch};
+
+type Reply = Result<Bytes, Error>;
+
+/// Everything a client connection routes to: shared by the [`ClientDispatch`] on the reader and
+/// the `Client` handles.
+#[derive(Debug)]
+pub(crate) struct ClientCalls {
+    inflight: Mutex<Table>,
+    streams: Arc<StreamTable>,
+    raw: RawRoutes,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    calls: IdMap<u32, oneshot::Sender<Reply>>,
+    next_ids: IdMap<u16, u16>,
+    closed: bool,
+    takeover_armed: bool,
+}
+
+fn key(op: u16, id: u16) -> u32 {
+    (u32::from(op) << 16) | u32::from(id)
+}
+
+impl ClientCalls {
+    pub(crate) fn new(config: &ConnectionConfig) -> Arc<ClientCalls> {
+        Arc::new(ClientCalls {
+            inflight: Mutex::default(),
+            streams: Arc::new(StreamTable::new(
+                config.max_streams,
+                config.stream_buffer,
+                Default::default(),
+            )),
+            raw: RawRoutes::default(),
+        })
+    }
+
+    /// The dispatcher for the connection's reader.
+    pub(crate) fn dispatch(self: &Arc<Self>) -> ClientDispatch {
+        ClientDispatch { calls: self.clone() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.inflight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The connection's streams.
+    pub(crate) fn streams(&self) -> &Arc<StreamTable> {
+        &self.streams
+    }
+
+    /// The receivers of raw packets.
+    pub(crate) fn raw(&self) -> &RawRoutes {
+        &self.raw
+    }
+
+    /// Number of unary calls waiting for a reply.
+    pub(crate) fn inflight(&self) -> usize {
+        self.lock().calls.len()
+    }
+
+    /// Makes the reader stop as soon as no call is pending (see `Client::arm_takeover`).
+    pub(crate) fn arm_takeover(&self) {
+        self.lock().takeover_armed = true;
+    }
+
+    /// Sends one unary request and waits for the reply's content, for at most `timeout`.
+    pub(crate) async fn unary(
+        &self,
+        conn: &Connection,
+        op: u16,
+        content: Bytes,
+        timeout: Option<Duration>,
+    ) -> Reply {
+        conn.check_len(content.len())?;
+        let (tx, rx) = oneshot::channel();
+        let id = self.register(op, tx, conn)?;
+        let mut pending = PendingCall {
+            calls: self,
+            key: key(op, id),
+            rx: Some(rx),
+        };
+        conn.send(Packet::new(id, op, content)).await?;
+        let rx = pending.rx.as_mut().expect("receiver present until drop");
+        let reply = match timeout {
+            None => rx.await,
+            Some(limit) => match tokio::time::timeout(limit, rx).await {
+                Ok(reply) => reply,
+                Err(_) => return Err(Error::Timeout(limit)),
+            },
+        };
+        if reply.is_ok() {
+            // The dispatcher removed the entry when it handed the reply over.
+            pending.rx = None;
+        }
+        reply.unwrap_or_else(|_| Err(conn.closed_error()))
+    }
+
+    /// Picks the method's next free id (Go's pre-increment counter: first id 1) and registers
+    /// the caller under it.
+    fn register(&self, op: u16, tx: oneshot::Sender<Reply>, conn: &Connection) -> Result<u16, Error> {
+        let mut table = self.lock();
+        if table.closed {
+            return Err(conn.closed_error());
+        }
+        let mut id = table.next_ids.get(&op).copied().unwrap_or(0);
+        for _ in 0..=u16::MAX {
+            id = id.wrapping_add(1);
+            if !table.calls.contains_key(&key(op, id)) {
+                table.next_ids.insert(op, id);
+                table.calls.insert(key(op, id), tx);
+                return Ok(id);
+            }
+        }
+        Err(Error::closed(format!(
+            "65,536 calls of operation {op} already in flight"
+        )))
+    }
+
+    /// Hands a reply to its caller; a reply nobody waits for (timed out, dropped) is discarded.
+    /// Returns whether an armed takeover should happen now.
+    fn complete(&self, op: u16, id: u16, content: Bytes) -> bool {
+        let (waiter, take_over) = {
+            let mut table = self.lock();
+            let waiter = table.calls.remove(&key(op, id));
+            (waiter, table.takeover_armed && table.calls.is_empty())
+        };
+        match waiter {
+            Some(tx) => {
+                let _ = tx.send(Ok(content));
+            }
+            None => tracing::trace!(op, id, "dropping a reply nobody waits for"),
+        }
+        take_over
+    }
+
+    /// Fails every pending call at once and refuses new ones.
+    fn fail_all(&self, err: &Error) {
+        let calls = {
+            let mut table = self.lock();
+            table.closed = true;
+            std::mem::take(&mut table.calls)
+        };
+        for (_, tx) in calls {
+            let _ = tx.send(Err(err.duplicate()));
+        }
+    }
+}
+
+/// Removes a call's entry when the caller stops waiting (timeout, or its future dropped).
+struct PendingCall<'a> {
+    calls: &'a ClientCalls,
+    key: u32,
+    rx: Option<oneshot::Receiver<Reply>>,
+}
+
+impl Drop for PendingCall<'_> {
+    fn drop(&mut self) {
+        let Some(rx) = self.rx.take() else { return };
+        drop(rx);
+        let mut table = self.calls.lock();
+        // Only our own entry: once our receiver is gone its sender reports closed, while a newer
+        // call that reused the id after our reply landed still has a live receiver.
+        if table.calls.get(&self.key).is_some_and(|tx| tx.is_closed()) {
+            table.calls.remove(&self.key);
+        }
+    }
+}
+
+/// Routes what a server sends: replies to their calls, stream packets to their streams, raw
+/// packets to their receivers.
+#[derive(Debug)]
+pub(crate) struct ClientDispatch {
+    calls: Arc<ClientCalls>,
+}
+
+impl Dispatch for ClientDispatch {
+    async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
+        let calls = &self.calls;
+        if packet.op == op::STREAM {
+            if calls.streams.route(conn, packet.id, packet.content).is_some() {
+                // Servers never open streams toward clients in fRPC; like Go's client, drop them.
+                tracing::trace!(stream = packet.id, "dropping a stream the server opened");
+            }
+            return;
+        }
+        if let Some(tx) = calls.raw.get(packet.op) {
+            let _ = tx.send(packet).await;
+            return;
+        }
+        if calls.complete(packet.op, packet.id, packet.content) {
+            conn.stop_reading();
+        }
+    }
+
+    fn closed(&self, err: &Error) {
+        self.calls.fail_all(err);
+        self.calls.streams.close_all(err);
+    }
+}

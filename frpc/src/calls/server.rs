@@ -1,0 +1,242 @@
+//! The server's side of calls: the [`Dispatch`] that turns packets into handler runs, the
+//! concurrency modes that schedule them, the reply path and the connection's streams. Calls
+//! floor: what runs for an operation comes from a [`Handlers`] the services floor implements.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use bytes::Bytes;
+use frpc_wire::polyglot::{self, Decoder, Kind};
+use frpc_wire::{Packet, op};
+use futures_util::FutureExt;
+use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use super::stream::{ServerStream, StreamTable};
+use crate::config::{Concurrency, ServerConfig};
+use crate::status::{Error, Status};
+use crate::transport::connection::{Connection, Dispatch};
+use crate::types::BoxFuture;
+
+/// What serves an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A unary method.
+    Unary,
+    /// A streaming method (opened with a stream-open message, never as a packet operation).
+    Streaming,
+    /// A raw route: runs on the reader, in arrival order.
+    Raw,
+}
+
+/// The handlers of one connection, as the services floor provides them.
+pub(crate) trait Handlers: Send + Sync + 'static {
+    /// What serves `op`, if anything.
+    fn target(&self, op: u16) -> Option<Target>;
+    /// Runs a unary method: the request content in, the encoded response out.
+    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
+    /// Runs a streaming method on a stream the client opened.
+    fn streaming(
+        &self,
+        conn: &Arc<Connection>,
+        op: u16,
+        stream: ServerStream,
+    ) -> BoxFuture<Result<(), Status>>;
+    /// Runs a raw route; `Some(content)` is sent back under the packet's id and operation.
+    fn raw(&self, conn: &Arc<Connection>, packet: Packet) -> BoxFuture<Option<Bytes>>;
+}
+
+/// Limits shared by every connection of a server.
+#[derive(Debug)]
+pub(crate) struct Limits {
+    concurrency: Concurrency,
+    /// `Limited(n)`: the server-wide cap.
+    global: Option<Arc<Semaphore>>,
+    max_inflight_per_connection: usize,
+    max_streams: usize,
+    stream_buffer: usize,
+    /// Open streams across every connection.
+    pub(crate) open_streams: Arc<AtomicUsize>,
+}
+
+impl Limits {
+    pub(crate) fn new(config: &ServerConfig) -> Limits {
+        let global = match config.concurrency {
+            Concurrency::Limited(n) => Some(Arc::new(Semaphore::new(n.max(1)))),
+            _ => None,
+        };
+        Limits {
+            concurrency: config.concurrency,
+            global,
+            max_inflight_per_connection: config.max_inflight_per_connection.max(1),
+            max_streams: config.connection.max_streams,
+            stream_buffer: config.connection.stream_buffer,
+            open_streams: Arc::default(),
+        }
+    }
+}
+
+/// Dispatches one server connection's packets to its handlers.
+pub(crate) struct ServerDispatch<H> {
+    handlers: H,
+    limits: Arc<Limits>,
+    /// Calls running on this connection (bounded by `max_inflight_per_connection`).
+    inflight: Arc<Semaphore>,
+    streams: Arc<StreamTable>,
+    rpcs: TaskTracker,
+}
+
+impl<H: Handlers> ServerDispatch<H> {
+    /// A dispatcher whose spawned calls are tracked by `rpcs`.
+    pub(crate) fn new(handlers: H, limits: Arc<Limits>, rpcs: TaskTracker) -> ServerDispatch<H> {
+        ServerDispatch {
+            handlers,
+            inflight: Arc::new(Semaphore::new(limits.max_inflight_per_connection)),
+            streams: Arc::new(StreamTable::new(
+                limits.max_streams,
+                limits.stream_buffer,
+                limits.open_streams.clone(),
+            )),
+            limits,
+            rpcs,
+        }
+    }
+
+    /// Runs a call as the concurrency mode says. Waiting for a permit stops the reader, which
+    /// is the backpressure a flooding peer gets.
+    async fn run(&self, conn: &Arc<Connection>, job: impl Future<Output = ()> + Send + 'static) {
+        match self.limits.concurrency {
+            Concurrency::Inline => conn.busy(job).await,
+            Concurrency::PerRpc => {
+                let Ok(permit) = self.inflight.clone().acquire_owned().await else {
+                    return;
+                };
+                self.rpcs.spawn(async move {
+                    job.await;
+                    drop(permit);
+                });
+            }
+            Concurrency::Limited(_) => {
+                let Ok(local) = self.inflight.clone().acquire_owned().await else {
+                    return;
+                };
+                let global = self.limits.global.clone().expect("limited mode has a semaphore");
+                let Ok(global) = global.acquire_owned().await else {
+                    return;
+                };
+                self.rpcs.spawn(async move {
+                    job.await;
+                    drop((local, global));
+                });
+            }
+        }
+    }
+
+    async fn unary(&self, conn: &Arc<Connection>, packet: Packet) {
+        let call = self.handlers.unary(conn, packet.op, packet.content);
+        let span = tracing::debug_span!("rpc", op = packet.op, id = packet.id);
+        let job = reply(conn.clone(), packet.id, packet.op, call).instrument(span);
+        self.run(conn, job).await;
+    }
+
+    async fn raw(&self, conn: &Arc<Connection>, packet: Packet) {
+        let (id, op) = (packet.id, packet.op);
+        let handler = self.handlers.raw(conn, packet);
+        match AssertUnwindSafe(handler).catch_unwind().await {
+            Ok(Some(content)) => {
+                let _ = conn.send(Packet::new(id, op, content)).await;
+            }
+            Ok(None) => {}
+            Err(panic) => tracing::warn!(op, "raw handler panicked: {}", Status::from_panic(panic)),
+        }
+    }
+
+    /// Opens a stream the client started with `first`, the stream-open message.
+    async fn open_stream(&self, conn: &Arc<Connection>, id: u16, first: Bytes) {
+        let method = match Decoder::from_bytes(&first).u16() {
+            Ok(method) => method,
+            // A late EOF or error for a stream we already finished: nothing to do.
+            Err(_) if first.first() == Some(&Kind::Error.byte()) => return,
+            Err(_) => {
+                // Not a stream-open message: close the stream, as Go does.
+                let _ = conn.send(Packet::new(id, op::STREAM, Bytes::new())).await;
+                return;
+            }
+        };
+        if self.handlers.target(method) != Some(Target::Streaming) {
+            let status = Status::new(format!("unknown streaming method {method}"));
+            return ServerStream::refuse(conn, id, status).await;
+        }
+        let stream = match ServerStream::accept(conn, &self.streams, id) {
+            Ok(stream) => stream,
+            Err(err) => return ServerStream::refuse(conn, id, Status::new(err.to_string())).await,
+        };
+        let call = self.handlers.streaming(conn, method, stream);
+        // Streams always get their own task: they consume packets the reader has yet to read.
+        let span = tracing::debug_span!("stream", method, id);
+        self.rpcs.spawn(
+            async move {
+                if let Err(status) = call.await {
+                    tracing::debug!(%status, "streaming call failed");
+                }
+            }
+            .instrument(span),
+        );
+    }
+}
+
+impl<H: Handlers> Dispatch for ServerDispatch<H> {
+    async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
+        if packet.op == op::STREAM {
+            if let Some(first) = self.streams.route(conn, packet.id, packet.content) {
+                self.open_stream(conn, packet.id, first).await;
+            }
+            return;
+        }
+        match self.handlers.target(packet.op) {
+            Some(Target::Unary) => self.unary(conn, packet).await,
+            Some(Target::Raw) => self.raw(conn, packet).await,
+            Some(Target::Streaming) => tracing::debug!(
+                op = packet.op,
+                "a streaming method's number used as a packet operation"
+            ),
+            // Go drops unknown operations silently; the connection stays usable.
+            None => tracing::debug!(
+                op = packet.op,
+                id = packet.id,
+                "dropping a packet for an unknown operation"
+            ),
+        }
+    }
+
+    fn closed(&self, err: &Error) {
+        self.streams.close_all(err);
+    }
+}
+
+/// Runs a unary call and queues its reply under the request's id and operation.
+async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: BoxFuture<Result<Bytes, Status>>) {
+    let result = AssertUnwindSafe(call)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| Err(Status::from_panic(panic)));
+    let (content, close) = match result {
+        Ok(content) => (content, false),
+        Err(status) => (
+            polyglot::error_to_bytes(status.message()),
+            status.closes_connection(),
+        ),
+    };
+    let content = match conn.check_len(content.len()) {
+        Ok(()) => content,
+        // Go closes the whole connection here; failing just this call is enough.
+        Err(err) => polyglot::error_to_bytes(&format!("response too large: {err}")),
+    };
+    let _ = conn.send(Packet::new(id, op, content)).await;
+    if close {
+        conn.close("handler returned a closing status");
+    }
+}

@@ -1,0 +1,32 @@
+//! The [`Service`] trait generated servers implement, and the method table they publish.
+//! Services floor.
+
+use bytes::Bytes;
+
+use crate::calls::stream::ServerStream;
+use crate::context::Context;
+use crate::status::Status;
+use crate::types::{BoxFuture, MethodKind};
+
+/// A method as the server routes it.
+#[derive(Debug, Clone, Copy)]
+pub struct MethodDesc {
+    /// The method's proto name (`Echo`).
+    pub name: &'static str,
+    /// Its operation number (from 10, in file order).
+    pub op: u16,
+    /// Unary or which kind of stream.
+    pub kind: MethodKind,
+}
+
+/// Implemented by generated `FooServer<T>` types.
+pub trait Service: Send + Sync + 'static {
+    /// The full proto name (`package.Service`).
+    fn name(&self) -> &'static str;
+    /// Every method with its operation number.
+    fn methods(&self) -> &'static [MethodDesc];
+    /// Runs a unary method: the request content in, the encoded response out.
+    fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
+    /// Runs a streaming method on a stream the client opened.
+    fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>>;
+}

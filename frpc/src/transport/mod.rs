@@ -1,0 +1,5 @@
+//! The transport floor: one Frisbee connection's tasks ([`connection`]) and handing its socket
+//! back ([`handback`]). It knows packets and a dispatch trait, nothing of calls or services.
+
+pub(crate) mod connection;
+pub(crate) mod handback;
