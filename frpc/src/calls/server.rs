@@ -2,7 +2,6 @@
 //! concurrency modes that schedule them, the reply path and the connection's streams. Calls
 //! floor: what runs for an operation comes from a [`Handlers`] the services floor implements.
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -11,7 +10,9 @@ use bytes::Bytes;
 use frpc_wire::polyglot::{self, Decoder, Kind};
 use frpc_wire::{Packet, op};
 use futures_util::FutureExt;
-use tokio::sync::Semaphore;
+use std::task::Poll;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
@@ -105,41 +106,47 @@ impl<H: Handlers> ServerDispatch<H> {
         }
     }
 
-    /// Runs a call as the concurrency mode says. Waiting for a permit stops the reader, which
-    /// is the backpressure a flooding peer gets.
-    async fn run(&self, conn: &Arc<Connection>, job: impl Future<Output = ()> + Send + 'static) {
-        match self.limits.concurrency {
-            Concurrency::Inline => conn.busy(job).await,
-            Concurrency::PerRpc => {
-                let Ok(permit) = self.inflight.clone().acquire_owned().await else {
-                    return;
-                };
-                self.rpcs.spawn(async move {
-                    job.await;
-                    drop(permit);
-                });
+    /// Runs a unary call as the concurrency mode says.
+    ///
+    /// `PerRpc` and `Limited` first poll the handler once right here on the reader: a handler
+    /// that finishes without waiting (most do) replies at the cost of an inline call, with no
+    /// task, no hand-off and no wake-up; one that is still pending moves to a task of its own,
+    /// so a slow handler never holds up the calls behind it. Waiting for a permit stops the
+    /// reader, which is the backpressure a flooding peer gets.
+    async fn unary(&self, conn: &Arc<Connection>, packet: Packet) {
+        let (id, op) = (packet.id, packet.op);
+        let span = tracing::debug_span!("rpc", op, id);
+        let call = self.handlers.unary(conn, op, packet.content);
+        let permits = match self.limits.concurrency {
+            Concurrency::Inline => {
+                let job = reply(conn.clone(), id, op, call).instrument(span);
+                return conn.busy(job).await;
             }
-            Concurrency::Limited(_) => {
-                let Ok(local) = self.inflight.clone().acquire_owned().await else {
-                    return;
-                };
-                let global = self.limits.global.clone().expect("limited mode has a semaphore");
-                let Ok(global) = global.acquire_owned().await else {
-                    return;
-                };
-                self.rpcs.spawn(async move {
-                    job.await;
-                    drop((local, global));
-                });
-            }
+            Concurrency::PerRpc => None,
+            Concurrency::Limited(_) => match self.global_permit().await {
+                Some(global) => Some(global),
+                None => return,
+            },
+        };
+        let mut call = call;
+        let first = span.in_scope(|| poll_once(&mut call));
+        if let Some(result) = first {
+            return send_reply(conn, id, op, result).await;
         }
+        let Ok(local) = self.inflight.clone().acquire_owned().await else {
+            return;
+        };
+        let job = reply(conn.clone(), id, op, call).instrument(span);
+        self.rpcs.spawn(async move {
+            job.await;
+            drop((local, permits));
+        });
     }
 
-    async fn unary(&self, conn: &Arc<Connection>, packet: Packet) {
-        let call = self.handlers.unary(conn, packet.op, packet.content);
-        let span = tracing::debug_span!("rpc", op = packet.op, id = packet.id);
-        let job = reply(conn.clone(), packet.id, packet.op, call).instrument(span);
-        self.run(conn, job).await;
+    /// A permit of `Limited(n)`'s server-wide cap.
+    async fn global_permit(&self) -> Option<OwnedSemaphorePermit> {
+        let global = self.limits.global.clone()?;
+        global.acquire_owned().await.ok()
     }
 
     async fn raw(&self, conn: &Arc<Connection>, packet: Packet) {
@@ -217,12 +224,32 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
     }
 }
 
+/// Polls a handler once, turning a panic into an error status. `None`: it is still pending.
+/// The waker is a no-op: a pending handler is spawned at once, and the task's first poll checks
+/// again whatever it waits for and registers the task's own waker, so no wake-up is lost and
+/// the reader is never woken for a call it handed off.
+fn poll_once(call: &mut BoxFuture<Result<Bytes, Status>>) -> Option<Result<Bytes, Status>> {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    match std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx))) {
+        Ok(Poll::Ready(result)) => Some(result),
+        Ok(Poll::Pending) => None,
+        Err(panic) => Some(Err(Status::from_panic(panic))),
+    }
+}
+
 /// Runs a unary call and queues its reply under the request's id and operation.
 async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: BoxFuture<Result<Bytes, Status>>) {
     let result = AssertUnwindSafe(call)
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| Err(Status::from_panic(panic)));
+    send_reply(&conn, id, op, result).await;
+}
+
+/// Queues a call's reply: the response, or the error (closing the connection after it when the
+/// status says so).
+async fn send_reply(conn: &Connection, id: u16, op: u16, result: Result<Bytes, Status>) {
     let (content, close) = match result {
         Ok(content) => (content, false),
         Err(status) => (

@@ -52,6 +52,9 @@ pub const UPGRADE: u16 = 18;
 pub struct State {
     /// Calls of GATED that have started.
     pub gated_started: AtomicUsize,
+    /// GATED calls running now, and the most that ever ran at once.
+    pub gated_running: AtomicUsize,
+    pub gated_max_running: AtomicUsize,
     pub started: Notify,
     /// GATED calls wait for a permit here.
     pub gate: Semaphore,
@@ -61,6 +64,8 @@ impl Default for State {
     fn default() -> Self {
         State {
             gated_started: AtomicUsize::new(0),
+            gated_running: AtomicUsize::new(0),
+            gated_max_running: AtomicUsize::new(0),
             started: Notify::new(),
             gate: Semaphore::new(0),
         }
@@ -122,15 +127,14 @@ static METHODS: &[MethodDesc] = &[
 
 impl TestService {
     async fn gated(&self, req: Text) -> Result<Text, Status> {
-        self.state.gated_started.fetch_add(1, Ordering::SeqCst);
-        self.state.started.notify_waiters();
-        let permit = self
-            .state
-            .gate
-            .acquire()
-            .await
-            .map_err(|_| Status::new("gate closed"))?;
-        permit.forget();
+        let state = &self.state;
+        let running = state.gated_running.fetch_add(1, Ordering::SeqCst) + 1;
+        state.gated_max_running.fetch_max(running, Ordering::SeqCst);
+        state.gated_started.fetch_add(1, Ordering::SeqCst);
+        state.started.notify_waiters();
+        let permit = state.gate.acquire().await;
+        state.gated_running.fetch_sub(1, Ordering::SeqCst);
+        permit.map_err(|_| Status::new("gate closed"))?.forget();
         Ok(req)
     }
 

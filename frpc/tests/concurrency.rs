@@ -1,0 +1,78 @@
+//! The concurrency modes' promises: with PerRpc and Limited a slow handler never holds up the
+//! quick calls behind it on the same connection (handlers are polled once on the reader and only
+//! pending ones get a task), and Limited(n) never runs more than n handlers at once.
+
+mod support;
+
+use std::sync::atomic::Ordering;
+
+use frpc::{Client, Concurrency};
+use support::*;
+
+/// Waits until `n` GATED handlers have started.
+async fn gated_started(server: &Running, n: usize) {
+    let state = &server.service.state;
+    loop {
+        let notified = state.started.notified();
+        if state.gated_started.load(Ordering::SeqCst) >= n {
+            return;
+        }
+        notified.await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_handler_does_not_delay_quick_calls_on_its_connection() {
+    for mode in [Concurrency::PerRpc, Concurrency::Limited(8)] {
+        let server = start(config(mode)).await;
+        let client = Client::connect(server.addr).await.unwrap();
+        let slow = tokio::spawn({
+            let client = client.clone();
+            async move { call(&client, GATED, "slow").await }
+        });
+        gated_started(&server, 1).await;
+        let quick = (0..1_000).map(|i| {
+            let client = client.clone();
+            async move { (i, call(&client, ECHO, &i.to_string()).await) }
+        });
+        for (i, reply) in futures_util::future::join_all(quick).await {
+            assert_eq!(reply.unwrap().value, i.to_string(), "{mode:?}");
+        }
+        assert!(
+            !slow.is_finished(),
+            "{mode:?}: the slow call is still waiting for its gate"
+        );
+        server.service.state.gate.add_permits(1);
+        assert_eq!(slow.await.unwrap().unwrap().value, "slow", "{mode:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limited_runs_at_most_n_handlers_at_once() {
+    const CAP: usize = 4;
+    let server = start(config(Concurrency::Limited(CAP))).await;
+    let state = server.service.state.clone();
+    let clients: Vec<Client> =
+        futures_util::future::try_join_all((0..3).map(|_| Client::connect(server.addr)))
+            .await
+            .unwrap();
+    let calls: Vec<_> = (0..12)
+        .map(|i| {
+            let client = clients[i % clients.len()].clone();
+            tokio::spawn(async move { call(&client, GATED, &i.to_string()).await })
+        })
+        .collect();
+    gated_started(&server, CAP).await;
+    assert_eq!(state.gated_running.load(Ordering::SeqCst), CAP);
+    // Let the calls through one at a time: each finished one makes room for exactly one more.
+    for released in 1..=8 {
+        state.gate.add_permits(1);
+        gated_started(&server, CAP + released).await;
+        assert!(state.gated_running.load(Ordering::SeqCst) <= CAP);
+    }
+    state.gate.add_permits(CAP);
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    assert_eq!(state.gated_max_running.load(Ordering::SeqCst), CAP);
+}
