@@ -5,8 +5,9 @@
 //! - [`codec`]: tokio-util codecs yielding [`Packet`]s whose content is a zero-copy slice
 //!   ([`PacketCodec`]), or [`Frame`]s that also report oversize packets and skip them
 //!   ([`FrameCodec`]).
-//! - [`polyglot`]: the value encoding, its never-panicking [`polyglot::Decoder`] and the fRPC
-//!   message envelope ([`polyglot::Message`]).
+//! - [`polyglot`]: the value encoding, its never-panicking [`polyglot::Decoder`] (with a nesting
+//!   limit and a memory budget: a decoded message costs at most 17 × its encoded size + 64 KiB,
+//!   see [`polyglot::decode`]) and the fRPC message envelope ([`polyglot::Message`]).
 //!
 //! ```
 //! use bytes::BytesMut;
