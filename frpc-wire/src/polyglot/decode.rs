@@ -10,7 +10,7 @@
 //! - **Nesting**: at most [`DEFAULT_MAX_DEPTH`] messages inside one another
 //!   ([`Decoder::with_max_depth`]), so no input can overflow the stack by recursion.
 //! - **Memory**: the collections and boxes a decode allocates (`count × element size` for a
-//!   repeated field, about three times the entries' size for a map, the value for a box) come out
+//!   repeated field, four times the entries' size for a map, the value for a box) come out
 //!   of a budget of [`MEMORY_FACTOR`] × the input length + [`MEMORY_SLACK`] bytes
 //!   ([`Decoder::with_memory_limit`]). Strings and copied bytes take at most the input's own
 //!   length on top (zero-copy `Bytes` nothing), so **a decoded message costs at most

@@ -403,10 +403,11 @@ pub fn decode_map<K: Codec, V: Codec, M: MapField<K::Value, V::Value>>(dec: &mut
     let offset = dec.position();
     let count = dec.map_header(K::KIND, V::KIND)?;
     check_count(dec, count, K::MIN_LEN + V::MIN_LEN, offset)?;
-    // Hash tables and B-trees keep up to about twice their entries' size (plus a control byte
-    // per slot); 3× the entries is a safe upper bound for the budget.
+    // The map grows as entries arrive, but is charged up front. A hash table keeps up to
+    // 2 × 8/7 slots per entry (plus a control byte each) and, while it doubles, the old table
+    // too; a B-tree node is at least half full. 4× the entries covers both, peak included.
     let entry = size_of::<(K::Value, V::Value)>() + 1;
-    dec.reserve_memory(count.saturating_mul(entry).saturating_mul(3))?;
+    dec.reserve_memory(count.saturating_mul(entry).saturating_mul(4))?;
     for _ in 0..count {
         let k = K::decode(dec)?;
         let v = V::decode(dec)?;
