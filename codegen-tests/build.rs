@@ -23,6 +23,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     frpc_codegen::configure()
         .out_dir(out.join("default"))
         .compile(KITCHEN, &["proto"])?;
+    // Hostile-peer schemas: the default configuration only.
+    frpc_codegen::configure()
+        .out_dir(out.join("default"))
+        .compile(&["proto/hostile/hostile.proto"], &["proto"])?;
 
     // Every `bytes` as `bytes::Bytes`, and attributes on types and fields.
     let configured = || {

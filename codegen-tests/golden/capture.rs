@@ -170,43 +170,19 @@ impl ::frpc::codegen::Message for StockPricesWrapper {
 impl ::frpc::codegen::EnumIndex for request::Corpus {
     const NAME: &'static str = "capture.Request.Corpus";
     fn to_index(number: i32) -> u32 {
-        match number {
-            1 => 1,
-            2 => 2,
-            3 => 3,
-            4 => 4,
-            5 => 5,
-            6 => 6,
-            _ => 0,
-        }
+        number as u32
     }
     fn from_index(index: u32) -> ::core::option::Option<i32> {
-        match index {
-            0 => ::core::option::Option::Some(0),
-            1 => ::core::option::Option::Some(1),
-            2 => ::core::option::Option::Some(2),
-            3 => ::core::option::Option::Some(3),
-            4 => ::core::option::Option::Some(4),
-            5 => ::core::option::Option::Some(5),
-            6 => ::core::option::Option::Some(6),
-            _ => ::core::option::Option::None,
-        }
+        ::core::option::Option::Some(index as i32)
     }
 }
 impl ::frpc::codegen::EnumIndex for Test {
     const NAME: &'static str = "capture.Test";
     fn to_index(number: i32) -> u32 {
-        match number {
-            1 => 1,
-            _ => 0,
-        }
+        number as u32
     }
     fn from_index(index: u32) -> ::core::option::Option<i32> {
-        match index {
-            0 => ::core::option::Option::Some(0),
-            1 => ::core::option::Option::Some(1),
-            _ => ::core::option::Option::None,
-        }
+        ::core::option::Option::Some(index as i32)
     }
 }
 /// The `capture.EchoService` service.

@@ -34,6 +34,11 @@ macro_rules! generated {
 /// The default configuration.
 pub mod default {
     generated!("default");
+
+    /// Schemas for hostile-peer tests (deep recursion, unknown enum values).
+    pub mod hostile {
+        include!(concat!(env!("OUT_DIR"), "/default/hostile.rs"));
+    }
 }
 
 /// `bytes(["."])`, type and field attributes.

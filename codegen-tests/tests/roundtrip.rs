@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use frpc::codegen::{Bytes, DecodeError, Message};
+use frpc::codegen::{Bytes, Message};
 use frpc_codegen_tests::kitchen::{
     Edge, Extras, Inner, Keywords, Node, Scalars, Sparse, State, Wkt, edge, extras, keywords, node, other,
 };
@@ -320,16 +320,18 @@ fn enum_indices() {
     use frpc::codegen::EnumIndex;
     assert_eq!([0, 5, 2].map(Sparse::to_index), [0, 1, 2]);
     assert_eq!([0, 1, 2].map(Sparse::from_index), [Some(0), Some(5), Some(2)]);
-    assert_eq!(Sparse::from_index(3), None);
+    // Undeclared indices are undeclared numbers (1, 3, 4, … here), see tests/hostile.rs.
+    assert_eq!(Sparse::from_index(3), Some(1));
     // IDLE=0, STARTED=1, RUNNING=1 (alias), DONE=2, FAILED=-1.
     assert_eq!([0, 1, 2, -1].map(State::to_index), [0, 1, 3, 4]);
     assert_eq!(
         (0..6).map(State::from_index).collect::<Vec<_>>(),
-        [Some(0), Some(1), Some(1), Some(2), Some(-1), None]
+        [Some(0), Some(1), Some(1), Some(2), Some(-1), Some(3)]
     );
     assert_eq!(Level::to_index(7), 1);
-    // Numbers the enum does not declare go out as index 0.
-    assert_eq!(Sparse::to_index(42), 0);
+    // Numbers the enum does not declare go out as the index they come back from.
+    assert_eq!(Sparse::to_index(42), 42);
+    assert_eq!(Sparse::from_index(42), Some(42));
     assert_eq!(State::NAME, "kitchen.State");
 }
 
@@ -374,16 +376,15 @@ fn bytes_configuration_is_wire_identical() {
     assert_eq!(back, chunks);
 }
 
+/// A Go peer built from a newer .proto sends an index `Test` does not declare: it is kept.
 #[test]
-fn unknown_enum_index_is_an_error() {
+fn unknown_enum_index_is_kept() {
     use frpc_codegen_tests::capture::Data;
-    // Data { message: "", checker: index 7 } — Test has 2 values.
-    let err =
-        Data::from_polyglot(&Bytes::from_static(&[0x08, 0x00, 0x05, 0x0a, 0x00, 0x0a, 0x07])).unwrap_err();
-    assert!(
-        matches!(err, DecodeError::UnknownEnumIndex { index: 7, .. }),
-        "{err:?}"
-    );
+    // Data { message: "", checker: index 7 } — Test has 2 values, numbered 0 and 1.
+    let input = Bytes::from_static(&[0x08, 0x00, 0x05, 0x0a, 0x00, 0x0a, 0x07]);
+    let data = Data::from_polyglot(&input).unwrap();
+    assert_eq!(data.checker, 7);
+    assert_eq!(data.to_polyglot(), input);
 }
 
 #[test]

@@ -1,4 +1,6 @@
-//! A tokio-util [`Decoder`]/[`Encoder`] that turns a byte stream into [`Packet`]s and back.
+//! tokio-util [`Decoder`]/[`Encoder`]s that turn a byte stream into [`Packet`]s and back:
+//! [`PacketCodec`], which fails on a packet over the content limit, and [`FrameCodec`], which
+//! reports it as [`Frame::Oversize`], skips its content and carries on.
 
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
@@ -7,11 +9,20 @@ use crate::error::FrameError;
 use crate::header::{DEFAULT_MAX_CONTENT_LENGTH, Framing, Header};
 use crate::packet::Packet;
 
+/// The most a decoder reserves in the read buffer at once for a packet still arriving. A peer's
+/// announced length is only a claim: the buffer grows with the bytes that really arrive, so 400
+/// connections announcing 5 MiB and sending one byte cost 400 × this, not 2 GiB.
+pub const READ_RESERVE: usize = 64 * 1024;
+
+/// [`FrameCodec`]'s default [`max_skip`](FrameCodec::with_max_skip): 64 MiB.
+pub const DEFAULT_MAX_SKIP: u32 = 64 * 1024 * 1024;
+
 /// Frames [`Packet`]s in one [`Framing`], enforcing a maximum content length both ways.
 ///
 /// Decoded content is split off the read buffer, so it is a zero-copy [`bytes::Bytes`] slice.
 /// A header announcing more than `max_content_length` is refused before any of its content is
-/// buffered, so a hostile length never makes us allocate it.
+/// buffered, and one within it only makes the buffer grow as its bytes arrive (at most
+/// [`READ_RESERVE`] ahead), so a hostile length never makes us allocate it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PacketCodec {
     framing: Framing,
@@ -48,6 +59,11 @@ impl PacketCodec {
     /// The largest content length accepted and sent.
     pub fn max_content_length(&self) -> u32 {
         self.max_content_length
+    }
+
+    /// A [`FrameCodec`] with this framing and content limit, which skips oversize packets.
+    pub fn frames(self) -> FrameCodec {
+        FrameCodec::new(self)
     }
 
     /// Checks a content length against the limit.
@@ -93,8 +109,8 @@ impl Decoder for PacketCodec {
         }
         let total = self.framing.header_len() + header.len as usize;
         if src.len() < total {
-            // Bounded by the limit checked above.
-            src.reserve(total - src.len());
+            // Room for the next read, not for the whole announced length (see READ_RESERVE).
+            src.reserve((total - src.len()).min(READ_RESERVE));
             return Ok(None);
         }
         src.advance(self.framing.header_len());
@@ -134,5 +150,217 @@ impl Encoder<&Packet> for PacketCodec {
         self.encode_header(packet.id, packet.op, content.len(), dst)?;
         dst.put_slice(content);
         Ok(())
+    }
+}
+
+/// What a [`FrameCodec`] reads: a packet, or the header of one too large to accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A packet within the content limit.
+    Packet(Packet),
+    /// A packet whose content exceeds the limit (but not `max_skip`). It is yielded as soon as
+    /// its header is read; its `len` content bytes are then discarded as they arrive, never
+    /// buffered, and decoding carries on with the next packet. The runtime can answer the
+    /// request with an error instead of dropping the connection.
+    Oversize(Header),
+}
+
+/// Like [`PacketCodec`], but a packet over the content limit is reported as
+/// [`Frame::Oversize`] and skipped, keeping the connection, rather than being a fatal
+/// [`FrameError::ContentTooLarge`].
+///
+/// Skipping is bounded by [`max_skip`](FrameCodec::with_max_skip) (default
+/// [`DEFAULT_MAX_SKIP`]): a header announcing more is still `ContentTooLarge`. Reading and
+/// dropping up to 4 GiB for one header is unbounded work for the peer's price of 10 bytes, and a
+/// header that large usually means the stream is not framed as we think (a legacy header has no
+/// magic to catch that), so the connection is better closed.
+///
+/// While content is being skipped, the bytes consumed from the read buffer are gone, so unlike
+/// `PacketCodec` the buffer is not "exactly the bytes not yet parsed" until
+/// [`skipping`](FrameCodec::skipping) is 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameCodec {
+    packets: PacketCodec,
+    max_skip: u32,
+    /// Content bytes of an oversize packet still to discard.
+    skipping: u32,
+}
+
+impl Default for FrameCodec {
+    /// [`PacketCodec::default`] skipping up to [`DEFAULT_MAX_SKIP`].
+    fn default() -> Self {
+        FrameCodec::new(PacketCodec::default())
+    }
+}
+
+impl FrameCodec {
+    /// Frames as `packets` does (framing, content limit), skipping oversize packets of up to
+    /// [`DEFAULT_MAX_SKIP`] bytes.
+    pub fn new(packets: PacketCodec) -> FrameCodec {
+        FrameCodec {
+            packets,
+            max_skip: DEFAULT_MAX_SKIP,
+            skipping: 0,
+        }
+    }
+
+    /// Sets the largest oversize content that is skipped; above it the header is
+    /// [`FrameError::ContentTooLarge`]. Values below the content limit are never reached.
+    pub fn with_max_skip(mut self, max_skip: u32) -> FrameCodec {
+        self.max_skip = max_skip;
+        self
+    }
+
+    /// The largest oversize content that is skipped.
+    pub fn max_skip(&self) -> u32 {
+        self.max_skip
+    }
+
+    /// The underlying packet codec (framing and content limit).
+    pub fn packet_codec(&self) -> &PacketCodec {
+        &self.packets
+    }
+
+    /// Content bytes of an oversize packet still to be discarded (0 when none).
+    pub fn skipping(&self) -> u32 {
+        self.skipping
+    }
+
+    /// Discards up to `skipping` bytes from the front of `src`.
+    fn skip(&mut self, src: &mut BytesMut) {
+        let n = src.len().min(self.skipping as usize);
+        src.advance(n);
+        self.skipping -= n as u32; // n <= skipping, a u32
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        self.skip(src);
+        if self.skipping > 0 {
+            return Ok(None);
+        }
+        let framing = self.packets.framing;
+        let Some(header) = Header::parse(framing, src)? else {
+            return Ok(None);
+        };
+        if header.len <= self.packets.max_content_length {
+            return Ok(self.packets.decode(src)?.map(Frame::Packet));
+        }
+        if header.len > self.max_skip {
+            return Err(FrameError::ContentTooLarge {
+                len: header.len.into(),
+                max: self.packets.max_content_length,
+            });
+        }
+        src.advance(framing.header_len());
+        self.skipping = header.len;
+        self.skip(src);
+        Ok(Some(Frame::Oversize(header)))
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        match self.decode(src)? {
+            Some(frame) => Ok(Some(frame)),
+            None if src.is_empty() && self.skipping == 0 => Ok(None),
+            None => Err(FrameError::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "connection closed inside a packet ({} bytes unparsed, {} left to skip)",
+                    src.len(),
+                    self.skipping
+                ),
+            ))),
+        }
+    }
+}
+
+impl Encoder<Packet> for FrameCodec {
+    type Error = FrameError;
+
+    fn encode(&mut self, packet: Packet, dst: &mut BytesMut) -> Result<(), FrameError> {
+        self.packets.encode(&packet, dst)
+    }
+}
+
+impl Encoder<&Packet> for FrameCodec {
+    type Error = FrameError;
+
+    fn encode(&mut self, packet: &Packet, dst: &mut BytesMut) -> Result<(), FrameError> {
+        self.packets.encode(packet, dst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(framing: Framing, id: u16, op: u16, len: u32) -> BytesMut {
+        let mut buf = BytesMut::new();
+        Header { id, op, len }.encode(framing, &mut buf);
+        buf
+    }
+
+    /// An announced 5 MiB reserves room for the next read only, not for 5 MiB.
+    #[test]
+    fn announced_length_is_not_reserved() {
+        for framing in [Framing::Frisbee, Framing::Legacy] {
+            let mut src = header(framing, 1, 10, DEFAULT_MAX_CONTENT_LENGTH);
+            src.put_u8(0xaa);
+            assert_eq!(PacketCodec::new(framing).decode(&mut src).unwrap(), None);
+            assert!(src.capacity() < 128 * 1024, "capacity {}", src.capacity());
+            assert_eq!(src.len(), framing.header_len() + 1, "nothing consumed");
+            let mut src = header(framing, 1, 10, DEFAULT_MAX_CONTENT_LENGTH);
+            src.put_u8(0xaa);
+            assert_eq!(
+                FrameCodec::new(PacketCodec::new(framing))
+                    .decode(&mut src)
+                    .unwrap(),
+                None
+            );
+            assert!(src.capacity() < 128 * 1024, "capacity {}", src.capacity());
+        }
+    }
+
+    /// The content stays a zero-copy slice of the read buffer, even after growing in steps.
+    #[test]
+    fn content_is_split_off_the_buffer() {
+        let len = 3 * READ_RESERVE as u32 + 5;
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let mut src = header(Framing::Frisbee, 3, 11, len);
+        let mut packet = None;
+        for _ in 0..len {
+            assert!(packet.is_none());
+            src.put_u8(7);
+            packet = codec.decode(&mut src).unwrap();
+        }
+        let packet = packet.expect("whole packet");
+        assert_eq!(packet.content.len(), len as usize);
+        assert!(packet.content.iter().all(|&b| b == 7));
+    }
+
+    /// Above `max_skip` an oversize header is still fatal.
+    #[test]
+    fn oversize_beyond_max_skip_is_an_error() {
+        let codec = PacketCodec::new(Framing::Legacy).with_max_content_length(10);
+        let mut frames = codec.frames().with_max_skip(100);
+        let mut src = header(Framing::Legacy, 1, 10, 101);
+        assert!(matches!(
+            frames.decode(&mut src),
+            Err(FrameError::ContentTooLarge { len: 101, max: 10 })
+        ));
+        let mut src = header(Framing::Legacy, 1, 10, 100);
+        assert_eq!(
+            frames.decode(&mut src).unwrap(),
+            Some(Frame::Oversize(Header {
+                id: 1,
+                op: 10,
+                len: 100
+            }))
+        );
+        assert_eq!(frames.skipping(), 100);
     }
 }

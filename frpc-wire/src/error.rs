@@ -87,6 +87,22 @@ pub enum DecodeError {
         /// The index found on the wire.
         index: u32,
     },
+    /// Messages were nested deeper than the decoder allows (see
+    /// [`Decoder::with_max_depth`](crate::polyglot::Decoder::with_max_depth)).
+    #[error("messages nested deeper than {max} levels")]
+    TooDeep {
+        /// The maximum depth.
+        max: u32,
+    },
+    /// Decoding would allocate more than the decoder's memory budget (see
+    /// [`Decoder::with_memory_limit`](crate::polyglot::Decoder::with_memory_limit)).
+    #[error("decoding needs {needed} bytes of memory, more than the {left} bytes left of its budget")]
+    MemoryLimit {
+        /// The bytes the next allocation needed.
+        needed: usize,
+        /// What was left of the budget.
+        left: usize,
+    },
     /// Any other schema-level violation.
     #[error("{0}")]
     Invalid(&'static str),

@@ -2,9 +2,12 @@
 //! with Go's `frisbee-go` and `polyglot/v2`.
 //!
 //! - [`header`]: the 10-byte Frisbee v0.11 header (magic `00 0F`) and the legacy 8-byte one.
-//! - [`codec`]: a tokio-util codec yielding [`Packet`]s whose content is a zero-copy slice.
-//! - [`polyglot`]: the value encoding, its never-panicking [`polyglot::Decoder`] and the fRPC
-//!   message envelope ([`polyglot::Message`]).
+//! - [`codec`]: tokio-util codecs yielding [`Packet`]s whose content is a zero-copy slice
+//!   ([`PacketCodec`]), or [`Frame`]s that also report oversize packets and skip them
+//!   ([`FrameCodec`]).
+//! - [`polyglot`]: the value encoding, its never-panicking [`polyglot::Decoder`] (with a nesting
+//!   limit and a memory budget: a decoded message costs at most 17 × its encoded size + 64 KiB,
+//!   see [`polyglot::decode`]) and the fRPC message envelope ([`polyglot::Message`]).
 //!
 //! ```
 //! use bytes::BytesMut;
@@ -34,7 +37,7 @@ pub mod header;
 pub mod packet;
 pub mod polyglot;
 
-pub use codec::PacketCodec;
+pub use codec::{Frame, FrameCodec, PacketCodec};
 pub use error::{DecodeError, FrameError};
 pub use header::{DEFAULT_MAX_CONTENT_LENGTH, Framing, Header, MAGIC};
 pub use packet::{Packet, op};

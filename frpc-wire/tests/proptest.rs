@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bytes::BytesMut;
 use frpc_wire::polyglot::value::{self, Str, U32};
 use frpc_wire::polyglot::{Decoder, Kind, encode};
-use frpc_wire::{Framing, Packet, PacketCodec};
+use frpc_wire::{Frame, Framing, Packet, PacketCodec};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use tokio_util::codec::{Decoder as _, Encoder as _};
@@ -224,6 +224,54 @@ proptest! {
                 Ok(None) => prop_assert_eq!(tail, 0),
                 Ok(Some(_)) => prop_assert!(false, "every whole packet was already taken"),
                 Err(_) => prop_assert!(tail > 0),
+            }
+        }
+    }
+
+    /// The same for `FrameCodec` with a small limit: oversize packets are skipped, and the
+    /// headers and packets that come out, with the skipped bytes, are exactly the bytes consumed.
+    #[test]
+    fn the_frame_decoder_never_panics(data in packet_stream(), legacy: bool, chunk in 1usize..64) {
+        let framing = if legacy { Framing::Legacy } else { Framing::Frisbee };
+        let mut codec = PacketCodec::new(framing).with_max_content_length(16).frames().with_max_skip(1024);
+        let mut buf = BytesMut::new();
+        let mut fed = 0;
+        let mut rebuilt = BytesMut::new();
+        let mut failed = false;
+        'feed: for piece in data.chunks(chunk) {
+            buf.extend_from_slice(piece);
+            fed += piece.len();
+            loop {
+                match codec.decode(&mut buf) {
+                    Ok(Some(Frame::Packet(packet))) => {
+                        prop_assert!(packet.content.len() <= 16);
+                        codec.encode(&packet, &mut rebuilt).unwrap();
+                    }
+                    Ok(Some(Frame::Oversize(header))) => {
+                        prop_assert!(header.len > 16 && header.len <= 1024);
+                        header.encode(framing, &mut rebuilt);
+                        let from = rebuilt.len();
+                        let to = (from + header.len as usize).min(data.len());
+                        rebuilt.extend_from_slice(&data[from..to]);
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        failed = true;
+                        break 'feed;
+                    }
+                }
+            }
+        }
+        let consumed = fed - buf.len();
+        prop_assert_eq!(&rebuilt[..consumed], &data[..consumed]);
+        if !failed {
+            // All of `data` was fed: what is still to skip is past its end.
+            prop_assert_eq!(rebuilt.len(), consumed);
+            let pending = buf.len() + codec.skipping() as usize;
+            match codec.decode_eof(&mut buf) {
+                Ok(None) => prop_assert_eq!(pending, 0),
+                Ok(Some(_)) => prop_assert!(false, "every whole packet was already taken"),
+                Err(_) => prop_assert!(pending > 0),
             }
         }
     }

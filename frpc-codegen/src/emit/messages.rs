@@ -221,37 +221,28 @@ fn is_set(c: &Codec) -> TokenStream {
 }
 
 /// The `EnumIndex` impl of one enum: proto numbers ↔ declaration indices.
+///
+/// Indices the enum does not declare (from a peer with a newer .proto) are kept as numbers it
+/// does not declare, so they re-encode unchanged: for an enum numbered `0..n` in order the
+/// number is the index itself; otherwise `::frpc::codegen::unknown_enum_number` and
+/// `unknown_enum_index` number them around the declared values.
 pub fn enum_impl(e: &Enum) -> TokenStream {
     let ty = path(&e.rust_path);
     let name = &e.proto_name;
-    // to_index: the first index of each number; unknown numbers (and index 0) fall to `_ => 0`.
-    let mut seen = Vec::new();
-    let to_arms: Vec<TokenStream> = e
+    let dense = e
         .values
         .iter()
         .enumerate()
-        .filter_map(|(index, &number)| {
-            if seen.contains(&number) {
-                return None;
-            }
-            seen.push(number);
-            (index != 0).then(|| {
-                let number = int_lit(number);
-                let index = Literal::u32_unsuffixed(index as u32);
-                quote!(#number => #index,)
-            })
-        })
-        .collect();
-    let to_index = if to_arms.is_empty() {
-        quote! { let _ = number; 0 }
+        .all(|(i, &n)| i64::from(n) == i as i64);
+    let (to_index, from_index) = if dense {
+        // Index == number, declared or not: every u32 maps to a distinct i32 and back.
+        (
+            quote!(number as u32),
+            quote!(::core::option::Option::Some(index as i32)),
+        )
     } else {
-        quote! { match number { #(#to_arms)* _ => 0, } }
+        sparse_enum_bodies(&e.values)
     };
-    let from_arms = e.values.iter().enumerate().map(|(index, &number)| {
-        let number = int_lit(number);
-        let index = Literal::u32_unsuffixed(index as u32);
-        quote!(#index => ::core::option::Option::Some(#number),)
-    });
     quote! {
         impl ::frpc::codegen::EnumIndex for #ty {
             const NAME: &'static str = #name;
@@ -259,13 +250,50 @@ pub fn enum_impl(e: &Enum) -> TokenStream {
                 #to_index
             }
             fn from_index(index: u32) -> ::core::option::Option<i32> {
-                match index {
-                    #(#from_arms)*
-                    _ => ::core::option::Option::None,
-                }
+                #from_index
             }
         }
     }
+}
+
+/// `to_index` and `from_index` bodies for an enum with gaps, aliases or another order.
+fn sparse_enum_bodies(values: &[i32]) -> (TokenStream, TokenStream) {
+    let count = Literal::u32_unsuffixed(values.len() as u32);
+    let mut declared: Vec<u32> = values.iter().map(|&n| n as u32).collect();
+    declared.sort_unstable();
+    declared.dedup();
+    let declared = declared.iter().map(|&d| Literal::u32_unsuffixed(d));
+    let declared = quote!(&[#(#declared),*]);
+    // to_index: the first index of each number (an alias's later indices are never written).
+    let mut seen = Vec::new();
+    let to_arms = values.iter().enumerate().filter_map(|(index, &number)| {
+        if seen.contains(&number) {
+            return None;
+        }
+        seen.push(number);
+        let number = int_lit(number);
+        let index = Literal::u32_unsuffixed(index as u32);
+        Some(quote!(#number => #index,))
+    });
+    let from_arms = values.iter().enumerate().map(|(index, &number)| {
+        let number = int_lit(number);
+        let index = Literal::u32_unsuffixed(index as u32);
+        quote!(#index => #number,)
+    });
+    (
+        quote! {
+            match number {
+                #(#to_arms)*
+                _ => ::frpc::codegen::unknown_enum_index(number, #count, #declared),
+            }
+        },
+        quote! {
+            ::core::option::Option::Some(match index {
+                #(#from_arms)*
+                _ => ::frpc::codegen::unknown_enum_number(index, #count, #declared),
+            })
+        },
+    )
 }
 
 /// An unsuffixed integer literal that may be negative (`-1` as two tokens).

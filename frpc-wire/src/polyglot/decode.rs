@@ -3,6 +3,19 @@
 //! Every read checks the kind byte first and, on a mismatch, fails **without consuming input**:
 //! fRPC relies on that to probe for Nil and Error (spec §4.5). Every length is checked against
 //! the bytes left before anything is allocated.
+//!
+//! Two limits keep hostile input from costing more than its size (checked by the message codecs
+//! in [`super::value`] and [`super::message`]):
+//!
+//! - **Nesting**: at most [`DEFAULT_MAX_DEPTH`] messages inside one another
+//!   ([`Decoder::with_max_depth`]), so no input can overflow the stack by recursion.
+//! - **Memory**: the collections and boxes a decode allocates (`count × element size` for a
+//!   repeated field, four times the entries' size for a map, the value for a box) come out
+//!   of a budget of [`MEMORY_FACTOR`] × the input length + [`MEMORY_SLACK`] bytes
+//!   ([`Decoder::with_memory_limit`]). Strings and copied bytes take at most the input's own
+//!   length on top (zero-copy `Bytes` nothing), so **a decoded message costs at most
+//!   (`MEMORY_FACTOR` + 1) × its encoded size + `MEMORY_SLACK` bytes of heap**. Without it a
+//!   1-byte Nil element of a repeated message would become a whole default message.
 
 use bytes::Bytes;
 
@@ -11,15 +24,39 @@ use crate::error::DecodeError;
 
 type Result<T> = std::result::Result<T, DecodeError>;
 
+/// How deep messages may nest by default (a top-level message is depth 1), like protobuf's 100.
+pub const DEFAULT_MAX_DEPTH: u32 = 100;
+
+/// The default memory budget is this many bytes per input byte, plus [`MEMORY_SLACK`].
+///
+/// Go-encoded messages stay well below it (a default `SearchResponse.Result`, 72 bytes in Rust,
+/// is 12 bytes on the wire). A schema whose messages are mostly unset singular messages or
+/// proto3 `optional` fields can come close, since each is one `00` byte on the wire but the whole
+/// struct in memory; raise the limit with [`Decoder::with_memory_limit`] for those.
+pub const MEMORY_FACTOR: usize = 16;
+
+/// Memory any input may use regardless of its length (see [`MEMORY_FACTOR`]).
+pub const MEMORY_SLACK: usize = 64 * 1024;
+
+/// The default memory budget for `len` input bytes.
+const fn default_memory_limit(len: usize) -> usize {
+    len.saturating_mul(MEMORY_FACTOR).saturating_add(MEMORY_SLACK)
+}
+
 /// A cursor over polyglot-encoded input.
 ///
 /// Built over a [`Bytes`] with [`Decoder::from_bytes`], `bytes` values come out as zero-copy
 /// slices of it; built over a plain slice with [`Decoder::new`], they are copied.
+///
+/// It also carries the nesting and memory limits of the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct Decoder<'a> {
     input: &'a [u8],
     pos: usize,
     shared: Option<&'a Bytes>,
+    depth: u32,
+    max_depth: u32,
+    memory_left: usize,
 }
 
 impl<'a> Decoder<'a> {
@@ -29,16 +66,75 @@ impl<'a> Decoder<'a> {
             input,
             pos: 0,
             shared: None,
+            depth: 0,
+            max_depth: DEFAULT_MAX_DEPTH,
+            memory_left: default_memory_limit(input.len()),
         }
     }
 
     /// A decoder over shared bytes: decoded `bytes` values are slices of `input`, not copies.
     pub fn from_bytes(input: &'a Bytes) -> Decoder<'a> {
         Decoder {
-            input,
-            pos: 0,
             shared: Some(input),
+            ..Decoder::new(input)
         }
+    }
+
+    /// Sets how deep messages may nest (a top-level message is depth 1; default
+    /// [`DEFAULT_MAX_DEPTH`]). Deeper input fails with [`DecodeError::TooDeep`].
+    pub fn with_max_depth(mut self, max: u32) -> Decoder<'a> {
+        self.max_depth = max;
+        self
+    }
+
+    /// How deep messages may nest.
+    pub fn max_depth(&self) -> u32 {
+        self.max_depth
+    }
+
+    /// Sets the memory budget in bytes for collections and boxes (default [`MEMORY_FACTOR`] ×
+    /// the input length + [`MEMORY_SLACK`]). Going over fails with [`DecodeError::MemoryLimit`].
+    pub fn with_memory_limit(mut self, bytes: usize) -> Decoder<'a> {
+        self.memory_left = bytes;
+        self
+    }
+
+    /// How much of the memory budget is left.
+    pub fn memory_left(&self) -> usize {
+        self.memory_left
+    }
+
+    /// Takes `bytes` from the memory budget before allocating them, or fails with
+    /// [`DecodeError::MemoryLimit`] (taking nothing).
+    #[inline]
+    pub fn reserve_memory(&mut self, bytes: usize) -> Result<()> {
+        match self.memory_left.checked_sub(bytes) {
+            Some(left) => {
+                self.memory_left = left;
+                Ok(())
+            }
+            None => Err(DecodeError::MemoryLimit {
+                needed: bytes,
+                left: self.memory_left,
+            }),
+        }
+    }
+
+    /// Enters a nested message: fails with [`DecodeError::TooDeep`] past the maximum depth.
+    /// Every successful `enter` must be paired with a [`Decoder::leave`].
+    #[inline]
+    pub fn enter(&mut self) -> Result<()> {
+        if self.depth >= self.max_depth {
+            return Err(DecodeError::TooDeep { max: self.max_depth });
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Leaves a message entered with [`Decoder::enter`].
+    #[inline]
+    pub fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
     }
 
     /// How many bytes have been consumed.

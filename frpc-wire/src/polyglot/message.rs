@@ -88,11 +88,15 @@ pub fn decode_nested<M: Message>(dec: &mut Decoder<'_>) -> Result<M, DecodeError
     decode_body(dec)
 }
 
+/// Flags, then the fields. Every message, top-level or nested, comes through here, so this is
+/// where the nesting depth is counted: the recursion through `decode_fields` is bounded by it.
 fn decode_body<M: Message>(dec: &mut Decoder<'_>) -> Result<M, DecodeError> {
     dec.u8()?; // flags: only bit 0x02 ("error") is defined and it never travels; ignore.
+    dec.enter()?;
     let mut m = M::default();
-    m.decode_fields(dec)?;
-    Ok(m)
+    let fields = m.decode_fields(dec);
+    dec.leave();
+    fields.map(|()| m)
 }
 
 /// The 7-byte end-of-stream marker, an Error with text `EOF`.

@@ -13,6 +13,6 @@ pub mod value;
 #[cfg(feature = "prost-types")]
 mod well_known;
 
-pub use decode::Decoder;
+pub use decode::{DEFAULT_MAX_DEPTH, Decoder, MEMORY_FACTOR, MEMORY_SLACK};
 pub use kind::Kind;
 pub use message::{EOF_MESSAGE, Envelope, Message, decode_envelope, decode_nested, error_to_bytes};

@@ -24,6 +24,9 @@ pub trait Codec {
     type Value;
     /// The kind written in slice and map headers for this type.
     const KIND: Kind;
+    /// The fewest bytes a value takes on the wire (`00`, one byte, for messages), which bounds
+    /// how many elements a peer's count can announce for the input left.
+    const MIN_LEN: usize = 1;
     /// Exact encoded size of `v`, kind byte included.
     fn len(v: &Self::Value) -> usize;
     /// Writes `v`.
@@ -33,7 +36,7 @@ pub trait Codec {
 }
 
 macro_rules! scalar_codec {
-    ($(#[$doc:meta] $name:ident: $ty:ty, $kind:ident, $len:expr, $put:path, $get:ident;)*) => {$(
+    ($(#[$doc:meta] $name:ident: $ty:ty, $kind:ident, $min:literal, $len:expr, $put:path, $get:ident;)*) => {$(
         #[$doc]
         #[derive(Debug, Clone, Copy)]
         pub struct $name;
@@ -41,6 +44,7 @@ macro_rules! scalar_codec {
         impl Codec for $name {
             type Value = $ty;
             const KIND: Kind = Kind::$kind;
+            const MIN_LEN: usize = $min;
             #[inline]
             fn len(v: &$ty) -> usize {
                 let f: fn(&$ty) -> usize = $len;
@@ -60,19 +64,19 @@ macro_rules! scalar_codec {
 
 scalar_codec! {
     /// `bool` as `07 00|01`.
-    Bool: bool, Bool, |_| 2, enc::put_bool, bool;
+    Bool: bool, Bool, 2, |_| 2, enc::put_bool, bool;
     /// `uint32`/`fixed32` as a `0A` varint.
-    U32: u32, U32, |v| enc::u32_len(*v), enc::put_u32, u32;
+    U32: u32, U32, 2, |v| enc::u32_len(*v), enc::put_u32, u32;
     /// `uint64`/`fixed64` as a `0B` varint.
-    U64: u64, U64, |v| enc::u64_len(*v), enc::put_u64, u64;
+    U64: u64, U64, 2, |v| enc::u64_len(*v), enc::put_u64, u64;
     /// `int32`/`sint32`/`sfixed32` as a `0C` zigzag varint.
-    I32: i32, I32, |v| enc::i32_len(*v), enc::put_i32, i32;
+    I32: i32, I32, 2, |v| enc::i32_len(*v), enc::put_i32, i32;
     /// `int64`/`sint64`/`sfixed64` as a `0D` zigzag varint.
-    I64: i64, I64, |v| enc::i64_len(*v), enc::put_i64, i64;
+    I64: i64, I64, 2, |v| enc::i64_len(*v), enc::put_i64, i64;
     /// `float` as `0E` + 4 bytes big-endian.
-    F32: f32, F32, |_| 5, enc::put_f32, f32;
+    F32: f32, F32, 5, |_| 5, enc::put_f32, f32;
     /// `double` as `0F` + 8 bytes big-endian.
-    F64: f64, F64, |_| 9, enc::put_f64, f64;
+    F64: f64, F64, 9, |_| 9, enc::put_f64, f64;
 }
 
 /// `string` as `05 0A len utf-8`.
@@ -82,6 +86,7 @@ pub struct Str;
 impl Codec for Str {
     type Value = String;
     const KIND: Kind = Kind::String;
+    const MIN_LEN: usize = 3;
     #[inline]
     fn len(v: &String) -> usize {
         enc::bytes_len(v.len())
@@ -103,6 +108,7 @@ pub struct ByteVec;
 impl Codec for ByteVec {
     type Value = Vec<u8>;
     const KIND: Kind = Kind::Bytes;
+    const MIN_LEN: usize = 3;
     #[inline]
     fn len(v: &Vec<u8>) -> usize {
         enc::bytes_len(v.len())
@@ -124,6 +130,7 @@ pub struct ByteBuf;
 impl Codec for ByteBuf {
     type Value = Bytes;
     const KIND: Kind = Kind::Bytes;
+    const MIN_LEN: usize = 3;
     #[inline]
     fn len(v: &Bytes) -> usize {
         enc::bytes_len(v.len())
@@ -140,23 +147,60 @@ impl Codec for ByteBuf {
 
 /// A proto enum, implemented by generated code: maps proto numbers (what prost stores in an
 /// `i32`) to the **declaration index** Go puts on the wire, and back.
+///
+/// Generated impls keep indices the enum does not declare (a Go peer built from a newer .proto
+/// sends them, and Go passes them through): they become numbers the enum does not declare, with
+/// [`unknown_enum_number`] and [`unknown_enum_index`], so decoding and re-encoding gives the same
+/// bytes.
 pub trait EnumIndex {
     /// The enum's proto name, for error messages.
     const NAME: &'static str;
-    /// The declaration index of a proto number. Numbers the enum does not declare (proto3 enums
-    /// are open) are written as index 0, the enum's default.
+    /// The declaration index of a proto number.
     fn to_index(number: i32) -> u32;
-    /// The proto number at a declaration index, if the enum has that many values.
+    /// The proto number at a declaration index; `None` makes decoding fail with
+    /// [`DecodeError::UnknownEnumIndex`] (generated impls always return `Some`).
     fn from_index(index: u32) -> Option<i32>;
 }
 
-/// An enum field (an `i32` in prost) as a `0A` declaration index.
+/// The number an undeclared index `index` (≥ `count`, the number of declared values, aliases
+/// included) stands for: the `(index - count)`-th number, counting up from 0 as `u32` (so
+/// `0, 1, …, i32::MAX, i32::MIN, …, -1`), that the enum does not declare. `declared` holds the
+/// declared numbers as `u32`, sorted and without duplicates.
+///
+/// For an enum numbered `0..count` in order this is the index itself, and in general it is the
+/// inverse of [`unknown_enum_index`]: the two never produce a declared number or index.
+pub fn unknown_enum_number(index: u32, count: u32, declared: &[u32]) -> i32 {
+    let mut number = u64::from(index.saturating_sub(count));
+    // Step over each declared number at or below the candidate (`declared` is ascending).
+    for &d in declared {
+        if u64::from(d) > number {
+            break;
+        }
+        number += 1;
+    }
+    // At most `u32::MAX`: `index - count` leaves room for every declared number.
+    number as u32 as i32
+}
+
+/// The index of a number the enum does not declare: `count` plus how many undeclared numbers
+/// come before it (the inverse of [`unknown_enum_number`]). Only an enum with aliases has more
+/// indices than numbers, so only there can the last few undeclared numbers (`-1`, `-2`, … as
+/// `u32` are the largest) have no index left; they are written as index 0, the default.
+pub fn unknown_enum_index(number: i32, count: u32, declared: &[u32]) -> u32 {
+    let number = number as u32;
+    let below = declared.partition_point(|&d| d < number) as u32;
+    count.checked_add(number - below).unwrap_or(0)
+}
+
+/// An enum field (an `i32` in prost) as a `0A` declaration index. Undeclared indices become
+/// undeclared numbers, and back (see [`EnumIndex`]).
 #[derive(Debug)]
 pub struct Enum<E>(PhantomData<E>);
 
 impl<E: EnumIndex> Codec for Enum<E> {
     type Value = i32;
     const KIND: Kind = Kind::U32;
+    const MIN_LEN: usize = 2;
     #[inline]
     fn len(v: &i32) -> usize {
         enc::u32_len(E::to_index(*v))
@@ -176,13 +220,16 @@ impl<E: EnumIndex> Codec for Enum<E> {
 
 /// An enum field held as the Rust enum itself (rather than prost's `i32`), as a `0A` declaration
 /// index. The enum converts to and from its proto number with `Into<i32>` and `TryFrom<i32>`,
-/// as prost's enums do; `#[derive(frpc::Message)]` on a unit-only enum provides both.
+/// as prost's enums do; `#[derive(frpc::Message)]` on a unit-only enum provides both. A Rust enum
+/// has no room for an undeclared value, so here an unknown index is
+/// [`DecodeError::UnknownEnumIndex`]; hold the field as an `i32` to keep them.
 #[derive(Debug)]
 pub struct EnumType<E>(PhantomData<E>);
 
 impl<E: EnumIndex + Copy + Into<i32> + TryFrom<i32>> Codec for EnumType<E> {
     type Value = E;
     const KIND: Kind = Kind::U32;
+    const MIN_LEN: usize = 2;
     #[inline]
     fn len(v: &E) -> usize {
         enc::u32_len(E::to_index((*v).into()))
@@ -268,12 +315,29 @@ pub fn decode_repeated<C: Codec>(dec: &mut Decoder<'_>) -> Result<Vec<C::Value>>
     if dec.take_nil() {
         return Ok(Vec::new());
     }
+    let offset = dec.position();
     let count = dec.slice_header(C::KIND)?;
+    // Allocated up front, so bounded twice: by the input left (each element takes at least
+    // `MIN_LEN` bytes) and by the memory budget (a 1-byte Nil element can be a large message).
+    check_count(dec, count, C::MIN_LEN, offset)?;
+    dec.reserve_memory(count.saturating_mul(size_of::<C::Value>()))?;
     let mut out = Vec::with_capacity(count);
     for _ in 0..count {
         out.push(C::decode(dec)?);
     }
     Ok(out)
+}
+
+/// Fails if `count` items of at least `min_len` bytes each cannot fit in the input left.
+fn check_count(dec: &Decoder<'_>, count: usize, min_len: usize, offset: usize) -> Result<()> {
+    if count.saturating_mul(min_len) > dec.remaining() {
+        return Err(DecodeError::LengthTooLarge {
+            len: count as u64,
+            remaining: dec.remaining(),
+            offset,
+        });
+    }
+    Ok(())
 }
 
 /// The map types prost generates (`HashMap` by default, `BTreeMap` when configured).
@@ -336,7 +400,14 @@ pub fn decode_map<K: Codec, V: Codec, M: MapField<K::Value, V::Value>>(dec: &mut
     if dec.take_nil() {
         return Ok(out);
     }
+    let offset = dec.position();
     let count = dec.map_header(K::KIND, V::KIND)?;
+    check_count(dec, count, K::MIN_LEN + V::MIN_LEN, offset)?;
+    // The map grows as entries arrive, but is charged up front. A hash table keeps up to
+    // 2 × 8/7 slots per entry (plus a control byte each) and, while it doubles, the old table
+    // too; a B-tree node is at least half full. 4× the entries covers both, peak included.
+    let entry = size_of::<(K::Value, V::Value)>() + 1;
+    dec.reserve_memory(count.saturating_mul(entry).saturating_mul(4))?;
     for _ in 0..count {
         let k = K::decode(dec)?;
         let v = V::decode(dec)?;
@@ -382,6 +453,7 @@ pub struct Boxed<C>(PhantomData<C>);
 impl<C: Codec> Codec for Boxed<C> {
     type Value = Box<C::Value>;
     const KIND: Kind = C::KIND;
+    const MIN_LEN: usize = C::MIN_LEN;
     #[inline]
     fn len(v: &Box<C::Value>) -> usize {
         C::len(v)
@@ -391,6 +463,7 @@ impl<C: Codec> Codec for Boxed<C> {
         C::encode(v, buf)
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<Box<C::Value>> {
+        dec.reserve_memory(size_of::<C::Value>())?;
         C::decode(dec).map(Box::new)
     }
 }
