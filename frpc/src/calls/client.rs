@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use frpc_wire::{Packet, op};
+use frpc_wire::{Header, Packet, op};
 use tokio::sync::oneshot;
 
 use super::raw::RawRoutes;
@@ -155,6 +155,14 @@ impl ClientCalls {
         take_over
     }
 
+    /// Fails one pending call (its reply was too large to read); unknown calls are ignored.
+    fn fail(&self, op: u16, id: u16, err: Error) {
+        let waiter = self.lock().calls.remove(&key(op, id));
+        if let Some(tx) = waiter {
+            let _ = tx.send(Err(err));
+        }
+    }
+
     /// Fails every pending call at once and refuses new ones.
     fn fail_all(&self, err: &Error) {
         let calls = {
@@ -212,6 +220,18 @@ impl Dispatch for ClientDispatch {
         if calls.complete(packet.op, packet.id, packet.content) {
             conn.stop_reading();
         }
+    }
+
+    async fn oversize(&self, conn: &Arc<Connection>, header: Header) {
+        let max = conn.max_content_length();
+        if header.op == op::STREAM {
+            return self.calls.streams.reject_oversize(conn, header.id, header.len, max);
+        }
+        let err = Error::TooLarge {
+            len: header.len as usize,
+            max,
+        };
+        self.calls.fail(header.op, header.id, err);
     }
 
     fn closed(&self, err: &Error) {

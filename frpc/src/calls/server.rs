@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicUsize;
 
 use bytes::Bytes;
 use frpc_wire::polyglot::{self, Decoder, Kind};
-use frpc_wire::{Packet, op};
+use frpc_wire::{Header, Packet, op};
 use futures_util::FutureExt;
 use std::task::Poll;
 
@@ -216,6 +216,22 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
                 id = packet.id,
                 "dropping a packet for an unknown operation"
             ),
+        }
+    }
+
+    async fn oversize(&self, conn: &Arc<Connection>, header: Header) {
+        let max = conn.max_content_length();
+        if header.op == op::STREAM {
+            return self.streams.reject_oversize(conn, header.id, header.len, max);
+        }
+        if self.handlers.target(header.op) == Some(Target::Unary) {
+            // Go drops the whole connection; the header names the call, so answer it instead.
+            let text = format!(
+                "request of {} bytes exceeds the limit of {max} bytes",
+                header.len
+            );
+            let content = polyglot::error_to_bytes(&text);
+            let _ = conn.send(Packet::new(header.id, header.op, content)).await;
         }
     }
 

@@ -32,6 +32,7 @@ use crate::transport::connection::Connection;
 enum EndReason {
     PeerClosed,
     Overflow,
+    TooLarge { len: u32, max: u32 },
     ConnectionClosed(Option<String>),
 }
 
@@ -176,6 +177,23 @@ impl StreamTable {
         None
     }
 
+    /// Fails stream `id` because the peer sent it a message of `len` bytes, over the limit `max`
+    /// (the transport skipped its content): the local reader gets [`Error::TooLarge`], the peer
+    /// an error and `EOF`. A stream nobody here knows is left alone.
+    pub(crate) fn reject_oversize(&self, conn: &Connection, id: u16, len: u32, max: u32) {
+        let mut table = self.lock();
+        let Some(route) = table.routes.get(&id) else {
+            return;
+        };
+        let _ = route.end.set(EndReason::TooLarge { len, max });
+        self.forget(&mut table, id);
+        drop(table);
+        let status = Status::new(format!(
+            "stream message of {len} bytes exceeds the limit of {max} bytes"
+        ));
+        send_detached(conn, id, status);
+    }
+
     /// Ends every stream because the connection closed (the dispatchers' close handler).
     pub(crate) fn close_all(&self, err: &Error) {
         let reason = match err {
@@ -292,6 +310,10 @@ impl<T: Message> Streaming<T> {
     fn end_error(&self) -> Error {
         match self.inbound.end.get() {
             Some(EndReason::Overflow) => Error::StreamOverflow(self.guard.id),
+            Some(EndReason::TooLarge { len, max }) => Error::TooLarge {
+                len: *len as usize,
+                max: *max,
+            },
             Some(EndReason::ConnectionClosed(reason)) => Error::ConnectionClosed {
                 reason: reason.clone(),
             },

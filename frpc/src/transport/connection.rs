@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use frpc_wire::{Framing, Header, Packet, PacketCodec, op};
+use frpc_wire::{Frame, FrameCodec, Framing, Header, Packet, PacketCodec, op};
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
@@ -50,6 +50,9 @@ const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) trait Dispatch: Send + Sync + 'static {
     /// A packet that is not a heartbeat (PING and PONG never reach the dispatcher).
     fn packet(&self, conn: &Arc<Connection>, packet: Packet) -> impl Future<Output = ()> + Send;
+    /// A packet whose content is over the limit arrived: its header, while the transport
+    /// discards its content (so the connection survives and the request can be answered).
+    fn oversize(&self, conn: &Arc<Connection>, header: Header) -> impl Future<Output = ()> + Send;
     /// The connection closed with `err`: called once, synchronously, by whoever closed it, so
     /// waiting calls and streams fail at once.
     fn closed(&self, err: &Error);
@@ -160,7 +163,7 @@ impl Connection {
             }
             .instrument(span.clone()),
         );
-        let framed = FramedRead::with_capacity(read, codec, 64 * 1024);
+        let framed = FramedRead::with_capacity(read, codec.frames(), 64 * 1024);
         let reader = read_loop(conn.clone(), framed, dispatch, options.drain.unwrap_or_default());
         let reader = tokio::spawn(
             async move {
@@ -180,6 +183,11 @@ impl Connection {
     /// The framing this connection speaks.
     pub(crate) fn framing(&self) -> Framing {
         self.codec.framing()
+    }
+
+    /// The largest content accepted.
+    pub(crate) fn max_content_length(&self) -> u32 {
+        self.codec.max_content_length()
     }
 
     /// Checks a content length against the connection's limit.
@@ -281,7 +289,7 @@ impl Connection {
 
 async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn: Arc<Connection>,
-    mut framed: FramedRead<R, PacketCodec>,
+    mut framed: FramedRead<R, FrameCodec>,
     dispatch: Arc<D>,
     drain: CancellationToken,
 ) -> ReadParts<R> {
@@ -318,7 +326,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             }
         };
         match next {
-            Some(Ok(packet)) => handle(&conn, &*dispatch, packet).await,
+            Some(Ok(frame)) => handle(&conn, &*dispatch, frame).await,
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
                 conn.close(err.to_string());
@@ -338,17 +346,24 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
 /// for more.
 async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
     conn: &Arc<Connection>,
-    framed: &mut FramedRead<R, PacketCodec>,
+    framed: &mut FramedRead<R, FrameCodec>,
     dispatch: &D,
 ) {
     use futures_util::FutureExt;
-    while let Some(Some(Ok(packet))) = framed.next().now_or_never() {
-        handle(conn, dispatch, packet).await;
+    while let Some(Some(Ok(frame))) = framed.next().now_or_never() {
+        handle(conn, dispatch, frame).await;
     }
 }
 
-async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, packet: Packet) {
+async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame) {
     conn.activity.store(true, Ordering::Relaxed);
+    let packet = match frame {
+        Frame::Packet(packet) => packet,
+        Frame::Oversize(header) => {
+            tracing::debug!(peer = %conn.peer, op = header.op, id = header.id, len = header.len, "skipping an oversize packet");
+            return dispatch.oversize(conn, header).await;
+        }
+    };
     match packet.op {
         op::PING => {
             let _ = conn.out.send(Packet::pong()).await;

@@ -1,0 +1,108 @@
+//! A packet over the receiver's content limit is answered, not fatal: the transport skips its
+//! content, a request gets an error reply naming the limit, a reply fails only its call, a
+//! stream message fails only its stream; the connection serves what comes next. Both framings.
+
+mod support;
+
+use frpc::codegen::Message;
+use frpc::{Client, ClientConfig, Concurrency, Error, Framing};
+use frpc_wire::{Packet, PacketCodec, op};
+use futures_util::{SinkExt, StreamExt};
+use support::*;
+use tokio::net::TcpListener;
+use tokio_util::codec::Framed;
+
+const SMALL: u32 = 1024;
+const LARGE: u32 = 1024 * 1024;
+
+fn server_config(framing: Framing, limit: u32) -> frpc::ServerConfig {
+    let mut config = config(Concurrency::PerRpc);
+    config.connection.framing = framing;
+    config.connection.max_content_length = limit;
+    config
+}
+
+async fn client(addr: std::net::SocketAddr, framing: Framing, limit: u32) -> Client {
+    let mut config = ClientConfig::default();
+    config.connection.framing = framing;
+    config.connection.max_content_length = limit;
+    Client::connect_with(addr, config).await.unwrap()
+}
+
+#[tokio::test]
+async fn an_oversize_request_gets_an_error_naming_the_limit_and_the_connection_survives() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = start(server_config(framing, SMALL)).await;
+        let client = client(server.addr, framing, LARGE).await;
+        let err = call(&client, ECHO, &"x".repeat(4096)).await.unwrap_err();
+        let status = err.status().unwrap_or_else(|| panic!("{framing:?}: {err}"));
+        assert!(
+            status.message().contains("exceeds the limit of 1024 bytes"),
+            "{framing:?}: {status}"
+        );
+        assert_eq!(call(&client, ECHO, "next").await.unwrap().value, "next", "{framing:?}");
+        assert!(!client.is_closed());
+    }
+}
+
+/// A peer that answers the first request with a reply of 4 KiB and echoes the rest.
+async fn peer_with_one_big_reply(framing: Framing) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let codec = PacketCodec::new(framing).with_max_content_length(LARGE);
+        let mut framed = Framed::new(stream, codec);
+        let mut first = true;
+        while let Some(Ok(packet)) = framed.next().await {
+            let reply = match packet.op {
+                op::PING => Packet::pong(),
+                op::PONG => continue,
+                _ if first => {
+                    first = false;
+                    Packet::new(packet.id, packet.op, Text::new("b".repeat(4096)).to_polyglot())
+                }
+                _ => packet,
+            };
+            if framed.send(reply).await.is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn an_oversize_reply_fails_only_its_call() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let addr = peer_with_one_big_reply(framing).await;
+        let client = client(addr, framing, SMALL).await;
+        let err = call(&client, ECHO, "give me a big one").await.unwrap_err();
+        assert!(matches!(err, Error::TooLarge { len, max: SMALL } if len > 4096), "{framing:?}: {err}");
+        assert_eq!(call(&client, ECHO, "next").await.unwrap().value, "next", "{framing:?}");
+        assert!(!client.is_closed());
+    }
+}
+
+#[tokio::test]
+async fn an_oversize_stream_message_fails_only_its_stream() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = start(server_config(framing, SMALL)).await;
+        let client = client(server.addr, framing, LARGE).await;
+        let mut chat = codegen_bidi(&client).await;
+        chat.send(Text::new("ok")).await.unwrap();
+        assert_eq!(chat.message().await.unwrap().unwrap().value, "ok", "{framing:?}");
+        chat.send(Text::new("z".repeat(4096))).await.unwrap();
+        let err = chat.message().await.unwrap_err();
+        let status = err.status().unwrap_or_else(|| panic!("{framing:?}: {err}"));
+        assert!(
+            status.message().contains("exceeds the limit of 1024 bytes"),
+            "{framing:?}: {status}"
+        );
+        assert_eq!(call(&client, ECHO, "after").await.unwrap().value, "after", "{framing:?}");
+    }
+}
+
+async fn codegen_bidi(client: &Client) -> frpc::BidiCall<Text, Text> {
+    frpc::codegen::call_bidi::<Text, Text>(client, CHAT).await.unwrap()
+}
