@@ -150,9 +150,9 @@ impl Builder {
     /// frpc's code uses the type like its own, so an extern **message** must implement, besides
     /// what prost needs (`prost::Message`, `Default`, `Clone`, `PartialEq`, `Debug`),
     /// `::frpc::codegen::Message` with the polyglot encoding its proto declares (what
-    /// frpc-codegen generates for it; `#[derive(frpc::Message)]` writes the fields in the
-    /// same groups); an extern **enum** must implement `::frpc::codegen::EnumIndex`. Types that
-    /// frpc-codegen generated in another crate or module already do.
+    /// frpc-codegen would generate for it); an extern **enum**, besides what prost needs,
+    /// `::frpc::codegen::EnumIndex`. Types that frpc-codegen generated in another crate or
+    /// module already do; a missing impl is a rustc error naming the trait.
     pub fn extern_path(mut self, proto_path: impl AsRef<str>, rust_path: impl AsRef<str>) -> Self {
         push(&mut self.extern_paths, proto_path, rust_path);
         self
