@@ -112,7 +112,7 @@ impl Default for Generator {
     }
 }
 
-/// The `#[cfg]`s of every matcher that selects `full_path`.
+/// The attributes of every matcher that selects `full_path`.
 fn matching<'a>(
     attributes: &'a [(String, Attributes)],
     full_path: &'a str,
@@ -347,6 +347,75 @@ mod tests {
             "{code}"
         );
         assert!(!code.contains("Arc :: clone"));
+    }
+
+    fn shop(message: &str) -> Package {
+        let mut services = vec![Service {
+            proto_name: "Shop".into(),
+            full_name: "shop.Shop".into(),
+            rust_name: "Shop".into(),
+            comments: Vec::new(),
+            methods: vec![Method {
+                proto_name: "Buy".into(),
+                rust_name: "buy".into(),
+                op: 0,
+                kind: MethodKind::Unary,
+                input: message.into(),
+                output: message.into(),
+                comments: Vec::new(),
+            }],
+        }];
+        assign_ops(&mut services);
+        Package {
+            name: "shop".into(),
+            file_name: "shop.rs".into(),
+            messages: vec![Message {
+                proto_name: format!("shop.{message}"),
+                rust_path: message.into(),
+                fields: Vec::new(),
+                oneofs: Vec::new(),
+            }],
+            enums: Vec::new(),
+            services,
+        }
+    }
+
+    /// Name collisions are found on the model, for what this configuration emits.
+    #[test]
+    fn collisions_from_a_hand_built_model() {
+        assert!(Generator::new().check_names(&shop("Order"), &["shop"]).is_ok());
+        let err = Generator::new()
+            .check_names(&shop("ShopServer"), &["shop"])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "message `shop.ShopServer` collides with the server generated for service `shop.Shop`: \
+             both are `ShopServer` in the Rust module of package `shop`"
+        );
+        let server_off = Generator::new().build_server(false);
+        assert!(server_off.check_names(&shop("ShopServer"), &["shop"]).is_ok());
+        // A sub-package's module meets the ops module `shop::shop`.
+        let err = server_off
+            .check_names(&shop("Order"), &["shop", "shop.shop"])
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::Collision { ref name, .. } if name == "shop"),
+            "{err}"
+        );
+    }
+
+    /// `package shop; service Shop` puts `mod shop` (the ops) in module `shop`: clippy's
+    /// `module_inception` is allowed there, and only there.
+    #[test]
+    fn ops_module_named_like_its_package() {
+        let code = Generator::new().generate(&shop("Order"));
+        assert!(
+            code.contains("#[allow(clippy::module_inception)]\npub mod shop {"),
+            "{code}"
+        );
+        let mut other = shop("Order");
+        other.services[0].full_name = "store.Shop".into();
+        assert!(!Generator::new().generate(&other).contains("module_inception"));
     }
 
     /// The emitter works from a hand-built model (no protox), as `frpc-macros` will use it.
