@@ -81,7 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .server_attribute(".twosvc.A", "#[derive(Default)]")
         .client_attribute("twosvc.B", "#[cfg(any())]")
         .client_attribute(".", "#[doc(alias = \"AnyClient\")]")
-        .file_descriptor_set_path(out.join("adopters/descriptors.bin"))
+        .file_descriptor_set_path(out.join("descriptors/adopters.bin")) // a new directory
         .include_file("protos.rs")
         .out_dir(out.join("adopters"))
         .compile_fds(fds)?;

@@ -63,7 +63,7 @@ pub mod adopters {
     include!(concat!(env!("OUT_DIR"), "/adopters/protos.rs"));
 
     /// The descriptor set `file_descriptor_set_path` wrote.
-    pub const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/adopters/descriptors.bin"));
+    pub const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptors/adopters.bin"));
 }
 
 /// `OperationNumbering::PerPackage`.

@@ -230,11 +230,15 @@ impl Builder {
                 Error::Config("OUT_DIR is not set (call out_dir(..) outside build.rs)".into())
             })?,
         };
-        std::fs::create_dir_all(&out_dir).map_err(|e| Error::Io(out_dir.clone(), e))?;
-        if let Some(path) = &self.file_descriptor_set_path {
-            write_if_changed(path, &fds.encode_to_vec())?;
-        }
+        let descriptors = self
+            .file_descriptor_set_path
+            .as_ref()
+            .map(|path| (path, fds.encode_to_vec()));
         let files = self.generate_fds(fds)?;
+        std::fs::create_dir_all(&out_dir).map_err(|e| Error::Io(out_dir.clone(), e))?;
+        if let Some((path, bytes)) = descriptors {
+            write_if_changed(path, &bytes)?;
+        }
         for file in &files {
             write_if_changed(&out_dir.join(&file.name), file.contents().as_bytes())?;
         }
@@ -381,11 +385,16 @@ fn parse_protos(
     protox::compile(protos, includes).map_err(|e| Error::Parse(format!("{e:?}")))
 }
 
+/// Writes `contents` unless the file already holds them (so cargo sees no change), creating
+/// missing parent directories.
 fn write_if_changed(path: &Path, contents: &[u8]) -> Result<(), Error> {
-    if std::fs::read(path).ok().as_deref() != Some(contents) {
-        std::fs::write(path, contents).map_err(|e| Error::Io(path.to_path_buf(), e))?;
+    if std::fs::read(path).ok().as_deref() == Some(contents) {
+        return Ok(());
     }
-    Ok(())
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::Io(parent.to_path_buf(), e))?;
+    }
+    std::fs::write(path, contents).map_err(|e| Error::Io(path.to_path_buf(), e))
 }
 
 /// The include file for `(package, file name)` pairs: modules nested by package, each
