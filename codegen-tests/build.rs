@@ -78,6 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .message_attribute(".kitchen.Inner", "#[derive(PartialOrd, Ord)]")
         .enum_attribute("Sparse", "#[doc(alias = \"SparseAlias\")]")
         .type_attribute(".kitchen.Empty", "#[cfg(any())]")
+        .type_attribute(".kitchen.other.Color", "#[cfg(all())]")
         .server_attribute(".twosvc.A", "#[derive(Default)]")
         .client_attribute("twosvc.B", "#[cfg(any())]")
         .client_attribute(".", "#[doc(alias = \"AnyClient\")]")

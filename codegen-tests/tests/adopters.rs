@@ -148,12 +148,16 @@ fn message_and_enum_attributes() {
 }
 
 /// A `#[cfg]` type attribute removes the struct and frpc's impl with it (or this crate would
-/// not compile).
+/// not compile); on an enum it gates the `EnumIndex` impl.
 #[test]
 fn cfg_type_attribute_reaches_frpc_impls() {
     let kitchen_rs = generated("kitchen.rs");
     assert!(attributes_of(&kitchen_rs, "pub struct Empty").contains(&"#[cfg(any())]"));
     assert!(attributes_of(&kitchen_rs, "impl ::frpc::codegen::Message for Empty").contains(&"#[cfg(any())]"));
+    // On an enum: prost's enum and frpc's `EnumIndex` impl.
+    let other_rs = generated("kitchen.other.rs");
+    assert!(attributes_of(&other_rs, "pub enum Color").contains(&"#[cfg(all())]"));
+    assert!(attributes_of(&other_rs, "impl ::frpc::codegen::EnumIndex for Color").contains(&"#[cfg(all())]"));
 }
 
 struct Nothing;
