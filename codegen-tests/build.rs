@@ -1,14 +1,22 @@
 //! Generates the test protos under several builder configurations, one output directory each
 //! (`$OUT_DIR/<config>/<package>.rs`); `src/lib.rs` includes them all, so every configuration
-//! must compile warning-free.
+//! must compile warning-free. `adopters` nests its packages with an include file instead.
 
 use std::path::PathBuf;
+
+use frpc_codegen::OperationNumbering;
 
 const KITCHEN: &[&str] = &[
     "proto/kitchen/kitchen.proto",
     "proto/kitchen/other.proto",
     "proto/kitchen/shared.proto",
     "proto/kitchen/services.proto",
+];
+
+const SPLIT: &[&str] = &[
+    "proto/split/orders.proto",
+    "proto/split/billing.proto",
+    "proto/split/audit.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,6 +35,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     frpc_codegen::configure()
         .out_dir(out.join("default"))
         .compile(&["proto/hostile/hostile.proto"], &["proto"])?;
+    frpc_codegen::configure()
+        .out_dir(out.join("default"))
+        .compile(&["proto/shop/shop.proto"], &["proto"])?;
+    frpc_codegen::configure()
+        .out_dir(out.join("default"))
+        .compile(SPLIT, &["proto"])?;
 
     // Every `bytes` as `bytes::Bytes`, and attributes on types and fields.
     let configured = || {
@@ -55,5 +69,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     server_only().compile(&capture, &capture_inc)?;
     server_only().compile(KITCHEN, &["proto"])?;
+
+    // What tonic-build users reach for, from an already compiled descriptor set: extern types
+    // (a whole package, and two types written by hand in `src/lib.rs`), message/enum/server/
+    // client attributes (`#[cfg]`s included), the descriptor set and an include file.
+    let protos: Vec<&str> = KITCHEN.iter().copied().chain(["proto/shop/shop.proto"]).collect();
+    let fds = protox::compile(&protos, ["proto"])?;
+    frpc_codegen::configure()
+        .extern_path(".shared.v1", "crate::default::shared::v1")
+        .extern_path(".shop.Money", "crate::money::Money")
+        .extern_path(".shop.Side", "crate::money::Side")
+        .message_attribute(".kitchen.Inner", "#[derive(PartialOrd, Ord)]")
+        .enum_attribute("Sparse", "#[doc(alias = \"SparseAlias\")]")
+        .type_attribute(".kitchen.Empty", "#[cfg(any())]")
+        .type_attribute(".kitchen.other.Color", "#[cfg(all())]")
+        .server_attribute(".twosvc.A", "#[derive(Default)]")
+        .client_attribute("twosvc.B", "#[cfg(any())]")
+        .client_attribute(".", "#[doc(alias = \"AnyClient\")]")
+        .file_descriptor_set_path(out.join("descriptors/adopters.bin")) // a new directory
+        .include_file("protos.rs")
+        .out_dir(out.join("adopters"))
+        .compile_fds(fds)?;
+
+    // Two files of one package, each with a service, plus another package: numbered per
+    // package and shared across the whole call.
+    frpc_codegen::configure()
+        .operation_numbering(OperationNumbering::PerPackage)
+        .out_dir(out.join("per_package"))
+        .compile(SPLIT, &["proto"])?;
+    frpc_codegen::configure()
+        .operation_numbering(OperationNumbering::Shared)
+        .out_dir(out.join("shared_ops"))
+        .compile(SPLIT, &["proto"])?;
     Ok(())
 }

@@ -59,3 +59,120 @@ fn writes_one_file_per_package() {
     }
     std::fs::remove_dir_all(out).unwrap();
 }
+
+/// frpc-codegen's error for a proto that would make two items of one module share a name.
+fn collision(proto: &str, builder: frpc_codegen::Builder) -> (String, String, String) {
+    let err = builder
+        .generate(&[format!("{}/{proto}", proto_dir())], &[proto_dir()])
+        .unwrap_err();
+    let text = err.to_string();
+    match err {
+        frpc_codegen::Error::Collision { package, name, .. } => (package, name, text),
+        other => panic!("expected a collision, got {other:?}"),
+    }
+}
+
+#[test]
+fn message_named_like_a_generated_client() {
+    let (package, name, err) = collision("bad/collide_client.proto", frpc_codegen::configure());
+    assert_eq!((package.as_str(), name.as_str()), ("collide", "StoreSvcClient"));
+    assert_eq!(
+        err,
+        "message `collide.StoreSvcClient` collides with the client generated for service \
+         `collide.StoreSvc`: both are `StoreSvcClient` in the Rust module of package `collide`"
+    );
+    // Without clients there is nothing to collide with.
+    let ok = frpc_codegen::configure().build_client(false).generate(
+        &[format!("{}/bad/collide_client.proto", proto_dir())],
+        &[proto_dir()],
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+}
+
+#[test]
+fn enum_named_like_a_generated_server() {
+    let (_, name, err) = collision("bad/collide_server.proto", frpc_codegen::configure());
+    assert_eq!(name, "StoreSvcServer");
+    assert!(
+        err.starts_with(
+            "enum `collide.StoreSvcServer` collides with the server generated for service \
+             `collide.StoreSvc`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn message_named_like_the_trait_or_the_ops_module() {
+    let (_, name, err) = collision("bad/collide_trait.proto", frpc_codegen::configure());
+    assert_eq!(name, "StoreSvc");
+    assert!(
+        err.starts_with(
+            "message `collide.store_svc` collides with the trait generated for service \
+             `collide.StoreSvc`"
+        ),
+        "{err}"
+    );
+    // Without the server there is no trait, but the message's nested-type module still meets
+    // the operation-number module.
+    let (_, name, err) = collision(
+        "bad/collide_trait.proto",
+        frpc_codegen::configure().build_server(false),
+    );
+    assert_eq!(name, "store_svc");
+    assert!(
+        err.starts_with(
+            "the module of the nested types of message `collide.store_svc` collides with the \
+             operation-number module generated for service `collide.StoreSvc`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn two_services_generating_one_name() {
+    let (_, name, err) = collision("bad/collide_services.proto", frpc_codegen::configure());
+    assert_eq!(name, "StoreClient");
+    assert!(
+        err.starts_with(
+            "the client generated for service `collide.Store` collides with the trait generated \
+             for service `collide.StoreClient`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn sub_package_named_like_the_ops_module() {
+    let (package, name, err) = collision("bad/sub/parent.proto", frpc_codegen::configure());
+    assert_eq!((package.as_str(), name.as_str()), ("collide", "store_svc"));
+    assert!(
+        err.starts_with(
+            "package `collide.store_svc` collides with the operation-number module generated for \
+             service `collide.StoreSvc`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_builder_options_name_the_option() {
+    let kitchen = [format!("{}/kitchen/kitchen.proto", proto_dir())];
+    let err = frpc_codegen::configure()
+        .server_attribute(".twosvc.A", "derive(Default)")
+        .generate(&kitchen, &[proto_dir()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "server_attribute(\".twosvc.A\", \"derive(Default)\"): not a list of Rust attributes"
+        ),
+        "{err}"
+    );
+    let err = frpc_codegen::configure()
+        .extern_path("kitchen.Inner", "crate::Inner")
+        .generate(&kitchen, &[proto_dir()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("extern_path(\"kitchen.Inner\""), "{err}");
+}

@@ -1,19 +1,37 @@
-//! [`Builder`]: the build.rs configuration. Parses with protox, generates structs with
-//! prost-build, appends frpc's codecs and services to each `<package>.rs`.
+//! [`Builder`]: the build.rs configuration. Parses with protox (or takes a descriptor set),
+//! generates structs with prost-build, appends frpc's codecs and services to each
+//! `<package>.rs`.
 
 use std::path::{Path, PathBuf};
 
+use prost::Message as _;
+use prost_types::FileDescriptorSet;
+
 use crate::Error;
-use crate::emit::Generator;
+use crate::emit::{Attributes, Generator};
+use crate::model::OperationNumbering;
+use crate::naming::{ExternPaths, package_module};
 use crate::parse::{self, Options};
 
 /// Configures and runs code generation. Start with [`configure`](crate::configure).
+///
+/// Paths (`path` arguments) use prost-build's matcher syntax: `"."` for everything, a package
+/// (`".pkg"`), a fully qualified element (`".pkg.Msg"`, `".pkg.Msg.field"`,
+/// `".pkg.Service"`), or a suffix of one (`"Msg"`, `"Msg.field"`).
 #[derive(Debug, Clone)]
 pub struct Builder {
     out_dir: Option<PathBuf>,
     bytes: Vec<String>,
     type_attributes: Vec<(String, String)>,
+    message_attributes: Vec<(String, String)>,
+    enum_attributes: Vec<(String, String)>,
     field_attributes: Vec<(String, String)>,
+    server_attributes: Vec<(String, String)>,
+    client_attributes: Vec<(String, String)>,
+    extern_paths: Vec<(String, String)>,
+    file_descriptor_set_path: Option<PathBuf>,
+    include_file: Option<PathBuf>,
+    operation_numbering: OperationNumbering,
     build_client: bool,
     build_server: bool,
     emit_rerun_if_changed: bool,
@@ -25,7 +43,15 @@ impl Default for Builder {
             out_dir: None,
             bytes: Vec::new(),
             type_attributes: Vec::new(),
+            message_attributes: Vec::new(),
+            enum_attributes: Vec::new(),
             field_attributes: Vec::new(),
+            server_attributes: Vec::new(),
+            client_attributes: Vec::new(),
+            extern_paths: Vec::new(),
+            file_descriptor_set_path: None,
+            include_file: None,
+            operation_numbering: OperationNumbering::PerFile,
             build_client: true,
             build_server: true,
             emit_rerun_if_changed: true,
@@ -38,6 +64,8 @@ impl Default for Builder {
 pub struct GeneratedFile {
     /// The file name (`capture.rs`, `my.pkg.rs`, `_.rs` for no package).
     pub name: String,
+    /// The proto package (`my.pkg`; empty for none).
+    pub package: String,
     /// What prost-build generated (empty when the package has no messages or enums).
     pub prost: String,
     /// What frpc generated: `Message`/`EnumIndex` impls, service traits, servers, clients.
@@ -70,17 +98,89 @@ impl Builder {
         self
     }
 
-    /// An attribute on the matching generated types (prost-build's `type_attribute`).
+    /// Attributes on the matching messages, enums and oneof enums (prost-build's
+    /// `type_attribute`). `#[cfg(..)]` attributes also go on frpc's `Message`/`EnumIndex` impl
+    /// of the type, so a type can be feature-gated.
     pub fn type_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
-        self.type_attributes
-            .push((path.as_ref().to_string(), attribute.as_ref().to_string()));
+        push(&mut self.type_attributes, path, attribute);
         self
     }
 
-    /// An attribute on the matching generated fields (prost-build's `field_attribute`).
+    /// Attributes on the matching messages only (prost-build's `message_attribute`); their
+    /// `#[cfg(..)]`s also go on the `Message` impl.
+    pub fn message_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
+        push(&mut self.message_attributes, path, attribute);
+        self
+    }
+
+    /// Attributes on the matching enums and oneof enums only (prost-build's `enum_attribute`);
+    /// their `#[cfg(..)]`s also go on the `EnumIndex` impl.
+    pub fn enum_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
+        push(&mut self.enum_attributes, path, attribute);
+        self
+    }
+
+    /// Attributes on the matching generated fields (prost-build's `field_attribute`).
     pub fn field_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
-        self.field_attributes
-            .push((path.as_ref().to_string(), attribute.as_ref().to_string()));
+        push(&mut self.field_attributes, path, attribute);
+        self
+    }
+
+    /// Attributes on the `FooServer` struct of the matching services (`".pkg.Foo"`, `"Foo"`,
+    /// `".pkg"`, `"."`), like tonic-build's `server_attribute`. `#[cfg(..)]` attributes also go
+    /// on the service trait and every impl of the server, so the server side can be
+    /// feature-gated.
+    pub fn server_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
+        push(&mut self.server_attributes, path, attribute);
+        self
+    }
+
+    /// Attributes on the `FooClient` struct of the matching services, like tonic-build's
+    /// `client_attribute`. `#[cfg(..)]` attributes also go on the client's impl.
+    pub fn client_attribute(mut self, path: impl AsRef<str>, attribute: impl AsRef<str>) -> Self {
+        push(&mut self.client_attributes, path, attribute);
+        self
+    }
+
+    /// Uses an existing Rust type or module for a proto type or package instead of generating
+    /// it (prost-build's `extern_path`): `proto_path` is fully qualified (`".pkg.Money"` or
+    /// `".pkg"`), `rust_path` is a path valid in every generated module (`"::money::Money"`,
+    /// `"crate::shared::v1"`).
+    ///
+    /// frpc's code uses the type like its own, so an extern **message** must implement, besides
+    /// what prost needs (`prost::Message`, `Default`, `Clone`, `PartialEq`, `Debug`),
+    /// `::frpc::codegen::Message` with the polyglot encoding its proto declares (what
+    /// frpc-codegen would generate for it); an extern **enum**, besides what prost needs,
+    /// `::frpc::codegen::EnumIndex`. Types that frpc-codegen generated in another crate or
+    /// module already do; a missing impl is a rustc error naming the trait.
+    pub fn extern_path(mut self, proto_path: impl AsRef<str>, rust_path: impl AsRef<str>) -> Self {
+        push(&mut self.extern_paths, proto_path, rust_path);
+        self
+    }
+
+    /// Also writes the compiled `FileDescriptorSet` (protobuf-encoded, source info included)
+    /// to `path`, relative to the current directory (in build.rs, the crate root; join it to
+    /// `OUT_DIR` to keep it out of the tree).
+    pub fn file_descriptor_set_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.file_descriptor_set_path = Some(path.into());
+        self
+    }
+
+    /// Also writes `name` into the output directory: one file that includes every generated
+    /// package in nested modules (`pub mod my { pub mod pkg { include!(..); } }`), like
+    /// prost-build's `include_file`. Then `include!(concat!(env!("OUT_DIR"), "/<name>"));`
+    /// brings everything at once.
+    pub fn include_file(mut self, name: impl Into<PathBuf>) -> Self {
+        self.include_file = Some(name.into());
+        self
+    }
+
+    /// Which methods share one sequence of operation numbers (default
+    /// [`OperationNumbering::PerFile`], what Go fRPC does). Use `PerPackage` or `Shared` to
+    /// serve the services of several files on one server; Go peers generated per file will not
+    /// agree with those numbers.
+    pub fn operation_numbering(mut self, numbering: OperationNumbering) -> Self {
+        self.operation_numbering = numbering;
         self
     }
 
@@ -103,14 +203,9 @@ impl Builder {
         self
     }
 
-    /// Generates and writes one `<package>.rs` per package into the output directory.
+    /// Parses `protos` (searched in `includes`) with protox, then does what
+    /// [`compile_fds`](Builder::compile_fds) does.
     pub fn compile(&self, protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) -> Result<(), Error> {
-        let out_dir = match &self.out_dir {
-            Some(dir) => dir.clone(),
-            None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
-                Error::Config("OUT_DIR is not set (call out_dir(..) outside build.rs)".into())
-            })?,
-        };
         if self.emit_rerun_if_changed {
             for path in protos
                 .iter()
@@ -120,13 +215,40 @@ impl Builder {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
+        self.compile_fds(parse_protos(protos, includes)?)
+    }
+
+    /// Generates and writes one `<package>.rs` per package of an already compiled descriptor
+    /// set (from `protoc --include_imports -o`, `protox`, `buf build`) into the output
+    /// directory, without running protox; plus the descriptor set and include files when
+    /// configured. The set must hold every imported file too (`--include_imports`), and
+    /// comments come through only with source info (`--include_source_info`).
+    pub fn compile_fds(&self, fds: FileDescriptorSet) -> Result<(), Error> {
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
+                Error::Config("OUT_DIR is not set (call out_dir(..) outside build.rs)".into())
+            })?,
+        };
+        let descriptors = self
+            .file_descriptor_set_path
+            .as_ref()
+            .map(|path| (path, fds.encode_to_vec()));
+        let files = self.generate_fds(fds)?;
         std::fs::create_dir_all(&out_dir).map_err(|e| Error::Io(out_dir.clone(), e))?;
-        for file in self.generate(protos, includes)? {
-            let path = out_dir.join(&file.name);
-            let contents = file.contents();
-            if std::fs::read_to_string(&path).ok().as_deref() != Some(contents.as_str()) {
-                std::fs::write(&path, contents).map_err(|e| Error::Io(path, e))?;
-            }
+        if let Some((path, bytes)) = descriptors {
+            write_if_changed(path, &bytes)?;
+        }
+        for file in &files {
+            write_if_changed(&out_dir.join(&file.name), file.contents().as_bytes())?;
+        }
+        if let Some(name) = &self.include_file {
+            let packages: Vec<(&str, &str)> = files
+                .iter()
+                .map(|f| (f.package.as_str(), f.name.as_str()))
+                .collect();
+            let text = include_file_contents(&packages, self.out_dir.is_none());
+            write_if_changed(&out_dir.join(name), text.as_bytes())?;
         }
         Ok(())
     }
@@ -137,36 +259,41 @@ impl Builder {
         protos: &[impl AsRef<Path>],
         includes: &[impl AsRef<Path>],
     ) -> Result<Vec<GeneratedFile>, Error> {
-        let fds = protox::compile(protos, includes).map_err(|e| Error::Parse(format!("{e:?}")))?;
+        self.generate_fds(parse_protos(protos, includes)?)
+    }
+
+    /// Generates every package's code from a descriptor set, without writing anything.
+    pub fn generate_fds(&self, fds: FileDescriptorSet) -> Result<Vec<GeneratedFile>, Error> {
+        let extern_paths = ExternPaths::new(&self.extern_paths).map_err(Error::Config)?;
         let packages = parse::parse(
             &fds,
             &Options {
                 bytes: self.bytes.clone(),
+                extern_paths,
+                numbering: self.operation_numbering,
             },
         )?;
+        let generator = self.generator()?;
+        let names: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
+        for package in &packages {
+            generator.check_names(package, &names)?;
+        }
 
         let mut config = self.prost_config();
         let requests = fds
             .file
-            .iter()
-            .map(|f| {
-                (
-                    prost_build::Module::from_protobuf_package_name(f.package()),
-                    f.clone(),
-                )
-            })
+            .into_iter()
+            .map(|f| (prost_build::Module::from_protobuf_package_name(f.package()), f))
             .collect();
         let mut prost = config.generate(requests).map_err(Error::Prost)?;
 
-        let generator = Generator::new()
-            .build_client(self.build_client)
-            .build_server(self.build_server);
         Ok(packages
             .iter()
             .map(|package| {
                 let module = prost_build::Module::from_protobuf_package_name(&package.name);
                 GeneratedFile {
                     name: package.file_name.clone(),
+                    package: package.name.clone(),
                     prost: prost.remove(&module).unwrap_or_default(),
                     frpc: generator.generate(package),
                 }
@@ -187,6 +314,41 @@ impl Builder {
             .collect())
     }
 
+    fn generator(&self) -> Result<Generator, Error> {
+        let mut generator = Generator::new()
+            .build_client(self.build_client)
+            .build_server(self.build_server);
+        let parse = |option: &str, (path, text): &(String, String)| {
+            Attributes::parse(text).map_err(|e| {
+                Error::Config(format!(
+                    "{option}(\"{path}\", \"{text}\"): not a list of Rust attributes: {e}"
+                ))
+            })
+        };
+        for entry in &self.type_attributes {
+            let attributes = parse("type_attribute", entry)?;
+            generator = generator
+                .message_attribute(&entry.0, attributes.clone())
+                .enum_attribute(&entry.0, attributes);
+        }
+        for entry in &self.message_attributes {
+            generator = generator.message_attribute(&entry.0, parse("message_attribute", entry)?);
+        }
+        for entry in &self.enum_attributes {
+            generator = generator.enum_attribute(&entry.0, parse("enum_attribute", entry)?);
+        }
+        for entry in &self.field_attributes {
+            parse("field_attribute", entry)?;
+        }
+        for entry in &self.server_attributes {
+            generator = generator.server_attribute(&entry.0, parse("server_attribute", entry)?);
+        }
+        for entry in &self.client_attributes {
+            generator = generator.client_attribute(&entry.0, parse("client_attribute", entry)?);
+        }
+        Ok(generator)
+    }
+
     fn prost_config(&self) -> prost_build::Config {
         let mut config = prost_build::Config::new();
         config
@@ -196,9 +358,121 @@ impl Builder {
         for (path, attribute) in &self.type_attributes {
             config.type_attribute(path, attribute);
         }
+        for (path, attribute) in &self.message_attributes {
+            config.message_attribute(path, attribute);
+        }
+        for (path, attribute) in &self.enum_attributes {
+            config.enum_attribute(path, attribute);
+        }
         for (path, attribute) in &self.field_attributes {
             config.field_attribute(path, attribute);
         }
+        for (proto, rust) in &self.extern_paths {
+            config.extern_path(proto, rust);
+        }
         config
+    }
+}
+
+fn push(list: &mut Vec<(String, String)>, path: impl AsRef<str>, value: impl AsRef<str>) {
+    list.push((path.as_ref().to_string(), value.as_ref().to_string()));
+}
+
+fn parse_protos(
+    protos: &[impl AsRef<Path>],
+    includes: &[impl AsRef<Path>],
+) -> Result<FileDescriptorSet, Error> {
+    protox::compile(protos, includes).map_err(|e| Error::Parse(format!("{e:?}")))
+}
+
+/// Writes `contents` unless the file already holds them (so cargo sees no change), creating
+/// missing parent directories.
+fn write_if_changed(path: &Path, contents: &[u8]) -> Result<(), Error> {
+    if std::fs::read(path).ok().as_deref() == Some(contents) {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::Io(parent.to_path_buf(), e))?;
+    }
+    std::fs::write(path, contents).map_err(|e| Error::Io(path.to_path_buf(), e))
+}
+
+/// The include file for `(package, file name)` pairs: modules nested by package, each
+/// including its file (by `OUT_DIR` when writing there, else relative to the include file).
+fn include_file_contents(packages: &[(&str, &str)], in_out_dir: bool) -> String {
+    let mut modules: Vec<(Vec<String>, &str)> = packages
+        .iter()
+        .map(|(package, file)| (package_module(package), *file))
+        .collect();
+    modules.sort();
+    let mut out = String::from("// @generated by frpc-codegen: every package, nested by name.\n");
+    let mut stack: Vec<String> = Vec::new();
+    let line = |out: &mut String, depth: usize, text: &str| {
+        out.push_str(&"    ".repeat(depth));
+        out.push_str(text);
+        out.push('\n');
+    };
+    for (module, file) in modules {
+        while !module.starts_with(&stack) {
+            stack.pop();
+            line(&mut out, stack.len(), "}");
+        }
+        while stack.len() < module.len() {
+            line(
+                &mut out,
+                stack.len(),
+                &format!("pub mod {} {{", module[stack.len()]),
+            );
+            stack.push(module[stack.len()].clone());
+        }
+        let include = if in_out_dir {
+            format!("include!(concat!(env!(\"OUT_DIR\"), \"/{file}\"));")
+        } else {
+            format!("include!(\"{file}\");")
+        };
+        line(&mut out, stack.len(), &include);
+    }
+    for depth in (0..stack.len()).rev() {
+        line(&mut out, depth, "}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::include_file_contents;
+
+    #[test]
+    fn include_file_nests_packages() {
+        let text = include_file_contents(
+            &[
+                ("b", "b.rs"),
+                ("a.x", "a.x.rs"),
+                ("", "_.rs"),
+                ("a", "a.rs"),
+                ("c.y", "c.y.rs"),
+            ],
+            false,
+        );
+        let expected = "\
+// @generated by frpc-codegen: every package, nested by name.
+include!(\"_.rs\");
+pub mod a {
+    include!(\"a.rs\");
+    pub mod x {
+        include!(\"a.x.rs\");
+    }
+}
+pub mod b {
+    include!(\"b.rs\");
+}
+pub mod c {
+    pub mod y {
+        include!(\"c.y.rs\");
+    }
+}
+";
+        assert_eq!(text, expected);
+        assert!(include_file_contents(&[("a", "a.rs")], true).contains("env!(\"OUT_DIR\")"));
     }
 }

@@ -10,6 +10,8 @@
 //!     frpc_codegen::configure()
 //!         .bytes(["."]) // every `bytes` field as `bytes::Bytes`
 //!         .build_client(false)
+//!         .extern_path(".money", "::money_types") // already generated elsewhere
+//!         .include_file("protos.rs") // one file nesting every package
 //!         .compile(&["proto/echo.proto"], &["proto"])?;
 //!     Ok(())
 //! }
@@ -38,12 +40,16 @@ pub mod naming;
 #[cfg(feature = "compile")]
 mod parse;
 
-use std::fmt;
 use std::path::PathBuf;
 
 #[cfg(feature = "compile")]
 pub use builder::{Builder, GeneratedFile};
 pub use emit::Generator;
+pub use model::OperationNumbering;
+/// The descriptor types [`Builder::compile_fds`] takes (prost-types, the version prost-build
+/// uses).
+#[cfg(feature = "compile")]
+pub use prost_types;
 
 /// Compiles `protos` (searched in `includes`) into `$OUT_DIR/<package>.rs` with the default
 /// configuration.
@@ -61,39 +67,49 @@ pub fn configure() -> Builder {
     Builder::default()
 }
 
-/// Why code generation failed.
-#[derive(Debug)]
+/// Why code generation failed. Every message names the .proto file, element or builder option
+/// at fault.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A .proto file is missing or invalid: protox's diagnostic (`file:line:col: message`).
+    #[error("cannot parse the .proto files: {0}")]
     Parse(String),
     /// A proto feature frpc cannot encode (the message names the field or method).
+    #[error("unsupported: {0}")]
     Unsupported(String),
     /// prost-build failed.
-    Prost(std::io::Error),
+    #[error("prost-build failed: {0}")]
+    Prost(#[source] std::io::Error),
     /// Writing a generated file failed.
-    Io(PathBuf, std::io::Error),
+    #[error("cannot write {path}: {err}", path = .0.display(), err = .1)]
+    Io(PathBuf, #[source] std::io::Error),
     /// The builder was misconfigured.
+    #[error("{0}")]
     Config(String),
+    /// Two items of one generated package module would have the same Rust name: a proto
+    /// element and an item frpc generates (a service's trait, `…Server`, `…Client` or
+    /// operation-number module), or two generated items.
+    #[error(
+        "{first} collides with {second}: both are `{name}` in the Rust module of {}",
+        package_desc(package)
+    )]
+    Collision {
+        /// The proto package whose module holds both (empty for none).
+        package: String,
+        /// The Rust name both would take (`StoreSvcClient`).
+        name: String,
+        /// The first element, as written in the .proto (``message `pkg.StoreSvcClient` ``).
+        first: String,
+        /// The second one (``the client generated for service `pkg.StoreSvc` ``).
+        second: String,
+    },
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Parse(msg) => write!(f, "cannot parse the .proto files: {msg}"),
-            Error::Unsupported(msg) => write!(f, "unsupported: {msg}"),
-            Error::Prost(err) => write!(f, "prost-build failed: {err}"),
-            Error::Io(path, err) => write!(f, "cannot write {}: {err}", path.display()),
-            Error::Config(msg) => f.write_str(msg),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Prost(err) | Error::Io(_, err) => Some(err),
-            _ => None,
-        }
+fn package_desc(package: &str) -> String {
+    if package.is_empty() {
+        "the files without a package".to_string()
+    } else {
+        format!("package `{package}`")
     }
 }

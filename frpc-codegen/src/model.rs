@@ -17,7 +17,8 @@ pub struct Package {
     pub messages: Vec<Message>,
     /// Every enum of the package (nested ones included).
     pub enums: Vec<Enum>,
-    /// Every service of the package, with operation numbers assigned per file.
+    /// Every service of the package, with operation numbers assigned (per file by default, see
+    /// [`OperationNumbering`]).
     pub services: Vec<Service>,
 }
 
@@ -242,7 +243,8 @@ pub struct Method {
     pub proto_name: String,
     /// The Rust method name (`echo_stream`).
     pub rust_name: String,
-    /// The operation number (from 10, in file order across all services of the file).
+    /// The operation number (from 10, in file order across all services of the file; see
+    /// [`OperationNumbering`]).
     pub op: u16,
     /// Unary or which kind of streaming.
     pub kind: MethodKind,
@@ -282,15 +284,47 @@ impl MethodKind {
 /// The first operation number of every file (0–9 are Frisbee's).
 pub const FIRST_OP: u16 = 10;
 
+/// Which methods share one sequence of operation numbers.
+///
+/// Go fRPC numbers per file, so only [`OperationNumbering::PerFile`] talks to Go peers
+/// generated from the same files; the others are for Rust-only deployments that serve
+/// services of several files on one server (where per-file numbers would clash).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OperationNumbering {
+    /// Every file numbers its methods from [`FIRST_OP`] (what Go fRPC does; the default).
+    #[default]
+    PerFile,
+    /// The files of one package share a sequence: the first file's methods take 10, 11, …,
+    /// the next file's continue where it stopped.
+    PerPackage,
+    /// Every file of one code generation run (one `compile` call) shares a sequence.
+    Shared,
+}
+
 /// Numbers the methods of the services of ONE file: from [`FIRST_OP`], in declaration order
 /// across every service, every method (streaming too) taking a number.
 ///
 /// # Panics
 /// If a file declares more than 65,526 methods.
 pub fn assign_ops(services: &mut [Service]) {
-    let mut op = FIRST_OP;
-    for method in services.iter_mut().flat_map(|s| s.methods.iter_mut()) {
-        method.op = op;
-        op = op.checked_add(1).expect("too many methods in one file");
+    let mut next = u32::from(FIRST_OP);
+    assign_ops_from(services, &mut next).expect("too many methods in one file");
+}
+
+/// Numbers the methods of `services` in declaration order starting at `*next`, and leaves
+/// `*next` at the number after the last one (for numbering shared across files).
+///
+/// # Errors
+/// The full name (`pkg.Service.Method`) of the first method that would need a number above
+/// 65,535.
+pub fn assign_ops_from(services: &mut [Service], next: &mut u32) -> Result<(), String> {
+    for service in services.iter_mut() {
+        for method in &mut service.methods {
+            method.op =
+                u16::try_from(*next).map_err(|_| format!("{}.{}", service.full_name, method.proto_name))?;
+            *next += 1;
+        }
     }
+    Ok(())
 }

@@ -78,6 +78,85 @@ pub fn resolve_path(package: &str, fq_type: &str) -> String {
         .join("::")
 }
 
+/// Whether prost-build's path `matcher` selects the proto element `full_path` (`.pkg.Msg`,
+/// `.pkg.Msg.field`, `.pkg.Service`): the full path, one of its suffixes (`Msg.field`,
+/// `field`), one of its prefixes (`.pkg`), or `.` for everything.
+pub fn path_matches(matcher: &str, full_path: &str) -> bool {
+    let suffixes = std::iter::successors(Some(full_path), |p| {
+        p.split_once('.').map(|x| x.1).filter(|p| !p.is_empty())
+    })
+    .skip(1);
+    let prefixes = std::iter::successors(Some(full_path), |p| {
+        p.rsplit_once('.').map(|x| x.0).filter(|p| !p.is_empty())
+    })
+    .skip(1);
+    std::iter::once(full_path)
+        .chain(suffixes)
+        .chain(prefixes)
+        .chain(std::iter::once("."))
+        .any(|p| p == matcher)
+}
+
+/// prost-build's `extern_path` table: proto packages or types (`.google.type`,
+/// `.pkg.Money`) provided by other Rust code (`::google_types`, `crate::money::Money`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExternPaths {
+    paths: Vec<(String, String)>,
+}
+
+impl ExternPaths {
+    /// The table for `(proto_path, rust_path)` pairs. Proto paths must be fully qualified
+    /// (`.pkg` or `.pkg.Type`), and each may appear once.
+    pub fn new(paths: &[(String, String)]) -> Result<ExternPaths, String> {
+        let mut out = ExternPaths::default();
+        for (proto, rust) in paths {
+            if !proto.starts_with('.') || proto.split('.').skip(1).any(str::is_empty) {
+                return Err(format!(
+                    "extern_path(\"{proto}\", \"{rust}\"): the proto path must be fully qualified \
+                     (`.package` or `.package.Type`)"
+                ));
+            }
+            if out.paths.iter().any(|(p, _)| p == proto) {
+                return Err(format!("extern_path(\"{proto}\", ..) is given twice"));
+            }
+            out.paths.push((proto.clone(), rust.clone()));
+        }
+        Ok(out)
+    }
+
+    /// The Rust path of the fully qualified proto type `fq_type` (with its leading dot) when
+    /// it is extern, exactly as prost-build's `ExternPaths::resolve_ident`: an exact entry
+    /// wins; otherwise the longest matching package or type prefix, with the remaining
+    /// segments as `snake_case` modules and an `UpperCamel` type name.
+    pub fn resolve(&self, fq_type: &str) -> Option<String> {
+        let get = |p: &str| self.paths.iter().find(|(k, _)| k == p).map(|(_, v)| v);
+        if let Some(rust) = get(fq_type) {
+            return Some(rust.clone());
+        }
+        for (idx, _) in fq_type.rmatch_indices('.') {
+            if let Some(rust) = get(&fq_type[..idx]) {
+                let mut segments = fq_type[idx + 1..].split('.');
+                let ty = segments.next_back().map(to_upper_camel);
+                let path: Vec<String> = rust
+                    .split("::")
+                    .chain(segments)
+                    .enumerate()
+                    .map(|(i, s)| {
+                        if i == 0 && s == "crate" {
+                            s.to_string()
+                        } else {
+                            to_snake(s)
+                        }
+                    })
+                    .chain(ty)
+                    .collect();
+                return Some(path.join("::"));
+            }
+        }
+        None
+    }
+}
+
 /// Doc comment lines as prost writes them: leading comments, a blank line, trailing comments,
 /// each line indented by one space unless it already starts with exactly one.
 pub fn doc_lines(leading: Option<&str>, trailing: Option<&str>) -> Vec<String> {
@@ -117,6 +196,39 @@ mod tests {
         assert_eq!(resolve_path("a.b", ".a.c.T"), "super::c::T");
         assert_eq!(resolve_path("", ".T"), "T");
         assert_eq!(resolve_path("x", ".y.z.T"), "super::y::z::T");
+    }
+
+    #[test]
+    fn extern_paths_like_prost() {
+        let paths = ExternPaths::new(&[
+            (".ext.Money".into(), "crate::money::Money".into()),
+            (".shared.v1".into(), "::shared_types::v1".into()),
+        ])
+        .unwrap();
+        assert_eq!(
+            paths.resolve(".ext.Money").as_deref(),
+            Some("crate::money::Money")
+        );
+        assert_eq!(paths.resolve(".ext.Order"), None);
+        assert_eq!(
+            paths.resolve(".shared.v1.Tag.Kind").as_deref(),
+            Some("::shared_types::v1::tag::Kind")
+        );
+        assert!(ExternPaths::new(&[("ext.Money".into(), "x".into())]).is_err());
+        assert!(matches!(
+            ExternPaths::new(&[(".a".into(), "x".into()), (".a".into(), "y".into())]),
+            Err(e) if e.contains("twice")
+        ));
+    }
+
+    #[test]
+    fn paths_match_like_prost() {
+        for m in [".", ".pkg", ".pkg.Svc", "pkg.Svc", "Svc"] {
+            assert!(path_matches(m, ".pkg.Svc"), "{m}");
+        }
+        for m in [".pk", "Sv", ".other", "pkg"] {
+            assert!(!path_matches(m, ".pkg.Svc"), "{m}");
+        }
     }
 
     #[test]

@@ -7,14 +7,20 @@ use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet};
 
 use crate::Error;
-use crate::model::{self, Codec, Field, MethodKind, Oneof, Package, Shape};
-use crate::naming::{doc_lines, package_file_name, resolve_path, to_snake, to_upper_camel};
+use crate::model::{self, Codec, Field, MethodKind, Oneof, OperationNumbering, Package, Shape};
+use crate::naming::{
+    self, ExternPaths, doc_lines, package_file_name, resolve_path, to_snake, to_upper_camel,
+};
 
 /// What parsing needs to know of the prost-build configuration.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// prost-build `bytes(...)` matchers: fields that are `bytes::Bytes`.
     pub bytes: Vec<String>,
+    /// prost-build `extern_path(...)`s: types not generated here, and their Rust paths.
+    pub extern_paths: ExternPaths,
+    /// Which methods share a sequence of operation numbers.
+    pub numbering: OperationNumbering,
 }
 
 /// Parses every file of `fds` (imports included, `google.protobuf` skipped) into packages,
@@ -22,6 +28,9 @@ pub struct Options {
 pub fn parse(fds: &FileDescriptorSet, options: &Options) -> Result<Vec<Package>, Error> {
     let index = Index::new(fds);
     let mut packages: Vec<Package> = Vec::new();
+    // The next operation number: one counter per file, per package or for everything.
+    let mut shared_op = u32::from(model::FIRST_OP);
+    let mut package_ops: HashMap<String, u32> = HashMap::new();
     for file in &fds.file {
         let package_name = file.package().to_string();
         if is_google(&package_name) {
@@ -54,10 +63,23 @@ pub fn parse(fds: &FileDescriptorSet, options: &Options) -> Result<Vec<Package>,
             cx.message(&prefix, msg, &mut package.messages, &mut package.enums)?;
         }
         for e in &file.enum_type {
-            package.enums.push(cx.enumeration(&prefix, e));
+            package.enums.extend(cx.enumeration(&prefix, e));
         }
         let mut services = cx.services()?;
-        model::assign_ops(&mut services);
+        let mut file_op = u32::from(model::FIRST_OP);
+        let next = match options.numbering {
+            OperationNumbering::PerFile => &mut file_op,
+            OperationNumbering::PerPackage => package_ops
+                .entry(package_name.clone())
+                .or_insert(u32::from(model::FIRST_OP)),
+            OperationNumbering::Shared => &mut shared_op,
+        };
+        model::assign_ops_from(&mut services, next).map_err(|method| {
+            Error::Unsupported(format!(
+                "method `{method}` would need an operation number above 65535 ({:?} numbering)",
+                options.numbering
+            ))
+        })?;
         package.services.extend(services);
     }
     Ok(packages)
@@ -152,7 +174,8 @@ impl FileCx<'_> {
         enums: &mut Vec<model::Enum>,
     ) -> Result<(), Error> {
         let fq = format!("{prefix}.{}", msg.name());
-        if self.index.map_entries.contains_key(&fq) {
+        // Map entries are not types; extern types (and what they nest) are generated elsewhere.
+        if self.index.map_entries.contains_key(&fq) || self.options.extern_paths.resolve(&fq).is_some() {
             return Ok(());
         }
         let rust_path = resolve_path(self.package, &fq);
@@ -207,18 +230,30 @@ impl FileCx<'_> {
             self.message(&fq, nested, messages, enums)?;
         }
         for e in &msg.enum_type {
-            enums.push(self.enumeration(&fq, e));
+            enums.extend(self.enumeration(&fq, e));
         }
         Ok(())
     }
 
-    fn enumeration(&self, prefix: &str, e: &prost_types::EnumDescriptorProto) -> model::Enum {
+    /// The enum, unless it is extern.
+    fn enumeration(&self, prefix: &str, e: &prost_types::EnumDescriptorProto) -> Option<model::Enum> {
         let fq = format!("{prefix}.{}", e.name());
-        model::Enum {
+        if self.options.extern_paths.resolve(&fq).is_some() {
+            return None;
+        }
+        Some(model::Enum {
             proto_name: fq[1..].to_string(),
             rust_path: resolve_path(self.package, &fq),
             values: e.value.iter().map(|v| v.number()).collect(),
-        }
+        })
+    }
+
+    /// The Rust path of a referenced type: its `extern_path`, or prost's relative path.
+    fn resolve(&self, fq_type: &str) -> String {
+        self.options
+            .extern_paths
+            .resolve(fq_type)
+            .unwrap_or_else(|| resolve_path(self.package, fq_type))
     }
 
     fn shape(
@@ -284,16 +319,24 @@ impl FileCx<'_> {
                 }
             }
             Type::Enum => {
+                if let Some(path) = self.options.extern_paths.resolve(f.type_name()) {
+                    return Ok(Codec::Enum(path));
+                }
                 if f.type_name().starts_with(".google.protobuf.") {
                     return Err(unsupported(owner, f));
                 }
                 Codec::Enum(resolve_path(self.package, f.type_name()))
             }
-            Type::Message => match well_known(f.type_name()) {
-                Some(Ok(codec)) => codec,
-                Some(Err(())) => return Err(unsupported(owner, f)),
-                None => Codec::Message(resolve_path(self.package, f.type_name())),
-            },
+            Type::Message => {
+                if let Some(path) = self.options.extern_paths.resolve(f.type_name()) {
+                    return Ok(Codec::Message(path));
+                }
+                match well_known(f.type_name()) {
+                    Some(Ok(codec)) => codec,
+                    Some(Err(())) => return Err(unsupported(owner, f)),
+                    None => Codec::Message(resolve_path(self.package, f.type_name())),
+                }
+            }
             Type::Group => return Err(unsupported(owner, f)),
         })
     }
@@ -309,8 +352,11 @@ impl FileCx<'_> {
             let mut methods = Vec::new();
             for (mi, m) in s.method.iter().enumerate() {
                 let io = |ty: &str| -> Result<String, Error> {
+                    if let Some(path) = self.options.extern_paths.resolve(ty) {
+                        return Ok(path);
+                    }
                     match well_known(ty) {
-                        None => Ok(resolve_path(self.package, ty)),
+                        None => Ok(self.resolve(ty)),
                         Some(Ok(Codec::Message(path))) => Ok(path),
                         _ => Err(Error::Unsupported(format!(
                             "method `{full_name}.{}` uses `{}`, which frpc cannot carry as a request or \
@@ -390,18 +436,6 @@ fn unsupported(owner: &str, f: &FieldDescriptorProto) -> Error {
 
 /// prost-build's path matching (`PathMap::find_best_matching`): the full path, its suffixes,
 /// its prefixes, or `.` match.
-pub(crate) fn path_matches(matchers: &[String], full_path: &str) -> bool {
-    let suffixes = std::iter::successors(Some(full_path), |p| {
-        p.split_once('.').map(|x| x.1).filter(|p| !p.is_empty())
-    })
-    .skip(1);
-    let prefixes = std::iter::successors(Some(full_path), |p| {
-        p.rsplit_once('.').map(|x| x.0).filter(|p| !p.is_empty())
-    })
-    .skip(1);
-    std::iter::once(full_path)
-        .chain(suffixes)
-        .chain(prefixes)
-        .chain(std::iter::once("."))
-        .any(|p| matchers.iter().any(|m| m == p))
+fn path_matches(matchers: &[String], full_path: &str) -> bool {
+    matchers.iter().any(|m| naming::path_matches(m, full_path))
 }

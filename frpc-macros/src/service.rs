@@ -122,7 +122,11 @@ pub(crate) fn expand(args: &Args, item: &syn::ItemTrait) -> syn::Result<TokenStr
         methods,
     };
     let tokens = service_prelude_free(&svc, true, true);
+    // Only compiles against the frpc series this frpc-macros was built for (empty until the
+    // runtime defines the marker).
+    let version = frpc_codegen::emit::version_check();
     errors.finish(quote! {
+        #version
         #tokens
         const _: () = { #(#checks)* };
     })

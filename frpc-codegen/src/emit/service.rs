@@ -4,31 +4,83 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use super::{docs, ident, path};
+use super::{Attributes, docs, ident, path};
 use crate::model::{Method, MethodKind, Service};
 use crate::naming::{to_const, to_snake};
 
+/// Extra attributes for the items of one service (`server_attribute` / `client_attribute`).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceAttributes {
+    /// On `FooServer`; their `#[cfg]`s also on the service trait and the server's impls.
+    pub server: Vec<Attributes>,
+    /// On `FooClient`; their `#[cfg]`s also on its impl.
+    pub client: Vec<Attributes>,
+}
+
 /// Everything generated for one service.
 pub fn service(s: &Service, server: bool, client: bool) -> TokenStream {
-    service_tokens(s, server, client, false)
+    service_tokens(s, server, client, false, &ServiceAttributes::default())
+}
+
+/// Like [`service`], with extra attributes on the server and client.
+pub fn service_with_attributes(
+    s: &Service,
+    server: bool,
+    client: bool,
+    attributes: &ServiceAttributes,
+) -> TokenStream {
+    service_tokens(s, server, client, false, attributes)
 }
 
 /// Like [`service`], but trait methods are called through their trait
 /// (`::core::clone::Clone::clone(&arc)` rather than `Arc::clone(&arc)`), so the code also compiles
 /// in a `#![no_implicit_prelude]` module. For `frpc-macros`, whose output lands in user modules.
 pub fn service_prelude_free(s: &Service, server: bool, client: bool) -> TokenStream {
-    service_tokens(s, server, client, true)
+    service_tokens(s, server, client, true, &ServiceAttributes::default())
 }
 
-fn service_tokens(s: &Service, server: bool, client: bool, prelude_free: bool) -> TokenStream {
+/// The names [`service`] gives the items it puts in the package module, each with what it is
+/// (`("StoreSvcClient", "the client")`): for name-collision checks.
+pub fn generated_names(s: &Service, server: bool, client: bool) -> Vec<(String, &'static str)> {
+    let mut names = Vec::new();
+    if server {
+        names.push((s.rust_name.clone(), "the trait"));
+        names.push((server_name(s).to_string(), "the server"));
+    }
+    if client {
+        names.push((client_name(s).to_string(), "the client"));
+    }
+    names.push((ops_module(s).to_string(), "the operation-number module"));
+    names
+}
+
+fn server_name(s: &Service) -> proc_macro2::Ident {
+    format_ident!("{}Server", ident(&s.rust_name))
+}
+
+fn client_name(s: &Service) -> proc_macro2::Ident {
+    format_ident!("{}Client", ident(&s.rust_name))
+}
+
+fn ops_module(s: &Service) -> proc_macro2::Ident {
+    ident(&to_snake(&s.proto_name))
+}
+
+fn service_tokens(
+    s: &Service,
+    server: bool,
+    client: bool,
+    prelude_free: bool,
+    attributes: &ServiceAttributes,
+) -> TokenStream {
     let ops = op_consts(s);
     let server = if server {
-        server_tokens(s, prelude_free)
+        server_tokens(s, prelude_free, &attributes.server)
     } else {
         TokenStream::new()
     };
     let client = if client {
-        client_tokens(s)
+        client_tokens(s, &attributes.client)
     } else {
         TokenStream::new()
     };
@@ -58,7 +110,14 @@ fn doc_or(comments: &[String], fallback: String) -> TokenStream {
 }
 
 fn op_consts(s: &Service) -> TokenStream {
-    let module = ident(&to_snake(&s.proto_name));
+    let module = ops_module(s);
+    // `package shop; service Shop` puts `mod shop` in the package's module `shop`.
+    let package_last = s.full_name.rsplit('.').nth(1);
+    let inception = if package_last.is_some_and(|p| module == to_snake(p)) {
+        quote!(#[allow(clippy::module_inception)])
+    } else {
+        TokenStream::new()
+    };
     let doc = format!(" Operation numbers of `{}`.", s.full_name);
     let consts = s.methods.iter().map(|m| {
         let name = ident(&to_const(&m.proto_name));
@@ -68,20 +127,23 @@ fn op_consts(s: &Service) -> TokenStream {
     });
     quote! {
         #[doc = #doc]
+        #inception
         pub mod #module {
             #(#consts)*
         }
     }
 }
 
-fn server_tokens(s: &Service, prelude_free: bool) -> TokenStream {
+fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> TokenStream {
+    let attrs = attributes.iter().map(Attributes::tokens);
+    let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
     let arc_clone = if prelude_free {
         quote!(::core::clone::Clone::clone)
     } else {
         quote!(::std::sync::Arc::clone)
     };
     let trait_name = ident(&s.rust_name);
-    let server_name = format_ident!("{}Server", trait_name);
+    let server_name = server_name(s);
     let full_name = &s.full_name;
     let trait_doc = doc_or(&s.comments, format!(" The `{full_name}` service."));
     let trait_methods = s.methods.iter().map(trait_method);
@@ -173,15 +235,18 @@ fn server_tokens(s: &Service, prelude_free: bool) -> TokenStream {
     let server_debug = server_name.to_string();
     quote! {
         #trait_doc
+        #cfg
         pub trait #trait_name: ::core::marker::Send + ::core::marker::Sync + 'static {
             #(#trait_methods)*
         }
 
         #[doc = #server_doc]
+        #(#attrs)*
         pub struct #server_name<T> {
             inner: ::std::sync::Arc<T>,
         }
 
+        #cfg
         impl<T> #server_name<T> {
             /// Wraps a service implementation.
             pub fn new(inner: T) -> Self {
@@ -193,18 +258,21 @@ fn server_tokens(s: &Service, prelude_free: bool) -> TokenStream {
             }
         }
 
+        #cfg
         impl<T> ::core::clone::Clone for #server_name<T> {
             fn clone(&self) -> Self {
                 Self { inner: #arc_clone(&self.inner) }
             }
         }
 
+        #cfg
         impl<T> ::core::fmt::Debug for #server_name<T> {
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.write_str(#server_debug)
             }
         }
 
+        #cfg
         impl<T: #trait_name> ::frpc::codegen::Service for #server_name<T> {
             fn name(&self) -> &'static str {
                 #full_name
@@ -260,8 +328,10 @@ fn trait_method(m: &Method) -> TokenStream {
     }
 }
 
-fn client_tokens(s: &Service) -> TokenStream {
-    let client_name = format_ident!("{}Client", ident(&s.rust_name));
+fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
+    let attrs = attributes.iter().map(Attributes::tokens);
+    let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
+    let client_name = client_name(s);
     let doc = format!(" A client for the `{}` service.", s.full_name);
     let methods = s.methods.iter().map(|m| {
         let doc = doc_or(
@@ -309,10 +379,12 @@ fn client_tokens(s: &Service) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[derive(Debug, Clone)]
+        #(#attrs)*
         pub struct #client_name {
             client: ::frpc::Client,
         }
 
+        #cfg
         impl #client_name {
             /// Connects to `addr` with the default client configuration.
             pub async fn connect(
