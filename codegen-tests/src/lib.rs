@@ -54,6 +54,8 @@ pub mod default {
     /// Schemas for hostile-peer tests (deep recursion, unknown enum values).
     pub mod hostile {
         include!(concat!(env!("OUT_DIR"), "/default/hostile.rs"));
+    }
+
     split!("default");
     /// `shop.proto`, with `Money` and `Side` generated.
     pub mod shop {

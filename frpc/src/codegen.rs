@@ -22,6 +22,14 @@ pub use crate::service::{MethodDesc, Service};
 use crate::status::{Error, Status};
 pub use crate::types::{BoxFuture, MethodKind};
 
+/// The frpc release series generated code was written for. Every file frpc-codegen 0.1
+/// generates, and every `#[frpc::service]` of frpc-macros 0.1, contains
+/// `const _: () = ::frpc::codegen::REQUIRES_FRPC_0_1;`, which resolves only against frpc 0.1.x:
+/// with mismatched frpc and frpc-codegen the build fails on that line with "cannot find value
+/// `REQUIRES_FRPC_0_1` in module `::frpc::codegen`". Renamed with every semver-incompatible
+/// release (`REQUIRES_FRPC_0_2`, …); frpc-codegen derives the same name from its own version.
+pub const REQUIRES_FRPC_0_1: () = ();
+
 fn decode_request<Req: Message>(content: &Bytes) -> Result<Req, Status> {
     match decode_envelope::<Req>(&mut Decoder::from_bytes(content)) {
         Ok(Envelope::Message(request)) => Ok(request),

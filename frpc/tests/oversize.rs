@@ -40,7 +40,11 @@ async fn an_oversize_request_gets_an_error_naming_the_limit_and_the_connection_s
             status.message().contains("exceeds the limit of 1024 bytes"),
             "{framing:?}: {status}"
         );
-        assert_eq!(call(&client, ECHO, "next").await.unwrap().value, "next", "{framing:?}");
+        assert_eq!(
+            call(&client, ECHO, "next").await.unwrap().value,
+            "next",
+            "{framing:?}"
+        );
         assert!(!client.is_closed());
     }
 }
@@ -78,8 +82,15 @@ async fn an_oversize_reply_fails_only_its_call() {
         let addr = peer_with_one_big_reply(framing).await;
         let client = client(addr, framing, SMALL).await;
         let err = call(&client, ECHO, "give me a big one").await.unwrap_err();
-        assert!(matches!(err, Error::TooLarge { len, max: SMALL } if len > 4096), "{framing:?}: {err}");
-        assert_eq!(call(&client, ECHO, "next").await.unwrap().value, "next", "{framing:?}");
+        assert!(
+            matches!(err, Error::TooLarge { len, max: SMALL } if len > 4096),
+            "{framing:?}: {err}"
+        );
+        assert_eq!(
+            call(&client, ECHO, "next").await.unwrap().value,
+            "next",
+            "{framing:?}"
+        );
         assert!(!client.is_closed());
     }
 }
@@ -99,10 +110,16 @@ async fn an_oversize_stream_message_fails_only_its_stream() {
             status.message().contains("exceeds the limit of 1024 bytes"),
             "{framing:?}: {status}"
         );
-        assert_eq!(call(&client, ECHO, "after").await.unwrap().value, "after", "{framing:?}");
+        assert_eq!(
+            call(&client, ECHO, "after").await.unwrap().value,
+            "after",
+            "{framing:?}"
+        );
     }
 }
 
 async fn codegen_bidi(client: &Client) -> frpc::BidiCall<Text, Text> {
-    frpc::codegen::call_bidi::<Text, Text>(client, CHAT).await.unwrap()
+    frpc::codegen::call_bidi::<Text, Text>(client, CHAT)
+        .await
+        .unwrap()
 }

@@ -225,7 +225,10 @@ impl Dispatch for ClientDispatch {
     async fn oversize(&self, conn: &Arc<Connection>, header: Header) {
         let max = conn.max_content_length();
         if header.op == op::STREAM {
-            return self.calls.streams.reject_oversize(conn, header.id, header.len, max);
+            return self
+                .calls
+                .streams
+                .reject_oversize(conn, header.id, header.len, max);
         }
         let err = Error::TooLarge {
             len: header.len as usize,

@@ -226,10 +226,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
         }
         if self.handlers.target(header.op) == Some(Target::Unary) {
             // Go drops the whole connection; the header names the call, so answer it instead.
-            let text = format!(
-                "request of {} bytes exceeds the limit of {max} bytes",
-                header.len
-            );
+            let text = format!("request of {} bytes exceeds the limit of {max} bytes", header.len);
             let content = polyglot::error_to_bytes(&text);
             let _ = conn.send(Packet::new(header.id, header.op, content)).await;
         }
