@@ -20,10 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use bytes::BytesMut;
-use frpc_wire::{Frame, FrameCodec, Framing, Header, Packet, PacketCodec, op};
+use frpc_wire::{Frame, FrameCodec, Header, Packet, PacketCodec, op};
 use futures_util::StreamExt;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
@@ -31,19 +30,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
+use super::writer::{Outbound, Writer};
 use crate::config::ConnectionConfig;
 use crate::status::Error;
 
-/// Content at least this large is written straight from its own buffer instead of being copied
-/// into the batch buffer.
-const LARGE_CONTENT: usize = 32 * 1024;
-/// The writer stops batching once this much is buffered.
-const BATCH_LIMIT: usize = 64 * 1024;
 /// Under continuous traffic the reader looks at the server's shutdown signal every this many
 /// packets (it also wakes for it whenever the socket is idle).
 const DRAIN_CHECK_EVERY: u32 = 64;
-/// How long a closing connection may spend flushing what is still queued (Go: 5 s).
-const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the reader does with the packets it reads: the calls floor implements it, once for
 /// clients and once for servers.
@@ -80,6 +73,11 @@ pub(crate) struct Options {
 /// The shared half of a connection: what tasks and handles use to send and to close.
 pub(crate) struct Connection {
     out: mpsc::Sender<Packet>,
+    /// The write side: the direct path and the bookkeeping of what is queued.
+    outbound: Arc<dyn Outbound>,
+    /// Set by the reader while it has input buffered beyond the packet it dispatches: replies
+    /// then go through the queue, where they batch into one write.
+    more_input: AtomicBool,
     closed: CancellationToken,
     is_closed: AtomicBool,
     close_reason: OnceLock<String>,
@@ -135,8 +133,11 @@ impl Connection {
         let (out, queue) = mpsc::channel(config.write_queue.max(1));
         let codec = PacketCodec::new(config.framing).with_max_content_length(config.max_content_length);
         let dispatch = Arc::new(dispatch);
+        let writer = Arc::new(Writer::new(write, config.framing));
         let conn = Arc::new(Connection {
             out,
+            outbound: writer.clone(),
+            more_input: AtomicBool::new(false),
             closed: CancellationToken::new(),
             is_closed: AtomicBool::new(false),
             close_reason: OnceLock::new(),
@@ -152,13 +153,19 @@ impl Connection {
         });
         let span = tracing::debug_span!("connection", %peer);
         let (parts_tx, parts_rx) = oneshot::channel::<ReadParts<R>>();
-        let writer = write_loop(conn.clone(), write, queue);
         let writer_conn = conn.clone();
         let writer = tokio::spawn(
             async move {
-                match writer.await {
-                    Some(write) => writer_conn.handback.complete(write, parts_rx, join).await,
-                    None => writer_conn.handback.abandon(),
+                let conn = writer_conn;
+                let keep = || conn.handback.requested();
+                match writer.run(queue, &conn.closed, keep).await {
+                    Ok(Some(write)) => conn.handback.complete(write, parts_rx, join).await,
+                    Ok(None) => conn.handback.abandon(),
+                    Err(err) => {
+                        tracing::debug!(peer = %conn.peer, error = %err, "closing connection on write error");
+                        conn.close(format!("write failed: {err}"));
+                        conn.handback.abandon();
+                    }
                 }
             }
             .instrument(span.clone()),
@@ -180,11 +187,6 @@ impl Connection {
         self.peer
     }
 
-    /// The framing this connection speaks.
-    pub(crate) fn framing(&self) -> Framing {
-        self.codec.framing()
-    }
-
     /// The largest content accepted.
     pub(crate) fn max_content_length(&self) -> u32 {
         self.codec.max_content_length()
@@ -195,13 +197,26 @@ impl Connection {
         self.codec.check_len(len).map(|_| ()).map_err(Error::from)
     }
 
-    /// Queues a packet, waiting while the writer's queue is full.
+    /// Sends a packet: written at once when the writer is idle and nothing is queued ahead,
+    /// queued otherwise (waiting while the writer's queue is full).
     pub(crate) async fn send(&self, packet: Packet) -> Result<(), Error> {
         self.check_len(packet.content.len())?;
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        self.out.send(packet).await.map_err(|_| self.closed_error())
+        let packet = match self.more_input.load(Ordering::Relaxed) {
+            true => packet,
+            false => match self.outbound.try_direct(packet) {
+                Ok(()) => return Ok(()),
+                Err(packet) => packet,
+            },
+        };
+        self.outbound.queued();
+        if self.out.send(packet).await.is_err() {
+            self.outbound.unqueued();
+            return Err(self.closed_error());
+        }
+        Ok(())
     }
 
     /// The connection's settings.
@@ -212,7 +227,11 @@ impl Connection {
     /// Queues a packet if there is room right now (for callers that cannot wait, like `Drop`).
     pub(crate) fn try_send(&self, packet: Packet) -> Result<(), Error> {
         self.check_len(packet.content.len())?;
-        self.out.try_send(packet).map_err(|_| self.closed_error())
+        self.outbound.queued();
+        self.out.try_send(packet).map_err(|_| {
+            self.outbound.unqueued();
+            self.closed_error()
+        })
     }
 
     /// Closes the connection: the reader stops, the writer flushes what is queued and shuts
@@ -326,7 +345,11 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             }
         };
         match next {
-            Some(Ok(frame)) => handle(&conn, &*dispatch, frame).await,
+            Some(Ok(frame)) => {
+                let more = !framed.read_buffer().is_empty();
+                conn.more_input.store(more, Ordering::Relaxed);
+                handle(&conn, &*dispatch, frame).await
+            }
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
                 conn.close(err.to_string());
@@ -366,91 +389,11 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame)
     };
     match packet.op {
         op::PING => {
-            let _ = conn.out.send(Packet::pong()).await;
+            let _ = conn.send(Packet::pong()).await;
         }
         op::PONG => {}
         _ => dispatch.packet(conn, packet).await,
     }
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(
-    conn: Arc<Connection>,
-    mut write: W,
-    mut queue: mpsc::Receiver<Packet>,
-) -> Option<W> {
-    let framing = conn.framing();
-    let mut buf = BytesMut::with_capacity(BATCH_LIMIT);
-    let closed = conn.closed.cancelled();
-    tokio::pin!(closed);
-    let result: std::io::Result<()> = async {
-        loop {
-            let first = tokio::select! {
-                biased;
-                packet = queue.recv() => packet,
-                _ = &mut closed => None,
-            };
-            let Some(packet) = first else { return Ok(()) };
-            write_packet(&mut write, &mut buf, framing, packet).await?;
-            while buf.len() < BATCH_LIMIT {
-                match queue.try_recv() {
-                    Ok(packet) => write_packet(&mut write, &mut buf, framing, packet).await?,
-                    Err(_) => break,
-                }
-            }
-            write.write_all(&buf).await?;
-            buf.clear();
-        }
-    }
-    .await;
-    if let Err(err) = result {
-        tracing::debug!(peer = %conn.peer, error = %err, "closing connection on write error");
-        conn.close(format!("write failed: {err}"));
-        return None;
-    }
-    // Closing: flush what was queued before the close (a closing status reply, say).
-    let taking_over = conn.handback.requested();
-    let flush = async {
-        queue.close();
-        while let Some(packet) = queue.recv().await {
-            // A heartbeat would land in the raw byte stream of a taken-over connection.
-            if taking_over && packet.op <= op::PONG {
-                continue;
-            }
-            write_packet(&mut write, &mut buf, framing, packet).await?;
-        }
-        write.write_all(&buf).await?;
-        write.flush().await
-    };
-    let _ = tokio::time::timeout(CLOSE_FLUSH_TIMEOUT, flush).await;
-    if taking_over {
-        return Some(write);
-    }
-    let _ = write.shutdown().await;
-    None
-}
-
-/// Appends a packet to the batch; a large content is written from its own buffer after what is
-/// batched so far, so it is never copied.
-async fn write_packet<W: AsyncWrite + Unpin>(
-    write: &mut W,
-    buf: &mut BytesMut,
-    framing: Framing,
-    packet: Packet,
-) -> std::io::Result<()> {
-    let len = packet.content.len();
-    Header {
-        id: packet.id,
-        op: packet.op,
-        len: len as u32, // checked against the limit (≤ u32) when queued
-    }
-    .encode(framing, buf);
-    if len < LARGE_CONTENT {
-        buf.extend_from_slice(&packet.content);
-        return Ok(());
-    }
-    write.write_all(buf).await?;
-    buf.clear();
-    write.write_all(&packet.content).await
 }
 
 async fn heartbeat(conn: Arc<Connection>) {
@@ -465,7 +408,7 @@ async fn heartbeat(conn: Arc<Connection>) {
             _ = ticks.tick() => {}
         }
         // A full queue means we are writing anyway; the PING would add nothing.
-        let _ = conn.out.try_send(Packet::ping());
+        let _ = conn.try_send(Packet::ping());
         if conn.activity.swap(false, Ordering::Relaxed) || conn.busy.load(Ordering::Relaxed) {
             silent = Duration::ZERO;
         } else {

@@ -1,0 +1,244 @@
+//! The write side of a connection: a writer task that batches queued packets into one write,
+//! and a direct path on which a sender that finds the writer idle writes its packet itself,
+//! saving the hand-off to the writer task (a wake-up and a context switch per message).
+//! Transport floor.
+//!
+//! Both write under one lock around the socket's write half. The direct path is taken only when
+//! nothing is queued or half-written ahead of the packet (`outstanding` is zero, checked under
+//! the lock), so packets leave in the order they were sent. A direct write that the socket only
+//! partly takes leaves the rest to the writer task, which writes it before anything else. Large
+//! contents, a busy writer, and a reader with more input buffered (whose replies batch better
+//! through the queue) all take the queue.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use frpc_wire::{Framing, Header, Packet, op};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Mutex, Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// Content at least this large is written straight from its own buffer instead of being copied
+/// into the batch buffer (and never takes the direct path).
+const LARGE_CONTENT: usize = 32 * 1024;
+/// The writer stops batching once this much is buffered.
+const BATCH_LIMIT: usize = 64 * 1024;
+/// How long a closing connection may spend flushing what is still queued (Go: 5 s).
+const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the connection asks of its write side, whatever the socket type.
+pub(crate) trait Outbound: Send + Sync {
+    /// Writes `packet` at once if nothing is ahead of it and the writer is idle; gives it back
+    /// to be queued otherwise.
+    fn try_direct(&self, packet: Packet) -> Result<(), Packet>;
+    /// A packet is about to be queued (the direct path closes until it is written).
+    fn queued(&self);
+    /// A packet counted by [`Outbound::queued`] never made it into the queue.
+    fn unqueued(&self);
+}
+
+/// The socket's write half and what the direct path left for the writer task.
+struct Side<W> {
+    /// `None` once the writer task has finished with it.
+    write: Option<W>,
+    /// Bytes a direct write could not hand to the socket.
+    rest: BytesMut,
+    /// Whether a direct write left work (bytes or a flush) for the writer task.
+    partial: bool,
+    /// The direct path's encoding buffer, reused.
+    scratch: BytesMut,
+}
+
+/// The write side shared by the writer task and the senders.
+pub(crate) struct Writer<W> {
+    side: Mutex<Side<W>>,
+    /// Packets queued or half-written that the writer task has not finished yet.
+    outstanding: AtomicUsize,
+    /// Wakes the writer task for the rest of a direct write.
+    wake: Notify,
+    framing: Framing,
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
+    pub(crate) fn new(write: W, framing: Framing) -> Writer<W> {
+        Writer {
+            side: Mutex::new(Side {
+                write: Some(write),
+                rest: BytesMut::new(),
+                partial: false,
+                scratch: BytesMut::new(),
+            }),
+            outstanding: AtomicUsize::new(0),
+            wake: Notify::new(),
+            framing,
+        }
+    }
+
+    /// Writes batches of queued packets until `closed` fires or a write fails; then flushes what
+    /// is still queued (leaving heartbeats out when `keep` says the socket is handed back) and
+    /// returns the write half when `keep` is true, or shuts it down.
+    pub(crate) async fn run(
+        &self,
+        mut queue: mpsc::Receiver<Packet>,
+        closed: &CancellationToken,
+        keep: impl FnOnce() -> bool,
+    ) -> Result<Option<W>, std::io::Error> {
+        let mut buf = BytesMut::with_capacity(BATCH_LIMIT);
+        loop {
+            let first = tokio::select! {
+                biased;
+                packet = queue.recv() => match packet {
+                    Some(packet) => Some(packet),
+                    None => break,
+                },
+                _ = self.wake.notified() => None,
+                _ = closed.cancelled() => break,
+            };
+            let mut side = self.side.lock().await;
+            let side = &mut *side;
+            let Some(write) = side.write.as_mut() else { break };
+            if side.partial {
+                write.write_all(&side.rest).await?;
+                write.flush().await?;
+                side.rest.clear();
+                side.partial = false;
+                self.outstanding.fetch_sub(1, Ordering::Release);
+            }
+            let Some(packet) = first else { continue };
+            let mut written = 1;
+            write_packet(write, &mut buf, self.framing, packet).await?;
+            while buf.len() < BATCH_LIMIT {
+                match queue.try_recv() {
+                    Ok(packet) => write_packet(write, &mut buf, self.framing, packet).await?,
+                    Err(_) => break,
+                }
+                written += 1;
+            }
+            write.write_all(&buf).await?;
+            buf.clear();
+            self.outstanding.fetch_sub(written, Ordering::Release);
+        }
+        Ok(self.finish(queue, buf, keep()).await)
+    }
+
+    /// Closing: flushes the rest of a direct write and what was queued before the close (a
+    /// closing status reply, say), for at most [`CLOSE_FLUSH_TIMEOUT`].
+    async fn finish(&self, mut queue: mpsc::Receiver<Packet>, mut buf: BytesMut, keep: bool) -> Option<W> {
+        let mut side = self.side.lock().await;
+        let side = &mut *side;
+        let mut write = side.write.take()?;
+        let flush = async {
+            write.write_all(&side.rest).await?;
+            queue.close();
+            while let Some(packet) = queue.recv().await {
+                // A heartbeat would land in the raw byte stream of a taken-over connection.
+                if keep && packet.op <= op::PONG {
+                    continue;
+                }
+                write_packet(&mut write, &mut buf, self.framing, packet).await?;
+            }
+            write.write_all(&buf).await?;
+            write.flush().await
+        };
+        let _ = tokio::time::timeout(CLOSE_FLUSH_TIMEOUT, flush).await;
+        if keep {
+            return Some(write);
+        }
+        let _ = write.shutdown().await;
+        None
+    }
+}
+
+impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
+    fn try_direct(&self, packet: Packet) -> Result<(), Packet> {
+        if packet.content.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) != 0 {
+            return Err(packet);
+        }
+        let Ok(mut side) = self.side.try_lock() else {
+            return Err(packet);
+        };
+        // Checked again under the lock: the writer task decrements it only while holding it.
+        if self.outstanding.load(Ordering::Acquire) != 0 {
+            return Err(packet);
+        }
+        let side = &mut *side;
+        let Some(write) = side.write.as_mut() else {
+            return Err(packet);
+        };
+        side.scratch.clear();
+        encode(&mut side.scratch, self.framing, &packet);
+        let written = write_now(write, &side.scratch);
+        if written < side.scratch.len() || !flush_now(write) {
+            // The socket is full (or the writer needs a flush, like TLS): the writer task takes
+            // it from here, before anything queued after us.
+            side.rest.extend_from_slice(&side.scratch[written..]);
+            side.partial = true;
+            self.outstanding.fetch_add(1, Ordering::Release);
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    fn queued(&self) {
+        self.outstanding.fetch_add(1, Ordering::Release);
+    }
+
+    fn unqueued(&self) {
+        self.outstanding.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// Writes as much of `bytes` as the socket takes without waiting.
+fn write_now<W: AsyncWrite + Unpin>(write: &mut W, bytes: &[u8]) -> usize {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut written = 0;
+    while written < bytes.len() {
+        match Pin::new(&mut *write).poll_write(&mut cx, &bytes[written..]) {
+            Poll::Ready(Ok(n)) if n > 0 => written += n,
+            // Not now (or an error the writer task will meet and report).
+            _ => break,
+        }
+    }
+    written
+}
+
+/// Flushes without waiting; `false` when the writer has more to do.
+fn flush_now<W: AsyncWrite + Unpin>(write: &mut W) -> bool {
+    let mut cx = Context::from_waker(Waker::noop());
+    matches!(Pin::new(write).poll_flush(&mut cx), Poll::Ready(Ok(())))
+}
+
+/// Appends a packet's header and content to `buf`.
+fn encode(buf: &mut BytesMut, framing: Framing, packet: &Packet) {
+    header(packet).encode(framing, buf);
+    buf.extend_from_slice(&packet.content);
+}
+
+fn header(packet: &Packet) -> Header {
+    Header {
+        id: packet.id,
+        op: packet.op,
+        len: packet.content.len() as u32, // checked against the limit (≤ u32) when queued
+    }
+}
+
+/// Appends a packet to the batch; a large content is written from its own buffer after what is
+/// batched so far, so it is never copied.
+async fn write_packet<W: AsyncWrite + Unpin>(
+    write: &mut W,
+    buf: &mut BytesMut,
+    framing: Framing,
+    packet: Packet,
+) -> std::io::Result<()> {
+    if packet.content.len() < LARGE_CONTENT {
+        encode(buf, framing, &packet);
+        return Ok(());
+    }
+    header(&packet).encode(framing, buf);
+    write.write_all(buf).await?;
+    buf.clear();
+    write.write_all(&packet.content).await
+}
