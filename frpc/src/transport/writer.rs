@@ -10,6 +10,7 @@
 //! contents, a busy writer, and a reader with more input buffered (whose replies batch better
 //! through the queue) all take the queue.
 
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
@@ -225,8 +226,8 @@ fn header(packet: &Packet) -> Header {
     }
 }
 
-/// Appends a packet to the batch; a large content is written from its own buffer after what is
-/// batched so far, so it is never copied.
+/// Appends a packet to the batch; a large content is written from its own buffer together with
+/// what is batched so far (one vectored write), so it is never copied.
 async fn write_packet<W: AsyncWrite + Unpin>(
     write: &mut W,
     buf: &mut BytesMut,
@@ -238,7 +239,31 @@ async fn write_packet<W: AsyncWrite + Unpin>(
         return Ok(());
     }
     header(&packet).encode(framing, buf);
-    write.write_all(buf).await?;
+    write_both(write, buf, &packet.content).await?;
     buf.clear();
-    write.write_all(&packet.content).await
+    Ok(())
+}
+
+/// Writes `first` then `second` with vectored writes (one syscall when the socket takes both).
+async fn write_both<W: AsyncWrite + Unpin>(
+    write: &mut W,
+    first: &[u8],
+    second: &[u8],
+) -> std::io::Result<()> {
+    let (mut first, mut second) = (first, second);
+    while !first.is_empty() {
+        let n = write
+            .write_vectored(&[IoSlice::new(first), IoSlice::new(second)])
+            .await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        if n < first.len() {
+            first = &first[n..];
+        } else {
+            second = &second[n - first.len()..];
+            first = &[];
+        }
+    }
+    write.write_all(second).await
 }
