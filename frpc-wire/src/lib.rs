@@ -6,7 +6,7 @@
 //!   ([`PacketCodec`]), or [`Frame`]s that also report oversize packets and skip them
 //!   ([`FrameCodec`]).
 //! - [`polyglot`]: the value encoding, its never-panicking [`polyglot::Decoder`] (with a nesting
-//!   limit and a memory budget: a decoded message costs at most 17 × its encoded size + 64 KiB,
+//!   limit and a memory budget: a decoded message costs at most 11 × its encoded size + 64 KiB,
 //!   see [`polyglot::decode`]) and the fRPC message envelope ([`polyglot::Message`]).
 //!
 //! ```
