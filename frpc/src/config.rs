@@ -1,4 +1,5 @@
 //! Tunables, each in a `Config` struct whose `Default` matches Go fRPC where Go has a value.
+//! A leaf: it imports nothing from the crate.
 
 use std::time::Duration;
 

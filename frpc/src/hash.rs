@@ -1,6 +1,6 @@
 //! A hasher for small integer keys (operation and request ids): ids are not attacker-chosen in
 //! a way that matters (each connection has its own tables, bounded in size), and SipHash would
-//! cost more than the rest of a lookup.
+//! cost more than the rest of a lookup. A leaf.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
