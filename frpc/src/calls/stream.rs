@@ -10,6 +10,15 @@
 //! that far behind, its stream fails with [`Error::StreamOverflow`] (locally, and the peer gets
 //! an error and `EOF`) instead of stalling the connection: unary calls and other streams on the
 //! same connection keep flowing.
+//!
+//! **Late packets.** A stream is forgotten as soon as this side is done with it (its handles
+//! dropped, its consumer gone): a handler may reply before reading its requests to the end, and
+//! the peer keeps sending until it learns. What arrives afterwards for an id nobody here knows
+//! and is not a stream-open message (`09 <method>`: no message, error or `EOF` starts with that
+//! byte) is dropped, on both sides and for every streaming kind, as Go does; an empty close is
+//! ignored. Nothing is remembered about finished streams, so memory stays bounded by the open
+//! ones. A table entry is only removed by the handles of the stream that made it, so an id
+//! reused by a newer stream is never forgotten by an older stream's handles.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -137,9 +146,16 @@ impl StreamTable {
         Inbound { rx, end }
     }
 
-    /// Forgets a stream (its handle is gone).
-    pub(crate) fn remove(&self, id: u16) {
-        self.forget(&mut self.lock(), id);
+    /// Forgets a stream when its handles are gone, unless a newer stream has taken its id.
+    fn remove(&self, id: u16, end: &Arc<OnceLock<EndReason>>) {
+        let mut table = self.lock();
+        if table
+            .routes
+            .get(&id)
+            .is_some_and(|route| Arc::ptr_eq(&route.end, end))
+        {
+            self.forget(&mut table, id);
+        }
     }
 
     /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
@@ -216,11 +232,24 @@ struct StreamGuard {
     conn: Arc<Connection>,
     table: Arc<StreamTable>,
     id: u16,
+    /// Tells this stream's table entry from a newer one under the same id.
+    end: Arc<OnceLock<EndReason>>,
+}
+
+impl StreamGuard {
+    fn new(conn: &Arc<Connection>, table: &Arc<StreamTable>, id: u16, inbound: &Inbound) -> StreamGuard {
+        StreamGuard {
+            conn: conn.clone(),
+            table: table.clone(),
+            id,
+            end: inbound.end.clone(),
+        }
+    }
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        self.table.remove(self.id);
+        self.table.remove(self.id, &self.end);
     }
 }
 
@@ -393,14 +422,8 @@ impl ServerStream {
         id: u16,
     ) -> Result<ServerStream, Error> {
         let inbound = table.accept(id)?;
-        Ok(ServerStream {
-            inbound,
-            guard: Arc::new(StreamGuard {
-                conn: conn.clone(),
-                table: table.clone(),
-                id,
-            }),
-        })
+        let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound));
+        Ok(ServerStream { inbound, guard })
     }
 
     pub(crate) fn split<Req: Message, Resp: Message>(self) -> (Streaming<Req>, StreamSender<Resp>) {
@@ -440,11 +463,7 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
     method: u16,
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
     let (id, inbound) = table.open_local()?;
-    let guard = Arc::new(StreamGuard {
-        conn: conn.clone(),
-        table: table.clone(),
-        id,
-    });
+    let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound));
     let sender = StreamSender::new(guard.clone());
     sender.send_raw(open_message(method)).await?;
     Ok((sender, Streaming::new(inbound, guard)))
