@@ -413,7 +413,7 @@ pub fn client_config(framing: Framing) -> frpc::ClientConfig {
             framing,
             ..Default::default()
         },
-        timeout: None,
+        ..Default::default()
     }
 }
 

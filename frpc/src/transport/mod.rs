@@ -1,5 +1,7 @@
-//! The transport floor: one Frisbee connection's tasks ([`connection`]) and handing its socket
-//! back ([`handback`]). It knows packets and a dispatch trait, nothing of calls or services.
+//! The transport floor: one Frisbee connection's tasks ([`connection`]), handing its socket
+//! back ([`handback`]) and dialling or binding with errors naming the address ([`net`]). It
+//! knows packets and a dispatch trait, nothing of calls or services.
 
 pub(crate) mod connection;
 pub(crate) mod handback;
+pub(crate) mod net;
