@@ -102,8 +102,9 @@ pub struct ClientConfig {
     /// the write queue, sending, and the reply; and of opening a stream. Default: `None` (wait
     /// until the reply or the connection closes, like Go).
     pub timeout: Option<Duration>,
-    /// How long `Client::connect*` may take (resolving, TCP connect, TLS handshake) before
-    /// failing. Default: 10 s.
+    /// How long `Client::connect*` may spend resolving and connecting before failing with
+    /// [`crate::Error::Connect`] (kind `TimedOut`); `connect_tls` then allows the TLS handshake
+    /// as long again. Default: 10 s.
     pub connect_timeout: Duration,
     /// How long a client stream may wait for its next message, received or sent (room in the
     /// write queue), before failing with [`crate::Error::Timeout`], which ends the stream.
