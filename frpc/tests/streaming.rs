@@ -280,3 +280,65 @@ async fn late_packets_of_a_finished_stream_are_dropped() {
     }
     assert_eq!(server.open_streams(), 0, "no stream is left in the table");
 }
+
+/// The client side of the same rule: a server that keeps sending on a stream the client is done
+/// with (a message, `EOF`, a close) gets no answer, and the client's table and calls are fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_packets_of_a_finished_stream_are_dropped_by_the_client() {
+    use futures_util::{SinkExt, StreamExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
+        let mut peer = RawPeer {
+            framed: tokio_util::codec::Framed::new(stream, codec),
+        };
+        let open = peer.next().await;
+        let first = peer.next().await;
+        assert_eq!((open.op, &first.content[..]), (2, &text_bytes("a")[..]));
+        let id = open.id;
+        for content in [text_bytes("reply"), bytes::Bytes::from_static(EOF)] {
+            peer.send(id, 2, content).await;
+        }
+        // Everything the client sends from now on, until its unary call.
+        let mut seen = Vec::new();
+        loop {
+            let packet = peer.next().await;
+            if packet.op == ECHO {
+                // Late packets first, then the reply: the client must drop the former.
+                for content in [
+                    text_bytes("late"),
+                    bytes::Bytes::from_static(EOF),
+                    bytes::Bytes::new(),
+                ] {
+                    peer.send(id, 2, content).await;
+                }
+                peer.framed.send(packet).await.unwrap();
+                break;
+            }
+            seen.push(packet);
+        }
+        // The client answers nothing to the late packets: the next thing it sends is its
+        // second call (or a heartbeat, skipped by `next`).
+        let next = peer.next().await;
+        peer.framed.send(next.clone()).await.unwrap();
+        let _ = peer.framed.next().await;
+        (seen, next)
+    });
+    let client = Client::connect(addr).await.unwrap();
+    let mut upload = codegen::call_client_streaming::<Text, Text>(&client, JOIN)
+        .await
+        .unwrap();
+    upload.send(Text::new("a")).await.unwrap();
+    assert_eq!(upload.close_and_recv().await.unwrap().value, "reply");
+    assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x");
+    assert_eq!(call(&client, ECHO, "y").await.unwrap().value, "y");
+    assert_eq!(client.open_streams(), 0);
+    drop(client);
+    let (seen, next) = server.await.unwrap();
+    // Before its first call the client sent only its EOF on the stream.
+    let seen: Vec<_> = seen.iter().map(|p| (p.op, p.content.to_vec())).collect();
+    assert_eq!(seen, vec![(2, EOF.to_vec())]);
+    assert_eq!((next.op, &next.content[..]), (ECHO, &text_bytes("y")[..]));
+}
