@@ -179,8 +179,8 @@ impl Client {
         self.handle.calls.streams().len()
     }
 
-    /// Opens a stream for method `op`: registers it, then sends the open message, within the
-    /// call timeout. The stream's handles keep the connection open.
+    /// Opens a stream for method `op`: registers it, then sends the open message (callers bound
+    /// it with [`Client::within_timeout`]). The stream's handles keep the connection open.
     pub(crate) async fn open_stream<Req: Message, Resp: Message>(
         &self,
         op: u16,
@@ -189,10 +189,17 @@ impl Client {
             keep_alive: Some(self.handle.clone()),
             idle: self.stream_idle_timeout,
         };
-        let open = stream::open(&self.handle.conn, self.handle.calls.streams(), op, client);
+        stream::open(&self.handle.conn, self.handle.calls.streams(), op, client).await
+    }
+
+    /// Runs `work` (opening a stream, say) within this handle's call timeout, if any.
+    pub(crate) async fn within_timeout<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
         match self.timeout {
-            None => open.await,
-            Some(limit) => tokio::time::timeout(limit, open)
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work)
                 .await
                 .unwrap_or(Err(Error::Timeout(limit))),
         }

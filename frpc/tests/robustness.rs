@@ -88,6 +88,16 @@ async fn every_call_fails_within_its_timeout_against_a_peer_that_stops_reading()
         "a call took {slowest:?} with a {limit:?} timeout"
     );
     assert_eq!(client.inflight(), 0, "timed-out calls leave no entry behind");
+    // The write queue is still full: opening a stream (open message and request) times out too.
+    let started = Instant::now();
+    let request = Text::new("1");
+    let open = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &request);
+    let opened = tokio::time::timeout(Duration::from_secs(2), open)
+        .await
+        .expect("opening a stream is bounded by the call timeout");
+    assert!(matches!(opened, Err(Error::Timeout(_))), "{opened:?}");
+    assert!(started.elapsed() <= limit + Duration::from_millis(100));
+    assert_eq!(client.open_streams(), 0, "the stream that timed out is forgotten");
     peer.abort();
 }
 
