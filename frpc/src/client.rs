@@ -16,18 +16,22 @@ use tokio::sync::mpsc;
 
 use crate::calls::client::ClientCalls;
 use crate::calls::raw::{PacketSender, RawPackets, check_op};
-use crate::calls::stream::{self, StreamSender, Streaming};
+use crate::calls::stream::{self, ClientSide, StreamSender, Streaming};
 use crate::config::ClientConfig;
 use crate::status::Error;
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
+use crate::transport::net;
 
 /// A connection to an frpc (or Go fRPC) server. Cheap to clone; clones share the connection,
-/// which closes when the last clone is dropped.
+/// which closes when the last of them, of their pending calls and of the stream handles they
+/// opened ([`Streaming`], [`StreamSender`], [`crate::ClientStreamingCall`],
+/// [`crate::BidiCall`]) is dropped (or at once with [`Client::close`]).
 #[derive(Clone)]
 pub struct Client {
     handle: Arc<Handle>,
     timeout: Option<Duration>,
+    stream_idle_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for Client {
@@ -35,11 +39,13 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("peer", &self.handle.conn.peer())
             .field("timeout", &self.timeout)
+            .field("stream_idle_timeout", &self.stream_idle_timeout)
             .finish()
     }
 }
 
-/// Owned by the `Client` clones only: dropping the last one closes the connection.
+/// Owned by the `Client` clones and the client's stream handles: dropping the last one closes
+/// the connection.
 #[derive(Debug)]
 struct Handle {
     conn: Arc<Connection>,
@@ -58,9 +64,11 @@ impl Client {
         Client::connect_with(addr, ClientConfig::default()).await
     }
 
-    /// Connects with `config`.
+    /// Connects with `config`. An invalid `config` is [`Error::Config`] naming the field; a
+    /// failed or timed-out (`connect_timeout`) connect is [`Error::Connect`] naming the address.
     pub async fn connect_with(addr: impl ToSocketAddrs, config: ClientConfig) -> Result<Client, Error> {
-        let stream = TcpStream::connect(addr).await?;
+        config.check().map_err(Error::Config)?;
+        let stream = net::connect(addr, config.connect_timeout).await?;
         Client::from_stream(stream, config)
     }
 
@@ -73,23 +81,26 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Client, Error> {
         use crate::tls::rustls::pki_types::ServerName;
+        config.check().map_err(Error::Config)?;
         let name = ServerName::try_from(server_name.to_owned())
             .map_err(|err| Error::Config(format!("invalid TLS server name {server_name:?}: {err}")))?;
-        let stream = TcpStream::connect(addr).await?;
+        let stream = net::connect(addr, config.connect_timeout).await?;
         stream.set_nodelay(config.connection.nodelay)?;
         let peer = stream.peer_addr()?;
         let handshake = crate::tls::TlsConnector::from(tls).connect(name, stream);
-        let tls = match tokio::time::timeout(config.connection.idle_timeout, handshake).await {
+        let tls = match tokio::time::timeout(config.connect_timeout, handshake).await {
             Ok(result) => result?,
-            Err(_) => return Err(Error::Timeout(config.connection.idle_timeout)),
+            Err(_) => return Err(Error::Timeout(config.connect_timeout)),
         };
         let (read, write) = tokio::io::split(tls);
         // Takeover is not offered over TLS: no way to join the halves back.
         Ok(Client::start(read, write, None, peer, config))
     }
 
-    /// Runs the client over an already connected TCP stream.
+    /// Runs the client over an already connected TCP stream (an invalid `config` is
+    /// [`Error::Config`]).
     pub fn from_stream(stream: TcpStream, config: ClientConfig) -> Result<Client, Error> {
+        config.check().map_err(Error::Config)?;
         stream.set_nodelay(config.connection.nodelay)?;
         let peer = stream.peer_addr()?;
         let (read, write) = stream.into_split();
@@ -121,14 +132,15 @@ impl Client {
         Client {
             handle: Arc::new(Handle { conn, calls }),
             timeout: config.timeout,
+            stream_idle_timeout: config.stream_idle_timeout,
         }
     }
 
     /// A handle to the same connection whose calls time out after `timeout`.
     pub fn with_timeout(&self, timeout: Duration) -> Client {
         Client {
-            handle: self.handle.clone(),
             timeout: Some(timeout),
+            ..self.clone()
         }
     }
 
@@ -167,12 +179,30 @@ impl Client {
         self.handle.calls.streams().len()
     }
 
-    /// Opens a stream for method `op`: registers it, then sends the open message.
+    /// Opens a stream for method `op`: registers it, then sends the open message (callers bound
+    /// it with [`Client::within_timeout`]). The stream's handles keep the connection open.
     pub(crate) async fn open_stream<Req: Message, Resp: Message>(
         &self,
         op: u16,
     ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
-        stream::open(&self.handle.conn, self.handle.calls.streams(), op).await
+        let client = ClientSide {
+            keep_alive: Some(self.handle.clone()),
+            idle: self.stream_idle_timeout,
+        };
+        stream::open(&self.handle.conn, self.handle.calls.streams(), op, client).await
+    }
+
+    /// Runs `work` (opening a stream, say) within this handle's call timeout, if any.
+    pub(crate) async fn within_timeout<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        match self.timeout {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+        }
     }
 
     /// Sends a raw packet with operation `op` (10 or more, one no RPC uses) and id `id`.

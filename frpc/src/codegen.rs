@@ -156,16 +156,21 @@ pub async fn call_server_streaming<Req: Message, Resp: Message>(
     op: u16,
     request: &Req,
 ) -> Result<Streaming<Resp>, Error> {
-    let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
-    sender.send_ref(request).await?;
-    Ok(inbound)
+    // Opening includes the request: both within the call timeout.
+    client
+        .within_timeout(async {
+            let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
+            sender.send_ref(request).await?;
+            Ok(inbound)
+        })
+        .await
 }
 
 pub async fn call_client_streaming<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,
 ) -> Result<ClientStreamingCall<Req, Resp>, Error> {
-    let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
+    let (sender, inbound) = client.within_timeout(client.open_stream::<Req, Resp>(op)).await?;
     Ok(ClientStreamingCall::new(sender, inbound))
 }
 
@@ -173,6 +178,6 @@ pub async fn call_bidi<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,
 ) -> Result<BidiCall<Req, Resp>, Error> {
-    let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
+    let (sender, inbound) = client.within_timeout(client.open_stream::<Req, Resp>(op)).await?;
     Ok(BidiCall::new(sender, inbound))
 }

@@ -5,7 +5,20 @@ use std::time::Duration;
 
 use frpc_wire::{DEFAULT_MAX_CONTENT_LENGTH, Framing};
 
+/// The longest `ping_interval` and `idle_timeout` accepted (a year): the timers cannot go further.
+const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Settings of one connection, shared by clients and servers.
+///
+/// **Validity.** [`crate::Server::builder`]'s `build()` and every `Client::connect*` refuse a
+/// configuration breaking these rules with [`crate::Error::Config`] naming the field:
+/// - `ping_interval` and `idle_timeout` are above zero and at most a year;
+/// - `max_content_length`, `write_queue`, `stream_buffer` and `max_streams` are at least 1.
+///
+/// The idle timeout is checked on each ping tick, so the silence that drops a peer is
+/// `idle_timeout` rounded up to a whole number of `ping_interval`s (at least one). An
+/// `idle_timeout` below `ping_interval` is therefore allowed: it means "one silent interval"
+/// (tests use a very long `ping_interval` to keep heartbeats out of the way).
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
     /// Header layout. Default: [`Framing::Frisbee`] (frisbee-go ≥ v0.11, 10-byte header).
@@ -41,14 +54,92 @@ impl Default for ConnectionConfig {
     }
 }
 
+impl ConnectionConfig {
+    /// The first rule (see the type's doc) this configuration breaks, naming the field.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        positive("connection.ping_interval", self.ping_interval)?;
+        positive("connection.idle_timeout", self.idle_timeout)?;
+        for (field, value) in [
+            ("connection.ping_interval", self.ping_interval),
+            ("connection.idle_timeout", self.idle_timeout),
+        ] {
+            if value > MAX_INTERVAL {
+                return Err(format!(
+                    "{field} is {value:?}; the most is a year ({MAX_INTERVAL:?})"
+                ));
+            }
+        }
+        at_least_one("connection.max_content_length", self.max_content_length as usize)?;
+        at_least_one("connection.write_queue", self.write_queue)?;
+        at_least_one("connection.stream_buffer", self.stream_buffer)?;
+        at_least_one("connection.max_streams", self.max_streams)
+    }
+}
+
+fn positive(field: &str, value: Duration) -> Result<(), String> {
+    match value.is_zero() {
+        true => Err(format!("{field} is zero; it must be above zero")),
+        false => Ok(()),
+    }
+}
+
+fn at_least_one(field: &str, value: usize) -> Result<(), String> {
+    match value {
+        0 => Err(format!("{field} is 0; it must be at least 1")),
+        _ => Ok(()),
+    }
+}
+
 /// Settings of a [`crate::Client`].
-#[derive(Debug, Clone, Default)]
+///
+/// **Validity.** `Client::connect*` refuse with [`crate::Error::Config`] a zero `timeout`,
+/// `connect_timeout` or `stream_idle_timeout`, a `stream_idle_timeout` over a year, and an
+/// invalid [`ConnectionConfig`].
+#[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// The connection's settings. Default: [`ConnectionConfig::default`].
     pub connection: ConnectionConfig,
-    /// Timeout applied to every call that sets none. Default: `None` (wait until the reply or
-    /// the connection closes, like Go).
+    /// Timeout of every unary call that sets none, covering the whole call: waiting for room in
+    /// the write queue, sending, and the reply; and of opening a stream. Default: `None` (wait
+    /// until the reply or the connection closes, like Go).
     pub timeout: Option<Duration>,
+    /// How long `Client::connect*` may spend resolving and connecting before failing with
+    /// [`crate::Error::Connect`] (kind `TimedOut`); `connect_tls` then allows the TLS handshake
+    /// as long again. Default: 10 s.
+    pub connect_timeout: Duration,
+    /// How long a client stream may wait for its next message, received or sent (room in the
+    /// write queue), before failing with [`crate::Error::Timeout`], which ends the stream.
+    /// Default: `None` (streams wait as long as the connection lives, like Go).
+    pub stream_idle_timeout: Option<Duration>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connection: ConnectionConfig::default(),
+            timeout: None,
+            connect_timeout: Duration::from_secs(10),
+            stream_idle_timeout: None,
+        }
+    }
+}
+
+impl ClientConfig {
+    /// The first rule (see the type's doc) this configuration breaks, naming the field.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.connection.check()?;
+        positive("connect_timeout", self.connect_timeout)?;
+        if let Some(timeout) = self.timeout {
+            positive("timeout", timeout)?;
+        }
+        if let Some(idle) = self.stream_idle_timeout {
+            positive("stream_idle_timeout", idle)?;
+            if idle > MAX_INTERVAL {
+                return Err(format!("stream_idle_timeout is {idle:?}; the most is a year"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// How a server runs the handlers of one connection.
@@ -65,6 +156,10 @@ pub enum Concurrency {
 }
 
 /// Settings of a [`crate::Server`].
+///
+/// **Validity.** `build()` refuses with [`crate::Error::Config`] `max_connections`,
+/// `max_inflight_per_connection` or [`Concurrency::Limited`] at 0, and an invalid
+/// [`ConnectionConfig`].
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Each connection's settings. Default: [`ConnectionConfig::default`].
@@ -86,5 +181,18 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             max_inflight_per_connection: 4096,
         }
+    }
+}
+
+impl ServerConfig {
+    /// The first rule (see the type's doc) this configuration breaks, naming the field.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.connection.check()?;
+        at_least_one("max_connections", self.max_connections)?;
+        at_least_one("max_inflight_per_connection", self.max_inflight_per_connection)?;
+        if self.concurrency == Concurrency::Limited(0) {
+            return Err("concurrency is Limited(0); the limit must be at least 1".into());
+        }
+        Ok(())
     }
 }

@@ -8,7 +8,8 @@
 //!   per RPC ([`Concurrency::PerRpc`]), in order per connection ([`Concurrency::Inline`]) or with
 //!   a global limit; graceful shutdown.
 //! - [`Client`]: one multiplexed connection shared by every generated service client, with
-//!   per-call timeouts; cheap to clone.
+//!   timeouts covering whole calls; cheap to clone. The connection lives while any clone or
+//!   stream handle does.
 //! - Streams: [`Streaming`] in, [`StreamSender`] out, [`ClientStreamingCall`] and [`BidiCall`]
 //!   on the client.
 //! - Heartbeats like Go's (PING every 500 ms, a silent peer dropped after 5 s).

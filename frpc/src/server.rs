@@ -102,7 +102,11 @@ impl Builder {
 
     /// Checks the routes and builds the server. Two services claiming one operation number
     /// (two .proto files both numbering from 10, say) are refused here rather than mis-routed.
+    ///
+    /// An invalid configuration (see [`ServerConfig`] and [`crate::ConnectionConfig`]) is
+    /// refused here with [`Error::Config`] naming the field.
     pub fn build(self) -> Result<Server, Error> {
+        self.config.check().map_err(Error::Config)?;
         let mut routes: IdMap<u16, Route> = IdMap::default();
         let mut claim = |op: u16, route: Route, what: String| -> Result<(), Error> {
             if op::is_reserved(op) {
@@ -144,10 +148,11 @@ impl Builder {
         })
     }
 
-    /// Builds, binds `addr` and serves until an error.
+    /// Builds, binds `addr` and serves until an error. A failed bind is [`Error::Bind`],
+    /// naming the address.
     pub async fn serve(self, addr: impl ToSocketAddrs) -> Result<(), Error> {
         let server = self.build()?;
-        server.serve(TcpListener::bind(addr).await?).await
+        server.serve(crate::transport::net::bind(addr).await?).await
     }
 }
 

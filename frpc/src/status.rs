@@ -109,7 +109,24 @@ pub enum Error {
     /// The server or client was configured inconsistently (two services on one operation…).
     #[error("invalid configuration: {0}")]
     Config(String),
-    /// Connecting, or another socket operation, failed.
+    /// Connecting to `addr` failed (refused, unreachable, or not within
+    /// `ClientConfig::connect_timeout`: then `source` is of kind `TimedOut`).
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// The address tried (the last one, when a name resolved to several).
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Binding a listener to `addr` failed (in use, not local, no permission).
+    #[error("cannot bind {addr}: {source}")]
+    Bind {
+        /// The address tried (the last one, when a name resolved to several).
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Another socket operation failed (resolving a name, a TLS handshake…).
     #[error(transparent)]
     Io(#[from] std::io::Error),
     /// The framing layer failed (bad magic, oversize packet).

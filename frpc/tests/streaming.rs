@@ -183,3 +183,162 @@ async fn a_slow_stream_consumer_fails_its_own_stream_without_stalling_the_connec
     drop(slow);
     assert_eq!(call(&client, ECHO, "after").await.unwrap().value, "after");
 }
+
+/// A peer speaking raw packets, to send what a Go client sends after a stream has ended.
+struct RawPeer {
+    framed: tokio_util::codec::Framed<tokio::net::TcpStream, frpc::wire::PacketCodec>,
+}
+
+impl RawPeer {
+    async fn connect(addr: std::net::SocketAddr) -> RawPeer {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
+        RawPeer {
+            framed: tokio_util::codec::Framed::new(stream, codec),
+        }
+    }
+
+    async fn send(&mut self, id: u16, op: u16, content: bytes::Bytes) {
+        use futures_util::SinkExt;
+        self.framed
+            .send(frpc::wire::Packet::new(id, op, content))
+            .await
+            .unwrap();
+    }
+
+    /// The next packet that is not a heartbeat.
+    async fn next(&mut self) -> frpc::wire::Packet {
+        use futures_util::StreamExt;
+        loop {
+            let packet = tokio::time::timeout(Duration::from_secs(5), self.framed.next())
+                .await
+                .expect("a packet within 5 s")
+                .expect("the connection stays open")
+                .unwrap();
+            if packet.op > frpc::wire::op::PONG {
+                return packet;
+            }
+        }
+    }
+}
+
+fn text_bytes(value: &str) -> bytes::Bytes {
+    use frpc::codegen::Message;
+    Text::new(value).to_polyglot()
+}
+
+const EOF: &[u8] = b"\x06\x05\x0a\x03EOF";
+
+/// A handler that ends its stream before the client is done sending (client streaming replying
+/// early, server streaming, bidi failing): the client's late messages, `EOF` and close are dropped,
+/// nothing (no stream close) is sent back, the connection stays usable and no stream is left over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_packets_of_a_finished_stream_are_dropped() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::Server::builder()
+        .add_service(TestService::default())
+        .build()
+        .unwrap();
+    let serving = server.clone();
+    tokio::spawn(async move { serving.serve(listener).await });
+    let mut peer = RawPeer::connect(addr).await;
+    // (method, first message, what the server sends before its EOF)
+    let cases: [(u16, &str, &[u8]); 3] = [
+        (FIRST, "early", &text_bytes("early")),
+        (COUNT, "1", &text_bytes("0")),
+        (CHAT, "fail", b"\x06\x05\x0a\x0bchat failed"),
+    ];
+    for (round, (method, first, reply)) in cases.into_iter().enumerate() {
+        let id = round as u16 + 1;
+        let open = bytes::Bytes::from(vec![0x09, method as u8]);
+        peer.send(id, 2, open).await;
+        peer.send(id, 2, text_bytes(first)).await;
+        let got = peer.next().await;
+        assert_eq!(
+            (got.id, got.op, &got.content[..]),
+            (id, 2, reply),
+            "method {method}"
+        );
+        let got = peer.next().await;
+        assert_eq!(
+            (got.id, got.op, &got.content[..]),
+            (id, 2, EOF),
+            "method {method}"
+        );
+        // Late: two messages, the EOF, a Frisbee close.
+        peer.send(id, 2, text_bytes("late 1")).await;
+        peer.send(id, 2, text_bytes("late 2")).await;
+        peer.send(id, 2, bytes::Bytes::from_static(EOF)).await;
+        peer.send(id, 2, bytes::Bytes::new()).await;
+        // The server handles packets in order: the echo's reply is the next packet only if the
+        // late ones got no answer (before the fix, an empty STREAM close came first).
+        peer.send(7, ECHO, text_bytes("after")).await;
+        let got = peer.next().await;
+        assert_eq!((got.id, got.op), (7, ECHO), "method {method}: {got:?}");
+        assert_eq!(&got.content[..], &text_bytes("after")[..]);
+    }
+    assert_eq!(server.open_streams(), 0, "no stream is left in the table");
+}
+
+/// The client side of the same rule: a server that keeps sending on a stream the client is done
+/// with (a message, `EOF`, a close) gets no answer, and the client's table and calls are fine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_packets_of_a_finished_stream_are_dropped_by_the_client() {
+    use futures_util::{SinkExt, StreamExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
+        let mut peer = RawPeer {
+            framed: tokio_util::codec::Framed::new(stream, codec),
+        };
+        let open = peer.next().await;
+        let first = peer.next().await;
+        assert_eq!((open.op, &first.content[..]), (2, &text_bytes("a")[..]));
+        let id = open.id;
+        for content in [text_bytes("reply"), bytes::Bytes::from_static(EOF)] {
+            peer.send(id, 2, content).await;
+        }
+        // Everything the client sends from now on, until its unary call.
+        let mut seen = Vec::new();
+        loop {
+            let packet = peer.next().await;
+            if packet.op == ECHO {
+                // Late packets first, then the reply: the client must drop the former.
+                for content in [
+                    text_bytes("late"),
+                    bytes::Bytes::from_static(EOF),
+                    bytes::Bytes::new(),
+                ] {
+                    peer.send(id, 2, content).await;
+                }
+                peer.framed.send(packet).await.unwrap();
+                break;
+            }
+            seen.push(packet);
+        }
+        // The client answers nothing to the late packets: the next thing it sends is its
+        // second call (or a heartbeat, skipped by `next`).
+        let next = peer.next().await;
+        peer.framed.send(next.clone()).await.unwrap();
+        let _ = peer.framed.next().await;
+        (seen, next)
+    });
+    let client = Client::connect(addr).await.unwrap();
+    let mut upload = codegen::call_client_streaming::<Text, Text>(&client, JOIN)
+        .await
+        .unwrap();
+    upload.send(Text::new("a")).await.unwrap();
+    assert_eq!(upload.close_and_recv().await.unwrap().value, "reply");
+    assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x");
+    assert_eq!(call(&client, ECHO, "y").await.unwrap().value, "y");
+    assert_eq!(client.open_streams(), 0);
+    drop(client);
+    let (seen, next) = server.await.unwrap();
+    // Before its first call the client sent only its EOF on the stream.
+    let seen: Vec<_> = seen.iter().map(|p| (p.op, p.content.to_vec())).collect();
+    assert_eq!(seen, vec![(2, EOF.to_vec())]);
+    assert_eq!((next.op, &next.content[..]), (ECHO, &text_bytes("y")[..]));
+}

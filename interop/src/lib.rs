@@ -1,6 +1,6 @@
 //! Helpers for the live interop tests: build the Go peers in `interop/go/` (one binary per
 //! frisbee-go framing), start a Go server and wait for its `LISTENING <addr>` line, run a Go
-//! client scenario, and start the Rust capture server in-process.
+//! client scenario, and start the Rust capture server ([`InteropService`]) in-process.
 //!
 //! The Go peers implement fRPC's conventions by hand on frisbee-go and polyglot/v2 (frpc-go itself
 //! is not on the module proxy): `v010` builds against frisbee-go v0.10.2 (legacy 8-byte header),
@@ -14,7 +14,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use frpc::{Concurrency, Framing};
+use frpc::{Concurrency, Context, Framing, Status, StreamSender, Streaming};
+use frpc_examples::capture::{CaptureService, pb};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::net::TcpListener;
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -311,7 +312,62 @@ pub async fn run_go_client(
     }
 }
 
-/// The Rust capture server (`frpc_examples::capture`) on a free loopback port, aborted on drop.
+/// The capture behaviour (`frpc_examples::capture`), plus one Go never shows: an Upload whose
+/// first message is `early` is answered at once (`Response { message: "early" }`) without
+/// reading the rest, so the client's later messages reach a finished stream.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InteropService;
+
+impl pb::EchoService for InteropService {
+    async fn echo(&self, ctx: &Context, request: pb::Request) -> Result<pb::Response, Status> {
+        CaptureService.echo(ctx, request).await
+    }
+
+    async fn echo_stream(
+        &self,
+        ctx: &Context,
+        inbound: Streaming<pb::Request>,
+        outbound: StreamSender<pb::Response>,
+    ) -> Result<(), Status> {
+        CaptureService.echo_stream(ctx, inbound, outbound).await
+    }
+
+    async fn testy(
+        &self,
+        ctx: &Context,
+        request: pb::SearchResponse,
+    ) -> Result<pb::StockPricesWrapper, Status> {
+        CaptureService.testy(ctx, request).await
+    }
+
+    async fn search(
+        &self,
+        ctx: &Context,
+        request: pb::SearchResponse,
+        outbound: StreamSender<pb::Response>,
+    ) -> Result<(), Status> {
+        CaptureService.search(ctx, request, outbound).await
+    }
+
+    async fn upload(&self, _ctx: &Context, mut inbound: Streaming<pb::Data>) -> Result<pb::Response, Status> {
+        let mut count = 0;
+        while let Some(data) = inbound.message().await? {
+            if count == 0 && data.message == "early" {
+                return Ok(pb::Response {
+                    message: "early".into(),
+                    test: None,
+                });
+            }
+            count += 1;
+        }
+        Ok(pb::Response {
+            message: format!("got {count}"),
+            test: None,
+        })
+    }
+}
+
+/// The Rust [`InteropService`] server on a free loopback port, aborted on drop.
 #[derive(Debug)]
 pub struct RustServer {
     addr: SocketAddr,
@@ -323,11 +379,13 @@ impl RustServer {
     pub async fn start(framing: Framing) -> RustServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let task = tokio::spawn(frpc_examples::capture::serve(
-            listener,
-            framing,
-            Concurrency::PerRpc,
-        ));
+        let server = frpc::Server::builder()
+            .framing(framing)
+            .concurrency(Concurrency::PerRpc)
+            .add_service(pb::EchoServiceServer::new(InteropService))
+            .build()
+            .expect("one service cannot conflict with itself");
+        let task = tokio::spawn(async move { server.serve(listener).await });
         RustServer { addr, task }
     }
 
@@ -355,7 +413,7 @@ pub fn client_config(framing: Framing) -> frpc::ClientConfig {
             framing,
             ..Default::default()
         },
-        timeout: None,
+        ..Default::default()
     }
 }
 

@@ -50,6 +50,7 @@ scenarios! {
     echo_stream => "echostream",
     concurrent_1000_unary => "concurrent",
     big_4_mib_echo => "big4",
+    late_messages_after_an_early_upload_reply_are_dropped => "upload-early",
 }
 
 /// frisbee-go v0.11 refuses the 6 MiB packet itself (ContentLengthExceeded), before sending.

@@ -258,6 +258,11 @@ async fn other_framing_is_refused(framing: Framing) {
         ),
         "expected the connection to be dropped, got {err:?}"
     );
+    let other_name = format!("{:?}", other(framing));
+    assert!(
+        err.to_string().contains("other framing") && err.to_string().contains(&other_name),
+        "the error should suggest Framing::{other_name}: {err}"
+    );
     assert!(
         server.is_running(),
         "the Go server must survive a peer with the other framing"

@@ -85,7 +85,9 @@ impl ClientCalls {
         self.lock().takeover_armed = true;
     }
 
-    /// Sends one unary request and waits for the reply's content, for at most `timeout`.
+    /// Sends one unary request and waits for the reply's content, all within `timeout`: waiting
+    /// for room in the write queue counts too, or a peer that stops reading would hold the call
+    /// forever.
     pub(crate) async fn unary(
         &self,
         conn: &Connection,
@@ -93,6 +95,17 @@ impl ClientCalls {
         content: Bytes,
         timeout: Option<Duration>,
     ) -> Reply {
+        let call = self.call(conn, op, content);
+        match timeout {
+            None => call.await,
+            // Dropping the call on timeout removes its entry (`PendingCall`).
+            Some(limit) => tokio::time::timeout(limit, call)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+        }
+    }
+
+    async fn call(&self, conn: &Connection, op: u16, content: Bytes) -> Reply {
         conn.check_len(content.len())?;
         let (tx, rx) = oneshot::channel();
         let id = self.register(op, tx, conn)?;
@@ -103,13 +116,7 @@ impl ClientCalls {
         };
         conn.send(Packet::new(id, op, content)).await?;
         let rx = pending.rx.as_mut().expect("receiver present until drop");
-        let reply = match timeout {
-            None => rx.await,
-            Some(limit) => match tokio::time::timeout(limit, rx).await {
-                Ok(reply) => reply,
-                Err(_) => return Err(Error::Timeout(limit)),
-            },
-        };
+        let reply = rx.await;
         if reply.is_ok() {
             // The dispatcher removed the entry when it handed the reply over.
             pending.rx = None;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use bytes::Bytes;
-use frpc_wire::polyglot::{self, Decoder, Kind};
+use frpc_wire::polyglot::{self, Decoder};
 use frpc_wire::{Header, Packet, op};
 use futures_util::FutureExt;
 use std::task::Poll;
@@ -163,15 +163,11 @@ impl<H: Handlers> ServerDispatch<H> {
 
     /// Opens a stream the client started with `first`, the stream-open message.
     async fn open_stream(&self, conn: &Arc<Connection>, id: u16, first: Bytes) {
-        let method = match Decoder::from_bytes(&first).u16() {
-            Ok(method) => method,
-            // A late EOF or error for a stream we already finished: nothing to do.
-            Err(_) if first.first() == Some(&Kind::Error.byte()) => return,
-            Err(_) => {
-                // Not a stream-open message: close the stream, as Go does.
-                let _ = conn.send(Packet::new(id, op::STREAM, Bytes::new())).await;
-                return;
-            }
+        let Ok(method) = Decoder::from_bytes(&first).u16() else {
+            // A late message, EOF or error of a stream we already finished (a handler that
+            // replied before reading to the end): dropped, as Go does. Closing it instead would
+            // make the peer's next send fail and lose the reply it already has.
+            return tracing::trace!(stream = id, "dropping a packet of a finished stream");
         };
         if self.handlers.target(method) != Some(Target::Streaming) {
             let status = Status::new(format!("unknown streaming method {method}"));

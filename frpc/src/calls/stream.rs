@@ -10,14 +10,31 @@
 //! that far behind, its stream fails with [`Error::StreamOverflow`] (locally, and the peer gets
 //! an error and `EOF`) instead of stalling the connection: unary calls and other streams on the
 //! same connection keep flowing.
+//!
+//! **Late packets.** A stream is forgotten as soon as this side is done with it (its handles
+//! dropped, its consumer gone): a handler may reply before reading its requests to the end, and
+//! the peer keeps sending until it learns. What arrives afterwards for an id nobody here knows
+//! and is not a stream-open message (`09 <method>`: no message, error or `EOF` starts with that
+//! byte) is dropped, on both sides and for every streaming kind, as Go does; an empty close is
+//! ignored. Nothing is remembered about finished streams, so memory stays bounded by the open
+//! ones. A table entry is only removed by the handles of the stream that made it, so an id
+//! reused by a newer stream is never forgotten by an older stream's handles.
+//!
+//! **Lifetime.** A client stream's handles hold the client's keep-alive: the connection stays
+//! open while any of them lives, even once every `Client` clone is gone. With the client's
+//! `stream_idle_timeout`, each message a client stream waits for (received, or room to send)
+//! fails with [`Error::Timeout`] after that long, which ends the stream.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context as TaskContext, Poll, ready};
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{self, Decoder, EOF_MESSAGE, Envelope, Message, encode};
@@ -138,9 +155,16 @@ impl StreamTable {
         Inbound { rx, end }
     }
 
-    /// Forgets a stream (its handle is gone).
-    pub(crate) fn remove(&self, id: u16) {
-        self.forget(&mut self.lock(), id);
+    /// Forgets a stream when its handles are gone, unless a newer stream has taken its id.
+    fn remove(&self, id: u16, end: &Arc<OnceLock<EndReason>>) {
+        let mut table = self.lock();
+        if table
+            .routes
+            .get(&id)
+            .is_some_and(|route| Arc::ptr_eq(&route.end, end))
+        {
+            self.forget(&mut table, id);
+        }
     }
 
     /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
@@ -228,17 +252,48 @@ pub(crate) fn open_message(method: u16) -> Bytes {
     buf.freeze()
 }
 
+/// What a client's stream handles carry: the keep-alive of the client's connection (whose last
+/// drop closes it) and the per-message idle timeout. Servers' streams have neither.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientSide {
+    #[allow(dead_code, reason = "held for its drop, never read")]
+    pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) idle: Option<Duration>,
+}
+
 /// Removes the stream from the table when the last handle to it goes.
 #[derive(Debug)]
 struct StreamGuard {
     conn: Arc<Connection>,
     table: Arc<StreamTable>,
     id: u16,
+    /// Tells this stream's table entry from a newer one under the same id.
+    end: Arc<OnceLock<EndReason>>,
+    /// Dropped after the entry is removed (fields drop after `Drop::drop`).
+    client: ClientSide,
+}
+
+impl StreamGuard {
+    fn new(
+        conn: &Arc<Connection>,
+        table: &Arc<StreamTable>,
+        id: u16,
+        inbound: &Inbound,
+        client: ClientSide,
+    ) -> StreamGuard {
+        StreamGuard {
+            conn: conn.clone(),
+            table: table.clone(),
+            id,
+            end: inbound.end.clone(),
+            client,
+        }
+    }
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        self.table.remove(self.id);
+        self.table.remove(self.id, &self.end);
     }
 }
 
@@ -250,6 +305,10 @@ pub struct Streaming<T> {
     inbound: Inbound,
     guard: Arc<StreamGuard>,
     done: bool,
+    /// The idle timer (client streams with an idle timeout only), made on the first wait and
+    /// re-armed at the start of each later one.
+    idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    waiting: bool,
     _message: PhantomData<fn() -> T>,
 }
 
@@ -268,6 +327,8 @@ impl<T: Message> Streaming<T> {
             inbound,
             guard,
             done: false,
+            idle: None,
+            waiting: false,
             _message: PhantomData,
         }
     }
@@ -286,10 +347,15 @@ impl<T: Message> Streaming<T> {
         if self.done {
             return Poll::Ready(Ok(None));
         }
-        let Some(content) = ready!(self.inbound.rx.poll_recv(cx)) else {
-            self.done = true;
-            return Poll::Ready(Err(self.end_error()));
+        let content = match self.inbound.rx.poll_recv(cx) {
+            Poll::Ready(Some(content)) => content,
+            Poll::Ready(None) => {
+                self.done = true;
+                return Poll::Ready(Err(self.end_error()));
+            }
+            Poll::Pending => return self.poll_idle(cx),
         };
+        self.waiting = false;
         Poll::Ready(
             match polyglot::decode_envelope::<T>(&mut Decoder::from_bytes(&content)) {
                 Ok(Envelope::Message(message)) => Ok(Some(message)),
@@ -305,6 +371,25 @@ impl<T: Message> Streaming<T> {
                 Err(err) => Err(Error::Decode(err)),
             },
         )
+    }
+
+    /// Pending, or the idle timeout once no message came for that long since this wait began.
+    fn poll_idle(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        let Some(limit) = self.guard.client.idle else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .idle
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if !std::mem::replace(&mut self.waiting, true) {
+            // A new wait: the limit counts from now (the config caps it, so no overflow).
+            timer.as_mut().reset(tokio::time::Instant::now() + limit);
+        }
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.done = true;
+        Poll::Ready(Err(Error::Timeout(limit)))
     }
 
     fn end_error(&self) -> Error {
@@ -386,10 +471,17 @@ impl<T: Message> StreamSender<T> {
     }
 
     async fn send_raw(&self, content: Bytes) -> Result<(), Error> {
-        self.guard
+        let send = self
+            .guard
             .conn
-            .send(Packet::new(self.guard.id, op::STREAM, content))
-            .await
+            .send(Packet::new(self.guard.id, op::STREAM, content));
+        match self.guard.client.idle {
+            None => send.await,
+            // Waiting for room in the write queue counts as idle too.
+            Some(limit) => tokio::time::timeout(limit, send)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+        }
     }
 
     async fn send_eof(&self) -> Result<(), Error> {
@@ -415,14 +507,8 @@ impl ServerStream {
         id: u16,
     ) -> Result<ServerStream, Error> {
         let inbound = table.accept(id)?;
-        Ok(ServerStream {
-            inbound,
-            guard: Arc::new(StreamGuard {
-                conn: conn.clone(),
-                table: table.clone(),
-                id,
-            }),
-        })
+        let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, ClientSide::default()));
+        Ok(ServerStream { inbound, guard })
     }
 
     pub(crate) fn split<Req: Message, Resp: Message>(self) -> (Streaming<Req>, StreamSender<Resp>) {
@@ -460,13 +546,10 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
     conn: &Arc<Connection>,
     table: &Arc<StreamTable>,
     method: u16,
+    client: ClientSide,
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
     let (id, inbound) = table.open_local()?;
-    let guard = Arc::new(StreamGuard {
-        conn: conn.clone(),
-        table: table.clone(),
-        id,
-    });
+    let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, client));
     let sender = StreamSender::new(guard.clone());
     sender.send_raw(open_message(method)).await?;
     Ok((sender, Streaming::new(inbound, guard)))

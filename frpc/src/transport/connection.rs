@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use frpc_wire::{Frame, FrameCodec, Header, Packet, PacketCodec, op};
+use frpc_wire::{Frame, FrameCodec, Framing, Header, Packet, PacketCodec, op};
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
@@ -319,6 +319,9 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     let draining = drain.cancelled();
     tokio::pin!(draining);
     let mut since_drain_check = 0u32;
+    // Whether the peer has sent one valid packet: if it hangs up (or sends garbage) before, its
+    // framing is the likely cause, and the close reason says so.
+    let mut parsed_any = false;
     loop {
         // Closing and stopping are checked with atomics between packets (a takeover must stop
         // before the next packet is parsed); the cancellation futures below are only polled when
@@ -346,23 +349,45 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         };
         match next {
             Some(Ok(frame)) => {
+                parsed_any = true;
                 let more = !framed.read_buffer().is_empty();
                 conn.more_input.store(more, Ordering::Relaxed);
                 handle(&conn, &*dispatch, frame).await
             }
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
-                conn.close(err.to_string());
+                conn.close(framing_hint(&conn, err.to_string(), parsed_any));
                 break;
             }
             None => {
-                conn.close("peer closed the connection");
+                conn.close(framing_hint(
+                    &conn,
+                    "peer closed the connection".into(),
+                    parsed_any,
+                ));
                 break;
             }
         }
     }
     let parts = framed.into_parts();
     (parts.io, parts.read_buf)
+}
+
+/// Adds to why a connection ended a hint at a framing mismatch when the peer never sent one
+/// valid packet (a frisbee-go v0.11 peer drops a legacy header at once; a v0.10 peer's packets
+/// fail our magic check).
+fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
+    if parsed_any {
+        return reason;
+    }
+    let (ours, other) = match conn.codec.framing() {
+        Framing::Frisbee => ("Framing::Frisbee (frisbee-go >= v0.11)", "Framing::Legacy"),
+        Framing::Legacy => ("Framing::Legacy (frisbee-go <= v0.10)", "Framing::Frisbee"),
+    };
+    format!(
+        "{reason} before sending a valid packet: does it use the other framing? This side uses \
+         {ours}; try {other}"
+    )
 }
 
 /// Handles the packets already received when a server starts shutting down, without waiting

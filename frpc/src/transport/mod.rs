@@ -1,6 +1,9 @@
 //! The transport floor: one Frisbee connection's tasks ([`connection`]), its write side with a
-//! direct path ([`writer`]) and handing its socket back ([`handback`]). It knows packets and a dispatch trait, nothing of calls or services.
+//! direct path ([`writer`]), handing its socket back ([`handback`]) and dialling or binding with
+//! errors naming the address ([`net`]). It knows packets and a dispatch trait, nothing of calls
+//! or services.
 
 pub(crate) mod connection;
 pub(crate) mod handback;
+pub(crate) mod net;
 pub(crate) mod writer;

@@ -1,6 +1,7 @@
 //! A hand-written service shaped exactly like generated code, so the runtime is tested on its
 //! own. Operations: 10 echo, 11 fail, 12 panic, 13 wait for the gate, 14 closing status,
-//! 15 server stream (counts to N), 16 client stream (joins), 17 bidi echo.
+//! 15 server stream (counts to N), 16 client stream (joins), 17 bidi echo, 18 takeover,
+//! 19 client stream answered with its first message, before the rest is read.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub const COUNT: u16 = 15;
 pub const JOIN: u16 = 16;
 pub const CHAT: u16 = 17;
 pub const UPGRADE: u16 = 18;
+pub const FIRST: u16 = 19;
 
 /// Shared state the test can observe and steer.
 #[derive(Debug)]
@@ -122,6 +124,11 @@ static METHODS: &[MethodDesc] = &[
         name: "Upgrade",
         op: UPGRADE,
         kind: MethodKind::Unary,
+    },
+    MethodDesc {
+        name: "First",
+        op: FIRST,
+        kind: MethodKind::ClientStreaming,
     },
 ];
 
@@ -219,6 +226,12 @@ impl codegen::Service for TestService {
             JOIN => {
                 codegen::client_streaming(ctx, stream, move |_ctx, inbound: Streaming<Text>| async move {
                     svc.join(inbound).await
+                })
+            }
+            FIRST => {
+                codegen::client_streaming(ctx, stream, |_ctx, mut inbound: Streaming<Text>| async move {
+                    // Replies at once; whatever the client still sends arrives after the stream ended.
+                    Ok(inbound.message().await?.unwrap_or_default())
                 })
             }
             CHAT => codegen::bidi(

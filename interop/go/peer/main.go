@@ -23,7 +23,7 @@ const usage = `usage:
   %[1]s server [--addr 127.0.0.1:0]
       serves EchoService; prints "LISTENING <addr>" first and serves until stdin closes
   %[1]s client --addr ADDR --scenario NAME
-      scenarios: %[2]s, idle, mismatch, all (everything but idle and mismatch)
+      scenarios: %[2]s, idle, mismatch, upload-early, all (everything but the last three)
 `
 
 // Main runs the command line.

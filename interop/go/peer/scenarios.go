@@ -29,6 +29,9 @@ var scenarios = map[string]scenario{
 var extraScenarios = map[string]scenario{
 	"idle":     withClient(scenarioIdle),
 	"mismatch": scenarioMismatch,
+	// Needs a server whose Upload answers a first message "early" at once (the Rust interop
+	// server does; the Go capture server reads to the end).
+	"upload-early": withClient(scenarioUploadEarly),
 }
 
 func scenarioNames() []string {
@@ -58,7 +61,7 @@ func runScenario(cfg Config, addr, name string) error {
 	if s, ok := extraScenarios[name]; ok {
 		return s(cfg, addr)
 	}
-	return fmt.Errorf("unknown scenario %q (known: %s, idle, mismatch, all)", name, strings.Join(scenarioNames(), ", "))
+	return fmt.Errorf("unknown scenario %q (known: %s, idle, mismatch, upload-early, all)", name, strings.Join(scenarioNames(), ", "))
 }
 
 func withClient(f func(cfg Config, c *Client) error) scenario {
@@ -348,5 +351,57 @@ func scenarioMismatch(_ Config, addr string) error {
 		return errors.New("Echo against a peer with the other framing hung for 15 s")
 	}
 	fmt.Printf("refused as expected: %v\n", err)
+	return nil
+}
+
+// scenarioUploadEarly client-streams to an Upload handler that replies to its first message
+// before reading the rest. The late messages, EOF included, must be dropped by the server, not
+// answered with a stream close: the client's sends keep working and its CloseAndRecv gets the
+// reply that already arrived.
+func scenarioUploadEarly(_ Config, c *Client) error {
+	// As an application does it: keep sending, then CloseAndRecv. Echo round trips between the
+	// sends give the server time to finish the stream while messages are still coming.
+	st, err := c.OpenStream(OpUpload, &Data{Message: "early"})
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 20; i++ {
+		if err = st.Send(&Data{Message: fmt.Sprint(i)}); err != nil {
+			return fmt.Errorf("Upload(early): send %d after the reply: %w", i, err)
+		}
+		if err = echoOnce(c, fmt.Sprintf("between %d", i)); err != nil {
+			return err
+		}
+	}
+	if err = st.CloseSend(); err != nil {
+		return fmt.Errorf("Upload(early): CloseSend: %w", err)
+	}
+	if err = expectStream(st, []string{"early"}, ""); err != nil {
+		return fmt.Errorf("Upload(early), CloseAndRecv: %w", err)
+	}
+	// Deterministic: read the reply and the server's EOF first, so every later packet is late.
+	st, err = c.OpenStream(OpUpload, &Data{Message: "early"})
+	if err != nil {
+		return err
+	}
+	if err = expectStream(st, []string{"early"}, ""); err != nil {
+		return fmt.Errorf("Upload(early), second stream: %w", err)
+	}
+	for i := 0; i < 3; i++ {
+		if err = st.Send(&Data{Message: fmt.Sprint(i)}); err != nil {
+			return fmt.Errorf("Upload(early): late send %d: %w", i, err)
+		}
+	}
+	if err = st.CloseSend(); err != nil {
+		return fmt.Errorf("Upload(early): late CloseSend: %w", err)
+	}
+	// The server handles a connection's packets in order: once this reply is here, a stream
+	// close it sent for the late packets would have closed our stream already.
+	if err = echoOnce(c, "after the late packets"); err != nil {
+		return err
+	}
+	if err = st.Send(&Data{Message: "still open"}); err != nil {
+		return fmt.Errorf("Upload(early): the server closed the finished stream: %w", err)
+	}
 	return nil
 }

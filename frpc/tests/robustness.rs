@@ -1,0 +1,400 @@
+//! Issue #14: whole-call timeouts against a peer that stops reading, the connection living as
+//! long as any handle, configuration refused with clear errors, and errors that name the
+//! address or the likely framing mismatch.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use frpc::codegen;
+use frpc::{Client, ClientConfig, Error, Framing, Server, ServerConfig};
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The test service on 127.0.0.1:0, with the server handle (for its connection count).
+async fn serve() -> (SocketAddr, Server) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::builder()
+        .add_service(TestService::default())
+        .build()
+        .unwrap();
+    let serving = server.clone();
+    tokio::spawn(async move { serving.serve(listener).await });
+    (addr, server)
+}
+
+/// Polls `condition` every 10 ms for up to 5 s (waiting for cleanup, not for readiness).
+async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+    for _ in 0..500 {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    condition()
+}
+
+/// A Frisbee PING packet (10-byte header, no content).
+const PING: [u8; 10] = [0x00, 0x0f, 0, 0, 0, 0, 0, 0, 0, 0];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_fails_within_its_timeout_against_a_peer_that_stops_reading() {
+    // The peer accepts, keeps the connection alive with PINGs and never reads: once the socket
+    // buffers and the write queue are full, calls wait for room to send.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        loop {
+            if stream.write_all(&PING).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let limit = Duration::from_millis(200);
+    let config = ClientConfig {
+        timeout: Some(limit),
+        ..Default::default()
+    };
+    let client = Client::connect_with(addr, config).await.unwrap();
+    let payload = "x".repeat(32 * 1024);
+    let calls: Vec<_> = (0..1600)
+        .map(|_| {
+            let (client, payload) = (client.clone(), payload.clone());
+            tokio::spawn(async move {
+                let started = Instant::now();
+                // Bounded here too, so that a call the timeout misses fails the test, not hangs it.
+                let result =
+                    tokio::time::timeout(Duration::from_secs(2), call(&client, ECHO, &payload)).await;
+                (result, started.elapsed())
+            })
+        })
+        .collect();
+    let (mut slowest, mut blocked) = (Duration::ZERO, 0);
+    for call in calls {
+        match call.await.unwrap() {
+            (Ok(Err(Error::Timeout(_))), elapsed) => slowest = slowest.max(elapsed),
+            (Ok(other), _) => panic!("expected Error::Timeout, got {other:?}"),
+            (Err(_), _) => blocked += 1,
+        }
+    }
+    assert_eq!(blocked, 0, "calls still blocked after 2 s");
+    assert!(
+        slowest <= limit + Duration::from_millis(100),
+        "a call took {slowest:?} with a {limit:?} timeout"
+    );
+    assert_eq!(client.inflight(), 0, "timed-out calls leave no entry behind");
+    // The write queue is still full: opening a stream (open message and request) times out too.
+    let started = Instant::now();
+    let request = Text::new("1");
+    let open = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &request);
+    let opened = tokio::time::timeout(Duration::from_secs(2), open)
+        .await
+        .expect("opening a stream is bounded by the call timeout");
+    assert!(matches!(opened, Err(Error::Timeout(_))), "{opened:?}");
+    assert!(started.elapsed() <= limit + Duration::from_millis(100));
+    assert_eq!(client.open_streams(), 0, "the stream that timed out is forgotten");
+    peer.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_waits_at_most_the_stream_idle_timeout_per_message() {
+    let (addr, _server) = serve().await;
+    let config = ClientConfig {
+        stream_idle_timeout: Some(Duration::from_millis(100)),
+        ..Default::default()
+    };
+    let client = Client::connect_with(addr, config).await.unwrap();
+    let mut chat = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+    // Messages that come in time are delivered; the wait counts from each call to `message`.
+    chat.send(Text::new("a")).await.unwrap();
+    assert_eq!(chat.message().await.unwrap(), Some(Text::new("a")));
+    let started = Instant::now();
+    let result = chat.message().await;
+    assert!(matches!(result, Err(Error::Timeout(_))), "{result:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(100) && waited < Duration::from_secs(1),
+        "{waited:?}"
+    );
+    // The stream has ended; the connection has not.
+    assert_eq!(chat.message().await.unwrap(), None);
+    assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stream_outlives_the_dropped_client() {
+    let (addr, server) = serve().await;
+    let client = Client::connect(addr).await.unwrap();
+    let mut counting = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("1000"))
+        .await
+        .unwrap();
+    drop(client);
+    let mut received = 0;
+    while let Some(message) = counting.message().await.unwrap() {
+        assert_eq!(message.value, received.to_string());
+        received += 1;
+    }
+    assert_eq!(received, 1000);
+    assert_eq!(server.connections(), 1, "the stream handle keeps the connection");
+    drop(counting);
+    assert!(
+        eventually(|| server.connections() == 0).await,
+        "the last handle closes the connection"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bidi_call_outlives_the_dropped_client() {
+    let (addr, server) = serve().await;
+    let client = Client::connect(addr).await.unwrap();
+    let mut chat = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+    let mut join = codegen::call_client_streaming::<Text, Text>(&client, JOIN)
+        .await
+        .unwrap();
+    drop(client);
+    for word in ["a", "b", "c"] {
+        chat.send(Text::new(word)).await.unwrap();
+        assert_eq!(chat.message().await.unwrap(), Some(Text::new(word)));
+        join.send(Text::new(word)).await.unwrap();
+    }
+    chat.close_send().await.unwrap();
+    assert_eq!(chat.message().await.unwrap(), None);
+    drop(chat);
+    assert_eq!(join.close_and_recv().await.unwrap().value, "a,b,c");
+    assert!(eventually(|| server.connections() == 0).await);
+}
+
+/// Each broken field, and the name the error must give.
+fn broken_connection_configs() -> Vec<(&'static str, frpc::ConnectionConfig)> {
+    let base = frpc::ConnectionConfig::default;
+    vec![
+        (
+            "ping_interval",
+            frpc::ConnectionConfig {
+                ping_interval: Duration::ZERO,
+                ..base()
+            },
+        ),
+        (
+            "idle_timeout",
+            frpc::ConnectionConfig {
+                idle_timeout: Duration::ZERO,
+                ..base()
+            },
+        ),
+        (
+            "ping_interval",
+            frpc::ConnectionConfig {
+                ping_interval: Duration::MAX,
+                ..base()
+            },
+        ),
+        (
+            "write_queue",
+            frpc::ConnectionConfig {
+                write_queue: 0,
+                ..base()
+            },
+        ),
+        (
+            "stream_buffer",
+            frpc::ConnectionConfig {
+                stream_buffer: 0,
+                ..base()
+            },
+        ),
+        (
+            "max_streams",
+            frpc::ConnectionConfig {
+                max_streams: 0,
+                ..base()
+            },
+        ),
+        (
+            "max_content_length",
+            frpc::ConnectionConfig {
+                max_content_length: 0,
+                ..base()
+            },
+        ),
+    ]
+}
+
+fn assert_config_error(result: Result<impl std::fmt::Debug, Error>, field: &str) {
+    match result {
+        Err(Error::Config(message)) => assert!(message.contains(field), "{field}: {message}"),
+        other => panic!("{field}: expected Error::Config, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn invalid_server_config_is_refused_at_build_naming_the_field() {
+    let mut configs: Vec<(&str, ServerConfig)> = broken_connection_configs()
+        .into_iter()
+        .map(|(field, connection)| {
+            (
+                field,
+                ServerConfig {
+                    connection,
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    configs.push((
+        "max_connections",
+        ServerConfig {
+            max_connections: 0,
+            ..Default::default()
+        },
+    ));
+    configs.push((
+        "max_inflight_per_connection",
+        ServerConfig {
+            max_inflight_per_connection: 0,
+            ..Default::default()
+        },
+    ));
+    configs.push((
+        "Limited(0)",
+        ServerConfig {
+            concurrency: frpc::Concurrency::Limited(0),
+            ..Default::default()
+        },
+    ));
+    for (field, config) in configs {
+        assert_config_error(Server::builder().config(config).build(), field);
+    }
+    // A long ping interval with the default idle timeout stays allowed (see ConnectionConfig).
+    let mut quiet = ServerConfig::default();
+    quiet.connection.ping_interval = Duration::from_secs(3600);
+    Server::builder().config(quiet).build().unwrap();
+}
+
+#[tokio::test]
+async fn invalid_client_config_is_refused_before_connecting_naming_the_field() {
+    let (addr, _server) = serve().await;
+    let mut configs: Vec<(&str, ClientConfig)> = broken_connection_configs()
+        .into_iter()
+        .map(|(field, connection)| {
+            (
+                field,
+                ClientConfig {
+                    connection,
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    configs.push((
+        "connect_timeout",
+        ClientConfig {
+            connect_timeout: Duration::ZERO,
+            ..Default::default()
+        },
+    ));
+    configs.push((
+        "timeout",
+        ClientConfig {
+            timeout: Some(Duration::ZERO),
+            ..Default::default()
+        },
+    ));
+    configs.push((
+        "stream_idle_timeout",
+        ClientConfig {
+            stream_idle_timeout: Some(Duration::ZERO),
+            ..Default::default()
+        },
+    ));
+    for (field, config) in configs {
+        assert_config_error(Client::connect_with(addr, config.clone()).await, field);
+        let stream = TcpStream::connect(addr).await.unwrap();
+        assert_config_error(Client::from_stream(stream, config), field);
+    }
+}
+
+#[tokio::test]
+async fn connect_and_bind_errors_name_the_address() {
+    let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = taken.local_addr().unwrap();
+    let err = Server::builder().serve(addr).await.unwrap_err();
+    assert!(matches!(err, Error::Bind { addr: a, .. } if a == addr), "{err:?}");
+    assert!(err.to_string().contains(&addr.to_string()), "{err}");
+    drop(taken);
+    // Nobody listens there any more.
+    let err = Client::connect(addr).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Connect { addr: a, .. } if a == addr),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&addr.to_string()), "{err}");
+}
+
+#[tokio::test]
+async fn a_connect_that_gets_no_answer_fails_after_connect_timeout() {
+    // A listener whose accept queue is full drops further SYNs: the connect gets no answer.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut filling = Vec::new();
+    for _ in 0..8 {
+        match tokio::time::timeout(Duration::from_millis(200), TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => filling.push(stream),
+            _ => break,
+        }
+    }
+    let limit = Duration::from_millis(300);
+    let config = ClientConfig {
+        connect_timeout: limit,
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let err = Client::connect_with(addr, config).await.unwrap_err();
+    let waited = started.elapsed();
+    match &err {
+        Error::Connect { addr: a, source } => {
+            assert_eq!(*a, addr);
+            assert_eq!(source.kind(), std::io::ErrorKind::TimedOut, "{err}");
+        }
+        other => panic!("expected Error::Connect, got {other:?}"),
+    }
+    assert!(waited >= limit && waited < limit * 3, "{waited:?}");
+}
+
+/// A call's error against a peer that hangs up right after our first packet, or answers in
+/// the other framing: it says the framing is the likely cause and names the other one.
+#[tokio::test]
+async fn a_framing_mismatch_is_named_in_the_error() {
+    for (peer_sends, ours, other) in [
+        (&[][..], Framing::Frisbee, "Framing::Legacy"),
+        (&[0u8; 8][..], Framing::Frisbee, "Framing::Legacy"), // a legacy PING
+        (&[][..], Framing::Legacy, "Framing::Frisbee"),
+    ] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let _ = stream.write_all(peer_sends).await;
+            // Like a frisbee-go v0.11 server seeing a legacy header: read, then hang up.
+            let mut first = [0u8; 1];
+            let _ = stream.read(&mut first).await;
+        });
+        let mut config = ClientConfig::default();
+        config.connection.framing = ours;
+        let client = Client::connect_with(addr, config).await.unwrap();
+        let err = tokio::time::timeout(Duration::from_secs(5), call(&client, ECHO, "hi"))
+            .await
+            .expect("no hang")
+            .unwrap_err();
+        assert!(matches!(err, Error::ConnectionClosed { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(text.contains("other framing") && text.contains(other), "{text}");
+    }
+}
