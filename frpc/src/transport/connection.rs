@@ -414,7 +414,9 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame)
     };
     match packet.op {
         op::PING => {
-            let _ = conn.send(Packet::pong()).await;
+            // Never waits: with the write queue full we are sending anyway, and a reader stuck
+            // on a peer that stops reading would stop reading too.
+            let _ = conn.try_send(Packet::pong());
         }
         op::PONG => {}
         _ => dispatch.packet(conn, packet).await,
