@@ -18,7 +18,7 @@ use tokio::sync::Mutex;
 const FRAMING: frpc::Framing = frpc::Framing::Frisbee;
 
 fn rpc(c: &mut Criterion) {
-    let rt = workload::runtime();
+    let rt = workload::runtime(2);
     let message = workload::message(32);
     for clients in [1, 16] {
         let mut group = c.benchmark_group(format!("{clients}-clients-32B"));

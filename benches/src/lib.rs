@@ -4,10 +4,20 @@
 //!
 //! - [`frameworks`]: the servers and load-generating clients, one file per framework.
 //! - [`workload`]: cells, the measured window, the client loops.
+//! - [`matrix`]: the matrix run's options and cells, samples interleaved across frameworks.
 //! - [`serve`]: the `serve` subcommand and the child processes that run it.
-//! - [`report`]: the table with ratios, JSON, CSV and the SVG chart.
+//! - [`load`]: the `load` subcommand, one cell against any server of the proto.
+//! - [`stats`]: median, quartiles, paired ratios, changes beyond the spread.
+//! - [`report`]: rows with medians and spreads, the table, JSON and CSV.
+//! - [`compare`]: `--baseline`, a run compared with an earlier one.
+//! - [`chart`]: the SVG chart.
 
+pub mod chart;
+pub mod compare;
 pub mod frameworks;
+pub mod load;
+pub mod matrix;
 pub mod report;
 pub mod serve;
+pub mod stats;
 pub mod workload;

@@ -1,15 +1,18 @@
-//! Results: the table with ratios against tonic and raw, and JSON, CSV and SVG output.
+//! Results: one [`Row`] per framework and cell with the median and spread of its samples, its
+//! ratios to tonic and raw, and the table, JSON and CSV made of them (the chart is in
+//! [`crate::chart`], the comparison with a baseline in [`crate::compare`]).
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::stats::{self, Summary};
 use crate::workload::{Cell, Outcome};
 
-/// One framework in one cell.
-#[derive(Debug, Clone, Serialize)]
+/// One framework in one cell, over all of its samples.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
-    /// `frpc-inline`, `frpc-per-rpc`, `tonic` or `raw`.
+    /// `frpc-inline`, `frpc-per-rpc`, `tonic`, `raw`, or a probe (`raw→frpc-inline`).
     pub framework: String,
     /// `A` (one call in flight per client) or `B` (ten).
     pub workload: String,
@@ -21,20 +24,41 @@ pub struct Row {
     pub callers: String,
     /// Message size in bytes.
     pub size: usize,
-    /// Calls per second, all clients together.
+    /// Calls per second of all clients together: the median of the samples.
     pub rps_total: f64,
-    /// Calls per second per client.
+    /// `rps_total` per client.
     pub rps_per_client: f64,
-    /// Median latency.
+    /// Median and spread of the samples' RPC/s.
+    pub rps: Summary,
+    /// Each sample's RPC/s, in the order they ran.
+    pub rps_samples: Vec<f64>,
+    /// Median latency over all samples' calls.
     pub p50_us: u64,
-    /// 99th-percentile latency.
+    /// 99th-percentile latency over all samples' calls.
     pub p99_us: u64,
+    /// RPC/s relative to tonic, sample by sample (`None` without a tonic row).
+    pub x_tonic: Option<Summary>,
+    /// RPC/s relative to raw, sample by sample (`None` without a raw row).
+    pub x_raw: Option<Summary>,
 }
 
+/// The identity of a cell: workload, clients, in flight, callers and size.
+pub type CellKey<'a> = (&'a str, usize, usize, &'a str, usize);
+
 impl Row {
-    /// The row of `framework` in `cell` of `workload`.
-    pub fn new(framework: &str, workload: &str, cell: &Cell, outcome: &Outcome) -> Row {
-        let rps_total = outcome.calls as f64 / cell.duration.as_secs_f64();
+    /// The row of `framework` in `cell` of `workload`, from its samples (ratios still empty:
+    /// [`add_ratios`] fills them once every framework of the cell has run).
+    pub fn new(framework: &str, workload: &str, cell: &Cell, samples: &[Outcome]) -> Row {
+        let secs = cell.duration.as_secs_f64();
+        let rps_samples: Vec<f64> = samples.iter().map(|o| o.calls as f64 / secs).collect();
+        let rps = Summary::of(&rps_samples).unwrap_or(Summary {
+            median: 0.0,
+            min: 0.0,
+            q1: 0.0,
+            q3: 0.0,
+            max: 0.0,
+        });
+        let merged = Outcome::merge(samples.iter().cloned());
         Row {
             framework: framework.to_owned(),
             workload: workload.to_owned(),
@@ -42,14 +66,19 @@ impl Row {
             inflight: cell.inflight,
             callers: cell.callers.name().to_owned(),
             size: cell.size,
-            rps_total,
-            rps_per_client: rps_total / cell.clients as f64,
-            p50_us: outcome.latency.value_at_quantile(0.5),
-            p99_us: outcome.latency.value_at_quantile(0.99),
+            rps_total: rps.median,
+            rps_per_client: rps.median / cell.clients as f64,
+            rps,
+            rps_samples,
+            p50_us: merged.latency.value_at_quantile(0.5),
+            p99_us: merged.latency.value_at_quantile(0.99),
+            x_tonic: None,
+            x_raw: None,
         }
     }
 
-    fn cell(&self) -> (&str, usize, usize, &str, usize) {
+    /// The cell this row measured.
+    pub fn cell(&self) -> CellKey<'_> {
         (
             &self.workload,
             self.clients,
@@ -59,9 +88,81 @@ impl Row {
         )
     }
 
-    /// The chart panel the row belongs to: one per workload, callers and size.
-    fn panel(&self) -> (&str, usize, &str, usize) {
-        (&self.workload, self.inflight, &self.callers, self.size)
+    /// The ratio to `against` (`tonic` or `raw`).
+    pub fn ratio(&self, against: &str) -> Option<&Summary> {
+        match against {
+            "tonic" => self.x_tonic.as_ref(),
+            "raw" => self.x_raw.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether this row is one of the frpc servers with its own client.
+    fn is_frpc(&self) -> bool {
+        self.framework == "frpc-inline" || self.framework == "frpc-per-rpc"
+    }
+}
+
+/// The results of one run, as `--json` writes them and `--baseline` reads them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Cores of the machine.
+    pub cores: usize,
+    /// Samples per framework and cell.
+    pub reps: usize,
+    /// Measured seconds per sample.
+    pub secs: f64,
+    /// One row per framework and cell.
+    pub rows: Vec<Row>,
+}
+
+/// Fills each row's ratios to tonic and raw: its samples divided by theirs, sample by sample.
+pub fn add_ratios(rows: &mut [Row]) {
+    let ratios: Vec<(Option<Summary>, Option<Summary>)> = rows
+        .iter()
+        .map(|row| {
+            let against = |name: &str| {
+                let other = rows
+                    .iter()
+                    .find(|o| o.cell() == row.cell() && o.framework == name)?;
+                Summary::of(&stats::paired_ratios(&row.rps_samples, &other.rps_samples))
+            };
+            (against("tonic"), against("raw"))
+        })
+        .collect();
+    for (row, (tonic, raw)) in rows.iter_mut().zip(ratios) {
+        (row.x_tonic, row.x_raw) = (tonic, raw);
+    }
+}
+
+/// The target an frpc row's ratio to `against` should reach, from the benchmark issue:
+/// workload A with 16 or 128 clients at 32 B or 512 B ≥ 2.5× tonic and ≥ 0.8× raw; A at 1 MiB
+/// ≥ 1.5× tonic; B with 128 clients × 10 in flight ≥ 4× tonic and ≥ 0.85× raw.
+pub fn target(row: &Row, against: &str) -> Option<f64> {
+    if !row.is_frpc() {
+        return None;
+    }
+    let small_a = row.workload == "A" && matches!(row.clients, 16 | 128) && matches!(row.size, 32 | 512);
+    let big_a = row.workload == "A" && row.size == 1 << 20;
+    let big_b = row.workload == "B" && row.clients == 128 && row.inflight == 10;
+    match against {
+        "tonic" if small_a => Some(2.5),
+        "tonic" if big_a => Some(1.5),
+        "tonic" if big_b => Some(4.0),
+        "raw" if small_a => Some(0.8),
+        "raw" if big_b => Some(0.85),
+        _ => None,
+    }
+}
+
+/// The table's mark for a ratio: `~` when its spread has 1.0 inside (faster or slower is not
+/// settled), `?` when it has the target inside, `!` when all of it is below the target.
+pub fn mark(ratio: &Summary, target: Option<f64>) -> &'static str {
+    match target {
+        Some(t) if ratio.straddles(t) => "?",
+        Some(t) if ratio.max < t => "!",
+        _ if ratio.straddles(1.0) => "~",
+        _ => "",
     }
 }
 
@@ -74,227 +175,195 @@ pub fn size_label(size: usize) -> String {
     }
 }
 
-fn rps_of<'a>(rows: &'a [Row], like: &Row, framework: &str) -> Option<&'a Row> {
-    rows.iter()
-        .find(|r| r.cell() == like.cell() && r.framework == framework)
+/// A rate in few characters: `950`, `15.2k`, `159k`, `1.2M`.
+pub fn rate_label(v: f64) -> String {
+    match v {
+        v if v >= 1e6 => format!("{:.1}M", v / 1e6),
+        v if v >= 1e5 => format!("{:.0}k", v / 1e3),
+        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
 }
 
-/// The table: one line per framework and cell, with ratios to tonic and raw.
+/// A ratio with its spread and mark: `3.05 2.90–3.21?`, or `-` when there is none.
+fn ratio_cell(row: &Row, against: &str) -> String {
+    row.ratio(against).map_or("-".to_owned(), |r| {
+        format!(
+            "{:.2} {:.2}–{:.2}{}",
+            r.median,
+            r.min,
+            r.max,
+            mark(r, target(row, against))
+        )
+    })
+}
+
+/// The legend printed under the table.
+pub const LEGEND: &str = "\
+RPC/s: median of the samples, then min–max; ×tonic, ×raw: median and min–max of the paired
+per-sample ratios. Marks: ~ spread includes 1.0; ? spread includes the target; ! spread all
+below the target (targets for frpc: A 16/128 cl 32 B/512 B ≥2.5× tonic and ≥0.8× raw, A 1 MiB
+≥1.5× tonic, B 128 cl ≥4× tonic and ≥0.85× raw).";
+
+/// The table: one line per framework and cell.
 pub fn table(rows: &[Row]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<3} {:>7} {:>8} {:<7} {:>7} {:<16} {:>11} {:>10} {:>8} {:>8} {:>7} {:>6}",
+    let mut out = format!(
+        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {:<17}\n",
         "wl",
-        "clients",
-        "inflight",
-        "callers",
+        "cl",
+        "inf",
+        "callrs",
         "size",
         "framework",
         "RPC/s",
+        "min–max",
         "RPC/s/cl",
-        "p50 µs",
-        "p99 µs",
-        "×tonic",
-        "×raw"
+        "p50µs",
+        "p99µs",
+        "×tonic min–max",
+        "×raw min–max"
     );
     for row in rows {
-        let ratio = |other: &str| {
-            rps_of(rows, row, other)
-                .filter(|o| o.rps_total > 0.0)
-                .map_or("-".to_owned(), |o| format!("{:.2}", row.rps_total / o.rps_total))
-        };
         let _ = writeln!(
             out,
-            "{:<3} {:>7} {:>8} {:<7} {:>7} {:<16} {:>11.0} {:>10.0} {:>8} {:>8} {:>7} {:>6}",
+            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {:<17}",
             row.workload,
             row.clients,
             row.inflight,
             row.callers,
             size_label(row.size),
             row.framework,
-            row.rps_total,
+            row.rps.median,
+            format!("{}–{}", rate_label(row.rps.min), rate_label(row.rps.max)),
             row.rps_per_client,
             row.p50_us,
             row.p99_us,
-            ratio("tonic"),
-            ratio("raw"),
+            ratio_cell(row, "tonic"),
+            ratio_cell(row, "raw"),
         );
     }
     out
 }
 
-/// The rows as a JSON array.
-pub fn json(rows: &[Row]) -> String {
-    serde_json::to_string_pretty(rows).expect("rows serialize") + "\n"
+/// The report as pretty JSON.
+pub fn json(report: &Report) -> String {
+    serde_json::to_string_pretty(report).expect("report serializes") + "\n"
 }
 
-/// CSV with the JSON's columns.
+/// Reads a report `--json` wrote.
+pub fn read_json(text: &str) -> Result<Report, String> {
+    serde_json::from_str(text).map_err(|e| format!("not a frpc-bench report: {e}"))
+}
+
+/// CSV, one line per row: the cell, then RPC/s and both ratios as median, min, max.
 pub fn csv(rows: &[Row]) -> String {
-    let mut out = "framework,workload,clients,inflight,callers,size,rps_total,rps_per_client,p50_us,p99_us\n"
+    let mut out = "framework,workload,clients,inflight,callers,size,rps_median,rps_min,rps_max,\
+                   rps_per_client,p50_us,p99_us,x_tonic_median,x_tonic_min,x_tonic_max,\
+                   x_raw_median,x_raw_min,x_raw_max\n"
         .to_owned();
+    let triple = |s: Option<&Summary>| {
+        s.map_or(",,".to_owned(), |s| {
+            format!("{:.4},{:.4},{:.4}", s.median, s.min, s.max)
+        })
+    };
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{:.1},{:.1},{},{}",
+            "{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{}",
             r.framework,
             r.workload,
             r.clients,
             r.inflight,
             r.callers,
             r.size,
-            r.rps_total,
+            r.rps.median,
+            r.rps.min,
+            r.rps.max,
             r.rps_per_client,
             r.p50_us,
-            r.p99_us
+            r.p99_us,
+            triple(r.x_tonic.as_ref()),
+            triple(r.x_raw.as_ref()),
         );
     }
     out
 }
 
-/// Bar colours, by framework position.
-const COLOURS: [&str; 6] = ["#1f77b4", "#17becf", "#ff7f0e", "#7f7f7f", "#2ca02c", "#d62728"];
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
 
-/// Grouped bars of RPC/s, like fRPC's published figures: one panel per workload and message size
-/// (each with its own scale), one group of bars per client count, one bar per framework.
-pub fn svg(rows: &[Row], title: &str) -> String {
-    let mut frameworks: Vec<&str> = Vec::new();
-    let mut panels: Vec<(&str, usize, &str, usize)> = Vec::new();
-    for r in rows {
-        if !frameworks.contains(&r.framework.as_str()) {
-            frameworks.push(&r.framework);
-        }
-        if !panels.contains(&r.panel()) {
-            panels.push(r.panel());
+    /// A row of `framework` in cell A × `clients` × 32 B with the given RPC/s samples.
+    pub(crate) fn row(framework: &str, clients: usize, samples: &[f64]) -> Row {
+        let rps = Summary::of(samples).unwrap();
+        Row {
+            framework: framework.into(),
+            workload: "A".into(),
+            clients,
+            inflight: 1,
+            callers: "tasks".into(),
+            size: 32,
+            rps_total: rps.median,
+            rps_per_client: rps.median / clients as f64,
+            rps,
+            rps_samples: samples.to_vec(),
+            p50_us: 100,
+            p99_us: 200,
+            x_tonic: None,
+            x_raw: None,
         }
     }
-    let (bar, gap, axis, plot_h) = (16.0, 20.0, 56.0, 200.0);
-    let group_w = bar * frameworks.len() as f64 + gap;
-    let most_groups = panels
-        .iter()
-        .map(|p| {
-            rows.iter()
-                .filter(|r| r.panel() == *p && r.framework == frameworks[0])
-                .count()
-        })
-        .max()
-        .unwrap_or(1)
-        .max(1);
-    let panel_w = axis + group_w * most_groups as f64 + 20.0;
-    let panel_h = plot_h + 80.0;
-    let columns = panels.len().clamp(1, 3);
-    let width = panel_w * columns as f64 + 20.0;
-    let height = 70.0 + panel_h * panels.len().div_ceil(columns) as f64;
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
-         font-family=\"sans-serif\" font-size=\"11\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"20\" y=\"22\" font-size=\"15\">{}</text>\n",
-        escape(title)
-    );
-    for (i, f) in frameworks.iter().enumerate() {
-        let x = 20.0 + i as f64 * 120.0;
-        let _ = writeln!(
-            out,
-            "<rect x=\"{x}\" y=\"34\" width=\"11\" height=\"11\" fill=\"{}\"/>\
-             <text x=\"{}\" y=\"44\">{}</text>",
-            COLOURS[i % COLOURS.len()],
-            x + 15.0,
-            escape(f)
+
+    #[test]
+    fn ratios_pair_samples_within_a_cell() {
+        let mut rows = vec![
+            row("frpc-inline", 16, &[90.0, 80.0, 100.0]),
+            row("tonic", 16, &[30.0, 40.0, 25.0]),
+            row("raw", 16, &[100.0, 100.0, 125.0]),
+            row("raw", 1, &[1.0, 1.0, 1.0]),
+        ];
+        add_ratios(&mut rows);
+        let tonic = rows[0].x_tonic.unwrap();
+        assert_eq!((tonic.min, tonic.median, tonic.max), (2.0, 3.0, 4.0));
+        let raw = rows[0].x_raw.unwrap();
+        assert_eq!((raw.min, raw.median, raw.max), (0.8, 0.8, 0.9));
+        assert_eq!(rows[2].x_raw.unwrap().median, 1.0);
+        assert!(rows[3].x_tonic.is_none());
+    }
+
+    #[test]
+    fn marks_for_one_and_targets() {
+        let s = |v: &[f64]| Summary::of(v).unwrap();
+        assert_eq!(mark(&s(&[0.9, 1.1]), None), "~");
+        assert_eq!(mark(&s(&[0.75, 0.85]), Some(0.8)), "?");
+        assert_eq!(mark(&s(&[0.6, 0.7]), Some(0.8)), "!");
+        assert_eq!(mark(&s(&[0.85, 0.9]), Some(0.8)), "");
+        assert_eq!(mark(&s(&[1.2, 1.3]), None), "");
+    }
+
+    #[test]
+    fn targets_apply_to_frpc_rows_of_the_issue_cells() {
+        let frpc = row("frpc-inline", 16, &[1.0]);
+        assert_eq!(
+            (target(&frpc, "tonic"), target(&frpc, "raw")),
+            (Some(2.5), Some(0.8))
         );
+        assert_eq!(target(&row("frpc-inline", 1, &[1.0]), "tonic"), None);
+        assert_eq!(target(&row("tonic", 16, &[1.0]), "raw"), None);
     }
-    for (pi, panel) in panels.iter().enumerate() {
-        let x0 = 10.0 + (pi % columns) as f64 * panel_w;
-        let y0 = 60.0 + (pi / columns) as f64 * panel_h;
-        let (left, top) = (x0 + axis, y0 + 30.0);
-        let in_panel: Vec<&Row> = rows.iter().filter(|r| r.panel() == *panel).collect();
-        let max = nice_max(in_panel.iter().map(|r| r.rps_total).fold(0.0, f64::max));
-        let (workload, inflight, callers, size) = *panel;
-        let issued = if inflight > 1 {
-            format!(" ({callers})")
-        } else {
-            String::new()
+
+    #[test]
+    fn json_round_trips() {
+        let mut rows = vec![row("frpc-inline", 16, &[2.0, 3.0]), row("raw", 16, &[4.0, 4.0])];
+        add_ratios(&mut rows);
+        let report = Report {
+            cores: 2,
+            reps: 2,
+            secs: 0.5,
+            rows,
         };
-        let _ = writeln!(
-            out,
-            "<text x=\"{left}\" y=\"{}\" font-size=\"13\">Workload {workload}: {}, \
-             {inflight} in flight per client{issued}</text>",
-            y0 + 18.0,
-            size_label(size),
-        );
-        for step in 0..=4 {
-            let y = top + plot_h - plot_h * step as f64 / 4.0;
-            let _ = writeln!(
-                out,
-                "<line x1=\"{left}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#ddd\"/>\
-                 <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-                x0 + panel_w - 20.0,
-                left - 4.0,
-                y + 4.0,
-                rate_label(max * step as f64 / 4.0)
-            );
-        }
-        let mut clients: Vec<usize> = in_panel.iter().map(|r| r.clients).collect();
-        clients.dedup();
-        for (gi, &n) in clients.iter().enumerate() {
-            let gx = left + gap / 2.0 + gi as f64 * group_w;
-            for (fi, f) in frameworks.iter().enumerate() {
-                let Some(r) = in_panel.iter().find(|r| r.clients == n && r.framework == *f) else {
-                    continue;
-                };
-                let h = if max > 0.0 {
-                    plot_h * r.rps_total / max
-                } else {
-                    0.0
-                };
-                let _ = writeln!(
-                    out,
-                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{}\" height=\"{h:.1}\" fill=\"{}\">\
-                     <title>{}: {:.0} RPC/s, p50 {} µs, p99 {} µs</title></rect>",
-                    gx + fi as f64 * bar,
-                    top + plot_h - h,
-                    bar - 2.0,
-                    COLOURS[fi % COLOURS.len()],
-                    escape(f),
-                    r.rps_total,
-                    r.p50_us,
-                    r.p99_us
-                );
-            }
-            let _ = writeln!(
-                out,
-                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{n} client{}</text>",
-                gx + (group_w - gap) / 2.0,
-                top + plot_h + 16.0,
-                if n == 1 { "" } else { "s" }
-            );
-        }
+        let back = read_json(&json(&report)).unwrap();
+        assert_eq!(back.rows[0].x_raw, report.rows[0].x_raw);
+        assert_eq!(back.rows[1].rps_samples, vec![4.0, 4.0]);
     }
-    out.push_str("</svg>\n");
-    out
-}
-
-/// The smallest 1, 2 or 5 × 10^k at or above `v`.
-fn nice_max(v: f64) -> f64 {
-    if v <= 0.0 {
-        return 1.0;
-    }
-    let base = 10f64.powf(v.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|m| m * base)
-        .find(|&m| m >= v)
-        .unwrap_or(10.0 * base)
-}
-
-fn rate_label(v: f64) -> String {
-    match v {
-        v if v >= 1e6 => format!("{:.1}M", v / 1e6),
-        v if v >= 1e3 => format!("{:.0}k", v / 1e3),
-        v => format!("{v:.0}"),
-    }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }

@@ -9,61 +9,53 @@ use std::process::{Child, Command, Stdio};
 use crate::frameworks::{self, Framework};
 use crate::workload;
 
-/// Options of `serve`.
-#[derive(Debug, Clone)]
+/// `frpc-bench serve`: serve one framework for the benchmark or for outside load generators.
+#[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
     /// Where to listen (`127.0.0.1:0` picks a port).
+    #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: String,
-    /// The framework served.
+    /// The framework served: frpc (= frpc-inline), frpc-inline, frpc-per-rpc, tonic or raw.
+    #[arg(long, default_value = "frpc", value_parser = served)]
     pub framework: Framework,
-    /// The framing of frpc and raw.
+    /// frpc's handler concurrency (overrides the framework's): inline or per-rpc.
+    #[arg(long, value_parser = ["inline", "per-rpc"])]
+    pub concurrency: Option<String>,
+    /// The framing of frpc and raw: frisbee (v0.11) or legacy (v0.10).
+    #[arg(long, default_value = "frisbee")]
     pub framing: frpc::Framing,
+    /// Worker threads of the server's runtime.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+}
+
+/// Parses a served framework, where `frpc` means `frpc-inline`.
+fn served(name: &str) -> Result<Framework, String> {
+    match name {
+        "frpc" => Ok(Framework::FrpcInline),
+        other => other.parse(),
+    }
 }
 
 impl ServeArgs {
-    /// Parses `--addr A --framework frpc|frpc-inline|frpc-per-rpc|tonic|raw
-    /// [--framing frisbee|legacy] [--concurrency inline|per-rpc]`, in any order.
-    pub fn parse(args: &[String]) -> Result<ServeArgs, String> {
-        let (mut addr, mut framework, mut framing) = ("127.0.0.1:0".to_owned(), None, frpc::Framing::Frisbee);
-        let mut concurrency = None;
-        for pair in args.chunks(2) {
-            let [flag, value] = pair else {
-                return Err(format!("{} needs a value", pair[0]));
-            };
-            match flag.as_str() {
-                "--addr" => addr = value.clone(),
-                "--framework" if value == "frpc" => framework = Some(Framework::FrpcInline),
-                "--framework" => framework = Some(value.parse()?),
-                "--framing" => framing = value.parse()?,
-                "--concurrency" => {
-                    concurrency = Some(match value.as_str() {
-                        "inline" => Framework::FrpcInline,
-                        "per-rpc" => Framework::FrpcPerRpc,
-                        other => return Err(format!("unknown concurrency {other:?} (inline, per-rpc)")),
-                    })
-                }
-                other => return Err(format!("unknown serve argument {other:?}")),
-            }
+    /// The framework to serve, with `--concurrency` applied.
+    pub fn resolved(&self) -> Result<Framework, String> {
+        match (self.framework, self.concurrency.as_deref()) {
+            (Framework::FrpcInline | Framework::FrpcPerRpc, Some("inline")) => Ok(Framework::FrpcInline),
+            (Framework::FrpcInline | Framework::FrpcPerRpc, Some(_)) => Ok(Framework::FrpcPerRpc),
+            (_, Some(_)) => Err("--concurrency applies to frpc only".into()),
+            (framework, None) => Ok(framework),
         }
-        let framework = match (framework.unwrap_or(Framework::FrpcInline), concurrency) {
-            (Framework::FrpcInline | Framework::FrpcPerRpc, Some(frpc)) => frpc,
-            (_, Some(_)) => return Err("--concurrency applies to frpc only".into()),
-            (framework, None) => framework,
-        };
-        Ok(ServeArgs {
-            addr,
-            framework,
-            framing,
-        })
     }
 }
 
 /// Runs `serve`: binds, prints `LISTENING <addr>`, serves until an error.
 pub fn serve(args: &ServeArgs) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    workload::runtime().block_on(async {
+    let framework = args.resolved()?;
+    workload::runtime(args.threads).block_on(async {
         let listener = tokio::net::TcpListener::bind(&args.addr).await?;
         println!("LISTENING {}", listener.local_addr()?);
-        frameworks::serve(args.framework, listener, args.framing).await
+        frameworks::serve(framework, listener, args.framing).await
     })
 }
 
@@ -76,8 +68,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `frpc-bench serve` for `framework` on 127.0.0.1 and waits for its address.
-    pub fn spawn(framework: Framework, framing: frpc::Framing) -> Result<Server, String> {
+    /// Starts `frpc-bench serve` for `framework` on 127.0.0.1 with `threads` worker threads and
+    /// waits for its address.
+    pub fn spawn(framework: Framework, framing: frpc::Framing, threads: usize) -> Result<Server, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
         let framing = match framing {
             frpc::Framing::Frisbee => "frisbee",
@@ -85,7 +78,7 @@ impl Server {
         };
         let mut child = Command::new(exe)
             .args(["serve", "--addr", "127.0.0.1:0", "--framework", framework.name()])
-            .args(["--framing", framing])
+            .args(["--framing", framing, "--threads", &threads.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()

@@ -35,8 +35,10 @@ pub struct Cell {
     pub size: usize,
     /// Measured time.
     pub duration: Duration,
-    /// Time run before measuring.
+    /// Unmeasured load on fresh connections, once per framework and cell.
     pub warmup: Duration,
+    /// Unmeasured load before each sample, so every sample starts in full flow.
+    pub settle: Duration,
 }
 
 /// What one framework did in one cell (or one client, or one in-flight slot).
@@ -255,23 +257,37 @@ pub async fn drive(
     (clients, Outcome::merge(outcomes))
 }
 
-/// Runs one cell against `framework` at `addr`: connect, warm up, measure, disconnect.
-pub async fn run(framework: Framework, addr: SocketAddr, cell: Cell, framing: frpc::Framing) -> Outcome {
-    let message = message(cell.size);
-    let clients = connect(framework, addr, cell.clients, framing).await;
+/// Runs one sample of `cell` on connected `clients`: `settle` of unmeasured calls, then
+/// `cell.duration` measured; gives the clients back for the next sample.
+pub async fn sample(
+    clients: Vec<Client>,
+    message: &str,
+    cell: &Cell,
+    settle: Duration,
+) -> (Vec<Client>, Outcome) {
     let limit = Limit {
-        window: Window::new(cell.warmup, cell.duration),
+        window: Window::new(settle, cell.duration),
         calls: u64::MAX,
     };
-    drive(clients, &message, cell.inflight, cell.callers, limit)
-        .await
-        .1
+    drive(clients, message, cell.inflight, cell.callers, limit).await
 }
 
-/// The runtime of both the load generator and the servers: two worker threads.
-pub fn runtime() -> tokio::runtime::Runtime {
+/// Runs `cell`'s load on `clients` for `cell.warmup` without measuring: fresh connections grow
+/// their buffers and windows before the first sample.
+pub async fn warm_up(clients: Vec<Client>, message: &str, cell: &Cell) -> Vec<Client> {
+    let limit = Limit {
+        window: Window::new(Duration::ZERO, cell.warmup),
+        calls: u64::MAX,
+    };
+    drive(clients, message, cell.inflight, cell.callers, limit)
+        .await
+        .0
+}
+
+/// A runtime with `threads` worker threads (the load generator's and each server's).
+pub fn runtime(threads: usize) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(threads.max(1))
         .enable_all()
         .build()
         .expect("tokio runtime")

@@ -1,0 +1,125 @@
+//! `frpc-bench load`: drives any server of the benchmark proto (this program's `serve`, or Go
+//! fRPC's benchmark server) with one cell's load, and prints the same table row and JSON as the
+//! matrix run.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+
+use crate::frameworks::Framework;
+use crate::matrix::{self, DEFAULT_REPS, Peer};
+use crate::report::{self, Report, Row};
+use crate::workload::{self, Callers, Cell};
+
+/// Options of `load`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadArgs {
+    /// The server, HOST:PORT.
+    #[arg(long)]
+    pub addr: String,
+    /// The client: frpc (the generated frpc client), tonic, or raw (bare framed packets).
+    #[arg(long, default_value = "frpc", value_parser = client_kind)]
+    pub client: Framework,
+    /// Clients, each with its own connection.
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Calls each client keeps outstanding.
+    #[arg(long, default_value_t = 1)]
+    pub inflight: usize,
+    /// How a client issues its calls: tasks or joined.
+    #[arg(long, default_value = "tasks")]
+    pub callers: Callers,
+    /// Message size in bytes.
+    #[arg(long, default_value_t = 32)]
+    pub size: usize,
+    /// Measured seconds per sample.
+    #[arg(long, default_value_t = 1.0)]
+    pub secs: f64,
+    /// Samples.
+    #[arg(long, default_value_t = DEFAULT_REPS)]
+    pub reps: usize,
+    /// The framing of frpc and raw: frisbee (v0.11) or legacy (v0.10).
+    #[arg(long, default_value = "frisbee")]
+    pub framing: frpc::Framing,
+    /// Worker threads of the load generator's runtime.
+    #[arg(long, default_value_t = 2)]
+    pub client_threads: usize,
+    /// Write the report as JSON (`-`: standard output).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Parses a client kind, where `frpc` means the frpc client (the same for both concurrencies).
+fn client_kind(name: &str) -> Result<Framework, String> {
+    match name {
+        "frpc" => Ok(Framework::FrpcInline),
+        other => other.parse(),
+    }
+}
+
+impl LoadArgs {
+    /// The cell: workload A with one call in flight, B with more.
+    pub fn cell(&self) -> (&'static str, Cell) {
+        let workload = if self.inflight > 1 { "B" } else { "A" };
+        let cell = Cell {
+            clients: self.clients,
+            inflight: self.inflight,
+            callers: self.callers,
+            size: self.size,
+            duration: Duration::from_secs_f64(self.secs),
+            warmup: Duration::from_millis(200),
+            settle: Duration::from_millis(50),
+        };
+        (workload, cell)
+    }
+
+    fn peer(&self) -> Result<Peer, String> {
+        let addr: SocketAddr = self
+            .addr
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {}: {e}", self.addr))?
+            .next()
+            .ok_or_else(|| format!("{} resolves to nothing", self.addr))?;
+        let client = match self.client {
+            Framework::FrpcInline | Framework::FrpcPerRpc => "frpc",
+            other => other.name(),
+        };
+        Ok(Peer {
+            name: format!("{client}→{}", self.addr),
+            client: self.client,
+            addr,
+        })
+    }
+}
+
+/// Runs `load`: the samples, then the table row (and JSON).
+pub fn load(args: &LoadArgs) -> Result<(), String> {
+    let peer = args.peer()?;
+    let (workload, cell) = args.cell();
+    let rt = workload::runtime(args.client_threads);
+    let samples = rt.block_on(matrix::measure(
+        std::slice::from_ref(&peer),
+        &cell,
+        args.reps,
+        args.framing,
+        &ProgressBar::hidden(),
+    ));
+    let report = Report {
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        reps: args.reps,
+        secs: args.secs,
+        rows: vec![Row::new(&peer.name, workload, &cell, &samples[0])],
+    };
+    match args.json.as_deref() {
+        Some(path) if path.as_os_str() == "-" => print!("{}", report::json(&report)),
+        Some(path) => {
+            print!("{}", report::table(&report.rows));
+            std::fs::write(path, report::json(&report))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        None => print!("{}", report::table(&report.rows)),
+    }
+    Ok(())
+}
