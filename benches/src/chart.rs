@@ -103,6 +103,7 @@ pub fn svg(rows: &[Row], title: &str) -> String {
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{height:.0}\" \
          font-family=\"sans-serif\" font-size=\"11\">\n\
+         <style>.l{{paint-order:stroke;stroke:white;stroke-width:3px;stroke-linejoin:round}}</style>\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
          <text x=\"12\" y=\"22\" font-size=\"15\">{}</text>\n",
         width + 10.0,
@@ -266,8 +267,8 @@ fn bar(out: &mut String, layout: &Layout<'_>, row: &Row, index: usize, (x, top):
     };
     let _ = writeln!(
         out,
-        "<text x=\"{mid:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">{}</text>\
-         <text x=\"{mid:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"9\" fill=\"#555\">{tonic}</text>",
+        "<text class=\"l\" x=\"{mid:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\">{}</text>\
+         <text class=\"l\" x=\"{mid:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"9\" fill=\"#555\">{tonic}</text>",
         hi.min(y) - 4.0,
         report::rate_label(row.rps.median),
         hi.min(y) - 15.0,

@@ -120,12 +120,19 @@ pub fn table(compared: &[Compared]) -> String {
     }
     let flagged = compared.iter().filter(|c| c.rps.flagged).count();
     let ratios = compared.iter().filter(|c| c.ratio_flagged()).count();
+    let all: Vec<Change> = compared
+        .iter()
+        .flat_map(|c| [c.x_raw, c.x_tonic])
+        .flatten()
+        .collect();
+    let apart = all.iter().filter(|c| !c.overlaps).count();
     let _ = writeln!(
         out,
         "* = change larger than both runs' spreads (min–max): {flagged} of {} RPC/s medians, \
-         ratios in {ratios} of {} rows",
+         ratios in {ratios} of {} rows\nratios whose min–max spreads do not overlap: {apart} of {}",
         compared.len(),
-        compared.len()
+        compared.len(),
+        all.len()
     );
     out
 }
@@ -165,7 +172,9 @@ mod tests {
         assert!(frpc.x_tonic.is_none());
         // raw itself did not move: its ratio to itself is 1.0 in both.
         assert!(!compared[1].flagged());
-        assert!(table(&compared).contains("1 of 2 RPC/s medians, ratios in 1 of 2 rows"));
+        let table = table(&compared);
+        assert!(table.contains("1 of 2 RPC/s medians, ratios in 1 of 2 rows"));
+        assert!(table.contains("do not overlap: 1 of 2"), "{table}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `frpc-bench load` loads any server of the proto. Servers run in child processes this program
 //! spawns, so client and server never share a runtime. `--help` lists every option.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
@@ -36,6 +36,24 @@ enum Command {
     Serve(ServeArgs),
     /// Load any server of the benchmark proto (Go fRPC's too) with one cell.
     Load(LoadArgs),
+    /// Print a saved run (`--json`) again, and redraw its chart or compare it with a baseline.
+    Report(ReportArgs),
+}
+
+/// Options of `report`.
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// A report written by `--json`.
+    input: PathBuf,
+    /// Write the rows as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the chart as SVG.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Compare with an earlier run's --json.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
 }
 
 fn fail(message: &str) -> ! {
@@ -50,6 +68,19 @@ fn main() {
             frpc_bench::serve::serve(&args).unwrap_or_else(|e| fail(&e.to_string()))
         }
         Some(Command::Load(args)) => frpc_bench::load::load(&args).unwrap_or_else(|e| fail(&e)),
+        Some(Command::Report(args)) => {
+            let report = read_report(&args.input);
+            print!("{}", report::table(&report.rows));
+            println!("{}", report::LEGEND);
+            let baseline = args.baseline.as_deref().map(read_report);
+            emit(
+                &report,
+                None,
+                args.csv.as_deref(),
+                args.svg.as_deref(),
+                baseline.as_ref(),
+            );
+        }
         None => run_matrix(&cli.run),
     }
 }
@@ -87,7 +118,7 @@ fn spawn(args: &RunArgs) -> (Vec<Peer>, Vec<(Framework, Server)>) {
 }
 
 fn run_matrix(args: &RunArgs) {
-    let baseline = args.baseline.as_deref().map(read_baseline);
+    let baseline = args.baseline.as_deref().map(read_report);
     let cells = matrix::cells(args);
     let started = Instant::now();
     let (peers, servers) = spawn(args);
@@ -104,31 +135,44 @@ fn run_matrix(args: &RunArgs) {
         args.secs(),
         started.elapsed().as_secs_f64(),
     );
-    if let Some(before) = &baseline {
-        println!();
-        let compared = compare::compare(&before.rows, &rows);
-        print!("{}", compare::table(&compared));
-        let (new, gone) = compare::unmatched(&before.rows, &rows);
-        if new + gone > 0 {
-            println!("({new} rows not in the baseline, {gone} baseline rows not in this run)");
-        }
-    }
     let report = Report {
         cores,
         reps: args.reps,
         secs: args.secs(),
         rows,
     };
-    write(args.json.as_deref(), report::json(&report));
-    write(args.csv.as_deref(), report::csv(&report.rows));
-    let title = format!(
-        "frpc vs tonic vs raw echo: RPC/s relative to raw, median of {} samples ({cores} cores, client and server on one host)",
-        args.reps
-    );
-    write(args.svg.as_deref(), chart::svg(&report.rows, &title));
+    let (json, csv, svg) = (args.json.as_deref(), args.csv.as_deref(), args.svg.as_deref());
+    emit(&report, json, csv, svg, baseline.as_ref());
 }
 
-fn read_baseline(path: &Path) -> Report {
+/// Prints the comparison with `baseline` (if any) and writes the files asked for.
+fn emit(
+    report: &Report,
+    json: Option<&Path>,
+    csv: Option<&Path>,
+    svg: Option<&Path>,
+    baseline: Option<&Report>,
+) {
+    if let Some(before) = baseline {
+        println!();
+        let compared = compare::compare(&before.rows, &report.rows);
+        print!("{}", compare::table(&compared));
+        let (new, gone) = compare::unmatched(&before.rows, &report.rows);
+        if new + gone > 0 {
+            println!("({new} rows not in the baseline, {gone} baseline rows not in this run)");
+        }
+    }
+    write(json, report::json(report));
+    write(csv, report::csv(&report.rows));
+    let title = format!(
+        "frpc vs tonic vs raw echo: RPC/s relative to raw, median of {} samples of {} s \
+         ({} cores, client and server on one host)",
+        report.reps, report.secs, report.cores
+    );
+    write(svg, chart::svg(&report.rows, &title));
+}
+
+fn read_report(path: &Path) -> Report {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
     report::read_json(&text).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())))

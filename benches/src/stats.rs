@@ -86,6 +86,8 @@ pub struct Change {
     /// Whether `|delta|` is larger than both runs' spreads (`max - min`): a change the noise
     /// of either run does not explain.
     pub flagged: bool,
+    /// Whether the two runs' spreads overlap: the runs agree within their spreads.
+    pub overlaps: bool,
 }
 
 impl Change {
@@ -97,6 +99,7 @@ impl Change {
             after: after.median,
             delta,
             flagged: delta.abs() > before.spread() && delta.abs() > after.spread(),
+            overlaps: before.min <= after.max && after.min <= before.max,
         }
     }
 
@@ -169,8 +172,11 @@ mod tests {
             (100.0, 110.0, 10.0, true)
         );
         assert_eq!(c.percent(), 10.0);
+        assert!(!c.overlaps);
         assert!(!Change::between(&before, &wide).flagged);
-        assert!(!Change::between(&before, &near).flagged);
+        assert!(Change::between(&before, &wide).overlaps);
+        let c = Change::between(&before, &near);
+        assert!(!c.flagged && c.overlaps);
         assert!(Change::between(&narrow, &before).flagged);
     }
 }
