@@ -53,7 +53,8 @@ fn change(before: Option<&Summary>, after: Option<&Summary>) -> Option<Change> {
 }
 
 /// Compares every row of `after` with the row of the same framework and cell in `before`;
-/// rows in only one of the runs are left out (see [`unmatched`]).
+/// rows in only one of the runs are left out (see [`unmatched`]), and so are the ratios of raw
+/// and tonic to themselves.
 pub fn compare(before: &[Row], after: &[Row]) -> Vec<Compared> {
     after
         .iter()
@@ -65,8 +66,9 @@ pub fn compare(before: &[Row], after: &[Row]) -> Vec<Compared> {
                 framework: new.framework.clone(),
                 cell: cell_label(new),
                 rps: Change::between(&old.rps, &new.rps),
-                x_raw: change(old.x_raw.as_ref(), new.x_raw.as_ref()),
-                x_tonic: change(old.x_tonic.as_ref(), new.x_tonic.as_ref()),
+                x_raw: change(old.x_raw.as_ref(), new.x_raw.as_ref()).filter(|_| new.framework != "raw"),
+                x_tonic: change(old.x_tonic.as_ref(), new.x_tonic.as_ref())
+                    .filter(|_| new.framework != "tonic"),
             })
         })
         .collect()
@@ -170,11 +172,12 @@ mod tests {
         assert_eq!((raw.before, raw.after), (0.8, 0.96));
         assert!(raw.flagged);
         assert!(frpc.x_tonic.is_none());
-        // raw itself did not move: its ratio to itself is 1.0 in both.
+        // raw itself did not move, and its ratio to itself is not compared.
         assert!(!compared[1].flagged());
+        assert!(compared[1].x_raw.is_none());
         let table = table(&compared);
         assert!(table.contains("1 of 2 RPC/s medians, ratios in 1 of 2 rows"));
-        assert!(table.contains("do not overlap: 1 of 2"), "{table}");
+        assert!(table.contains("do not overlap: 1 of 1"), "{table}");
     }
 
     #[test]

@@ -12,11 +12,11 @@ use crate::report::{self, Row};
 use crate::workload::{self, Callers, Cell, Outcome};
 
 /// Samples per framework and cell unless `--reps` says otherwise.
-pub const DEFAULT_REPS: usize = 5;
+pub const DEFAULT_REPS: usize = 7;
 /// Measured seconds per sample with `--quick`.
-pub const QUICK_SECS: f64 = 0.3;
+pub const QUICK_SECS: f64 = 0.2;
 /// Measured seconds per sample of the full matrix.
-pub const FULL_SECS: f64 = 1.0;
+pub const FULL_SECS: f64 = 0.5;
 
 /// Options of the matrix run (the default command).
 #[derive(Debug, Clone, clap::Args)]
@@ -31,7 +31,7 @@ pub struct RunArgs {
     /// Message sizes (bytes) of workload A in the full matrix.
     #[arg(long, value_delimiter = ',', default_values_t = [32, 512, 128 << 10, 1 << 20])]
     pub sizes: Vec<usize>,
-    /// Measured seconds per sample [default: 0.3 with --quick, else 1].
+    /// Measured seconds per sample [default: 0.2 with --quick, else 0.5].
     #[arg(long)]
     pub secs: Option<f64>,
     /// Samples per framework and cell, frameworks interleaved sample by sample.
