@@ -1,5 +1,5 @@
-//! The SVG chart: every cell's RPC/s as a ratio to raw (the machine's limit) on one axis shared
-//! by all panels, one panel per workload, calling mode and message size, one group of bars per
+//! The SVG chart: every cell's RPC/s as a ratio to raw (the machine's limit) on one log axis
+//! shared by all panels (so 0.03× and 1.2× are both readable), one panel per workload, calling mode and message size, one group of bars per
 //! client count. Error bars span the samples' min–max; each bar is labelled with its median
 //! RPC/s and its ratio to tonic, each group with raw's RPC/s. Without raw rows the axis is the
 //! ratio to tonic instead.
@@ -19,7 +19,7 @@ const PLOT_H: f64 = 230.0;
 const PANEL_H: f64 = PLOT_H + 95.0;
 const MAX_W: f64 = 1100.0;
 const MIN_W: f64 = 200.0;
-const TOP: f64 = 82.0;
+const TOP: f64 = 92.0;
 
 /// A panel: workload, in flight, callers, size.
 type Panel<'a> = (&'a str, usize, &'a str, usize);
@@ -33,7 +33,14 @@ struct Layout<'a> {
     basis: &'static str,
     bars: Vec<&'a str>,
     panels: Vec<Panel<'a>>,
+    /// The axis runs from `y_min` to `y_max` on a log scale.
+    y_min: f64,
     y_max: f64,
+}
+
+/// The 1-2-5 steps of a log axis: 0.01, 0.02, 0.05, 0.1, ... 50.
+fn steps() -> impl Iterator<Item = f64> {
+    (-2..=1).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)))
 }
 
 impl<'a> Layout<'a> {
@@ -52,16 +59,15 @@ impl<'a> Layout<'a> {
                 panels.push(panel_of(r));
             }
         }
-        let top = rows
-            .iter()
-            .filter_map(|r| r.ratio(basis))
-            .map(|s| s.max)
-            .fold(1.2, f64::max);
+        let ratios = || rows.iter().filter_map(|r| r.ratio(basis));
+        let top = ratios().map(|s| s.max).fold(1.0, f64::max);
+        let bottom = ratios().map(|s| s.min).filter(|&m| m > 0.0).fold(1.0, f64::min);
         Layout {
             basis,
             bars,
             panels,
-            y_max: (top * 5.0).ceil() / 5.0,
+            y_min: steps().filter(|&s| s <= bottom * 0.8).last().unwrap_or(0.01),
+            y_max: steps().find(|&s| s >= top * 1.1).unwrap_or(50.0),
         }
     }
 
@@ -79,8 +85,11 @@ impl<'a> Layout<'a> {
         (AXIS + groups as f64 * (BAR * self.bars.len() as f64 + GAP) + 12.0).max(MIN_W)
     }
 
+    /// The height of `ratio` on the log axis of a plot whose top is at `top`.
     fn y(&self, top: f64, ratio: f64) -> f64 {
-        top + PLOT_H - PLOT_H * (ratio / self.y_max).min(1.0)
+        let span = (self.y_max / self.y_min).log10();
+        let up = (ratio.clamp(self.y_min, self.y_max) / self.y_min).log10() / span;
+        top + PLOT_H - PLOT_H * up
     }
 }
 
@@ -130,9 +139,10 @@ fn legend(out: &mut String, layout: &Layout<'_>) {
     }
     let _ = writeln!(
         out,
-        "<text x=\"12\" y=\"64\" fill=\"#444\">Bars: RPC/s as a multiple of {basis}'s in the same \
-         cell (dashed line: {basis} = 1); whiskers: min–max over the samples; above each bar: \
-         median RPC/s{tonic}. Red ticks: frpc's targets.</text>",
+        "<text x=\"12\" y=\"62\" fill=\"#444\">Bars: RPC/s as a multiple of {basis}'s in the same \
+         cell (log scale; dashed line: {basis} = 1); whiskers: min–max over the samples.</text>\n\
+         <text x=\"12\" y=\"76\" fill=\"#444\">Above each bar: median RPC/s{tonic}; under each \
+         group: {basis}'s median RPC/s. Red ticks: frpc's targets.</text>",
         basis = layout.basis,
         tonic = if layout.basis == "raw" {
             " and multiple of tonic's (×t)"
@@ -196,20 +206,15 @@ fn draw_panel(
 
 /// Grid lines and labels of the shared ratio axis, and the dashed line at 1.
 fn axis(out: &mut String, layout: &Layout<'_>, (x0, left, right, top): (f64, f64, f64, f64)) {
-    let steps = (layout.y_max / 0.2).round() as usize;
-    for step in 0..=steps {
-        let ratio = layout.y_max * step as f64 / steps as f64;
+    for ratio in steps().filter(|&s| s >= layout.y_min && s <= layout.y_max) {
         let y = layout.y(top, ratio);
-        let every = if steps > 10 { 2 } else { 1 };
-        if step % every == 0 {
-            let _ = writeln!(
-                out,
-                "<line x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/>\
-                 <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{ratio:.1}×</text>",
-                left - 4.0,
-                y + 4.0,
-            );
-        }
+        let _ = writeln!(
+            out,
+            "<line x1=\"{left}\" x2=\"{right}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/>\
+             <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{ratio}×</text>",
+            left - 4.0,
+            y + 4.0,
+        );
     }
     let one = layout.y(top, 1.0);
     let _ = writeln!(
