@@ -110,6 +110,7 @@ pub fn load(args: &LoadArgs) -> Result<(), String> {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         reps: args.reps,
         secs: args.secs,
+        load_average: None,
         rows: vec![Row::new(&peer.name, workload, &cell, &samples[0])],
     };
     match args.json.as_deref() {

@@ -121,14 +121,17 @@ fn run_matrix(args: &RunArgs) {
     let baseline = args.baseline.as_deref().map(read_report);
     let cells = matrix::cells(args);
     let started = Instant::now();
+    let load_before = report::load_average();
     let (peers, servers) = spawn(args);
     let rows = matrix::run(args, &cells, &peers);
     drop(servers);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     print!("{}", report::table(&rows));
     println!("{}", report::LEGEND);
+    let load_average = load_before.zip(report::load_average());
+    let load = load_average.map_or(String::new(), |(a, b)| format!(", load average {a:.1} → {b:.1}"));
     println!(
-        "({} cells × {} peers × {} samples of {} s in {:.0} s on {cores} cores)",
+        "({} cells × {} peers × {} samples of {} s in {:.0} s on {cores} cores{load})",
         cells.len(),
         peers.len(),
         args.reps,
@@ -139,6 +142,7 @@ fn run_matrix(args: &RunArgs) {
         cores,
         reps: args.reps,
         secs: args.secs(),
+        load_average,
         rows,
     };
     let (json, csv, svg) = (args.json.as_deref(), args.csv.as_deref(), args.svg.as_deref());

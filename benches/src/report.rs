@@ -112,8 +112,18 @@ pub struct Report {
     pub reps: usize,
     /// Measured seconds per sample.
     pub secs: f64,
+    /// The 1-minute load average at the start and the end of the run (Linux), to tell how much
+    /// else the machine was running.
+    #[serde(default)]
+    pub load_average: Option<(f64, f64)>,
     /// One row per framework and cell.
     pub rows: Vec<Row>,
+}
+
+/// The 1-minute load average, from `/proc/loadavg` (`None` elsewhere).
+pub fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 /// Fills each row's ratios to tonic and raw: its samples divided by theirs, sample by sample.
@@ -360,10 +370,12 @@ pub(crate) mod tests {
             cores: 2,
             reps: 2,
             secs: 0.5,
+            load_average: Some((1.5, 2.0)),
             rows,
         };
         let back = read_json(&json(&report)).unwrap();
         assert_eq!(back.rows[0].x_raw, report.rows[0].x_raw);
         assert_eq!(back.rows[1].rps_samples, vec![4.0, 4.0]);
+        assert_eq!(back.load_average, Some((1.5, 2.0)));
     }
 }
