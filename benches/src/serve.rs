@@ -107,3 +107,34 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn resolved(line: &[&str]) -> Result<Framework, String> {
+        let cli = Cli::try_parse_from(std::iter::once("serve").chain(line.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        cli.serve.resolved()
+    }
+
+    #[test]
+    fn frpc_means_inline_unless_concurrency_says_otherwise() {
+        assert_eq!(resolved(&[]), Ok(Framework::FrpcInline));
+        assert_eq!(resolved(&["--concurrency", "per-rpc"]), Ok(Framework::FrpcPerRpc));
+        assert_eq!(
+            resolved(&["--framework", "frpc-per-rpc", "--concurrency", "inline"]),
+            Ok(Framework::FrpcInline)
+        );
+        assert_eq!(resolved(&["--framework", "raw"]), Ok(Framework::Raw));
+        assert!(resolved(&["--framework", "tonic", "--concurrency", "inline"]).is_err());
+        assert!(resolved(&["--framework", "grpc"]).is_err());
+    }
+}
