@@ -103,13 +103,12 @@ fn ratio_cell(change: Option<Change>) -> String {
 /// summary line.
 pub fn table(compared: &[Compared]) -> String {
     let mut out = format!(
-        "{:<24} {:<15} {:>8} {:>8} {:>9}  {:<18} {:<18}\n",
+        "{:<24} {:<15} {:>8} {:>8} {:>9}  {:<18} {}\n",
         "cell", "framework", "RPC/s was", "now", "change", "×raw was→now", "×tonic was→now"
     );
     for c in compared {
-        let _ = writeln!(
-            out,
-            "{:<24} {:<15} {:>9} {:>8} {:>+8.1}%{}  {:<18} {:<18}",
+        let line = format!(
+            "{:<24} {:<15} {:>9} {:>8} {:>+8.1}%{}  {:<18} {}",
             c.cell,
             c.framework,
             report::rate_label(c.rps.before),
@@ -119,6 +118,7 @@ pub fn table(compared: &[Compared]) -> String {
             ratio_cell(c.x_raw),
             ratio_cell(c.x_tonic),
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     let flagged = compared.iter().filter(|c| c.rps.flagged).count();
     let ratios = compared.iter().filter(|c| c.ratio_flagged()).count();

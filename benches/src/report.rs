@@ -218,7 +218,7 @@ below the target (targets for frpc: A 16/128 cl 32 B/512 B ≥2.5× tonic and �
 /// The table: one line per framework and cell.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {:<17}\n",
+        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {}\n",
         "wl",
         "cl",
         "inf",
@@ -234,9 +234,8 @@ pub fn table(rows: &[Row]) -> String {
         "×raw min–max"
     );
     for row in rows {
-        let _ = writeln!(
-            out,
-            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {:<17}",
+        let line = format!(
+            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {}",
             row.workload,
             row.clients,
             row.inflight,
@@ -251,6 +250,7 @@ pub fn table(rows: &[Row]) -> String {
             ratio_cell(row, "tonic"),
             ratio_cell(row, "raw"),
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }
