@@ -1,49 +1,67 @@
-//! A few cells under criterion: one client ping-pong with 32 B, frpc (inline) vs tonic vs raw.
-//! Servers run in-process on 127.0.0.1:0 (the `frpc-bench` program separates processes).
+//! A few cells under criterion: frpc (inline) vs tonic vs the raw framed echo, with 32 B
+//! messages, one client ping-ponging and 16 clients with one call in flight each. Servers run
+//! in-process on 127.0.0.1:0 (the `frpc-bench` program puts them in their own processes).
+//!
+//! One iteration is one call; with 16 clients the time reported is wall time per call, i.e. the
+//! inverse of throughput. Connections stay open across samples.
 //!
 //! `cargo bench -p frpc-bench --bench rpc`
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
-use frpc_bench::load::{self, Cell};
-use frpc_bench::service::{self, Framework};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use frpc_bench::frameworks::{self, Client, Framework};
+use frpc_bench::workload::{self, Callers, Limit, Window};
+use tokio::sync::Mutex;
+
+const FRAMING: frpc::Framing = frpc::Framing::Frisbee;
 
 fn rpc(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut group = c.benchmark_group("ping-pong-32B");
-    group.sample_size(20).measurement_time(Duration::from_secs(5));
-    for framework in [Framework::FrpcInline, Framework::Tonic, Framework::Raw] {
-        let addr = rt.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            tokio::spawn(service::serve(framework, listener, frpc::Framing::Frisbee));
-            addr
-        });
-        // Each iteration: 200 ms of one client with one call in flight; report time per call.
-        group.bench_function(framework.name(), |b| {
-            b.to_async(&rt).iter_custom(|iters| async move {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let cell = Cell {
-                        clients: 1,
-                        inflight: 1,
-                        size: 32,
-                        duration: Duration::from_millis(200),
-                        warmup: Duration::ZERO,
-                    };
-                    let outcome = load::run(framework, addr, cell, frpc::Framing::Frisbee).await;
-                    total += cell.duration / outcome.calls.max(1) as u32;
-                }
-                total
-            })
-        });
+    let rt = workload::runtime(2);
+    let message = workload::message(32);
+    for clients in [1, 16] {
+        let mut group = c.benchmark_group(format!("{clients}-clients-32B"));
+        group
+            .sample_size(20)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(2))
+            .throughput(Throughput::Elements(1));
+        for framework in [Framework::FrpcInline, Framework::Tonic, Framework::Raw] {
+            let pool = rt.block_on(async {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let addr = listener.local_addr().unwrap();
+                tokio::spawn(frameworks::serve(framework, listener, FRAMING));
+                Arc::new(Mutex::new(
+                    workload::connect(framework, addr, clients, FRAMING).await,
+                ))
+            });
+            group.bench_function(framework.name(), |b| {
+                b.to_async(&rt).iter_custom(|iters| {
+                    let (pool, message) = (pool.clone(), message.clone());
+                    async move { calls(&pool, &message, iters).await }
+                })
+            });
+        }
+        group.finish();
     }
-    group.finish();
+}
+
+/// Makes `iters` calls spread over the pool's clients (one in flight each); returns the wall
+/// time scaled to exactly `iters` calls.
+async fn calls(pool: &Mutex<Vec<Client>>, message: &str, iters: u64) -> Duration {
+    let mut pool = pool.lock().await;
+    let per_client = iters.div_ceil(pool.len() as u64).max(1);
+    let limit = Limit {
+        window: Window::new(Duration::ZERO, Duration::from_secs(3600)),
+        calls: per_client,
+    };
+    let started = std::time::Instant::now();
+    let (clients, outcome) =
+        workload::drive(std::mem::take(&mut *pool), message, 1, Callers::Tasks, limit).await;
+    let elapsed = started.elapsed();
+    *pool = clients;
+    elapsed.mul_f64(iters as f64 / outcome.calls.max(1) as f64)
 }
 
 criterion_group!(benches, rpc);

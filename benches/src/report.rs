@@ -1,13 +1,18 @@
-//! Results: the table with ratios against tonic and raw, and JSON, CSV and SVG output.
+//! Results: one [`Row`] per framework and cell with the median and spread of its samples, its
+//! ratios to tonic and raw, and the table, JSON and CSV made of them (the chart is in
+//! [`crate::chart`], the comparison with a baseline in [`crate::compare`]).
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// One framework in one cell.
-#[derive(Debug, Clone, Serialize)]
+use crate::stats::{self, Summary};
+use crate::workload::{Cell, Outcome};
+
+/// One framework in one cell, over all of its samples.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
-    /// `frpc-inline`, `frpc-per-rpc`, `tonic` or `raw`.
+    /// `frpc-inline`, `frpc-per-rpc`, `tonic`, `raw`, or a probe (`raw→frpc-inline`).
     pub framework: String,
     /// `A` (one call in flight per client) or `B` (ten).
     pub workload: String,
@@ -15,21 +20,159 @@ pub struct Row {
     pub clients: usize,
     /// Calls each client keeps outstanding.
     pub inflight: usize,
+    /// How a client issues them: `tasks` (one task per call) or `joined` (one task per client).
+    pub callers: String,
     /// Message size in bytes.
     pub size: usize,
-    /// Calls per second, all clients together.
+    /// Calls per second of all clients together: the median of the samples.
     pub rps_total: f64,
-    /// Calls per second per client.
+    /// `rps_total` per client.
     pub rps_per_client: f64,
-    /// Median latency.
+    /// Median and spread of the samples' RPC/s.
+    pub rps: Summary,
+    /// Each sample's RPC/s, in the order they ran.
+    pub rps_samples: Vec<f64>,
+    /// Median latency over all samples' calls.
     pub p50_us: u64,
-    /// 99th-percentile latency.
+    /// 99th-percentile latency over all samples' calls.
     pub p99_us: u64,
+    /// RPC/s relative to tonic, sample by sample (`None` without a tonic row).
+    pub x_tonic: Option<Summary>,
+    /// RPC/s relative to raw, sample by sample (`None` without a raw row).
+    pub x_raw: Option<Summary>,
 }
 
+/// The identity of a cell: workload, clients, in flight, callers and size.
+pub type CellKey<'a> = (&'a str, usize, usize, &'a str, usize);
+
 impl Row {
-    fn cell(&self) -> (String, usize, usize) {
-        (self.workload.clone(), self.clients, self.size)
+    /// The row of `framework` in `cell` of `workload`, from its samples (ratios still empty:
+    /// [`add_ratios`] fills them once every framework of the cell has run).
+    pub fn new(framework: &str, workload: &str, cell: &Cell, samples: &[Outcome]) -> Row {
+        let secs = cell.duration.as_secs_f64();
+        let rps_samples: Vec<f64> = samples.iter().map(|o| o.calls as f64 / secs).collect();
+        let rps = Summary::of(&rps_samples).unwrap_or(Summary {
+            median: 0.0,
+            min: 0.0,
+            q1: 0.0,
+            q3: 0.0,
+            max: 0.0,
+        });
+        let merged = Outcome::merge(samples.iter().cloned());
+        Row {
+            framework: framework.to_owned(),
+            workload: workload.to_owned(),
+            clients: cell.clients,
+            inflight: cell.inflight,
+            callers: cell.callers.name().to_owned(),
+            size: cell.size,
+            rps_total: rps.median,
+            rps_per_client: rps.median / cell.clients as f64,
+            rps,
+            rps_samples,
+            p50_us: merged.latency.value_at_quantile(0.5),
+            p99_us: merged.latency.value_at_quantile(0.99),
+            x_tonic: None,
+            x_raw: None,
+        }
+    }
+
+    /// The cell this row measured.
+    pub fn cell(&self) -> CellKey<'_> {
+        (
+            &self.workload,
+            self.clients,
+            self.inflight,
+            &self.callers,
+            self.size,
+        )
+    }
+
+    /// The ratio to `against` (`tonic` or `raw`).
+    pub fn ratio(&self, against: &str) -> Option<&Summary> {
+        match against {
+            "tonic" => self.x_tonic.as_ref(),
+            "raw" => self.x_raw.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Whether this row is one of the frpc servers with its own client.
+    fn is_frpc(&self) -> bool {
+        self.framework == "frpc-inline" || self.framework == "frpc-per-rpc"
+    }
+}
+
+/// The results of one run, as `--json` writes them and `--baseline` reads them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Cores of the machine.
+    pub cores: usize,
+    /// Samples per framework and cell.
+    pub reps: usize,
+    /// Measured seconds per sample.
+    pub secs: f64,
+    /// The 1-minute load average at the start and the end of the run (Linux), to tell how much
+    /// else the machine was running.
+    #[serde(default)]
+    pub load_average: Option<(f64, f64)>,
+    /// One row per framework and cell.
+    pub rows: Vec<Row>,
+}
+
+/// The 1-minute load average, from `/proc/loadavg` (`None` elsewhere).
+pub fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Fills each row's ratios to tonic and raw: its samples divided by theirs, sample by sample.
+pub fn add_ratios(rows: &mut [Row]) {
+    let ratios: Vec<(Option<Summary>, Option<Summary>)> = rows
+        .iter()
+        .map(|row| {
+            let against = |name: &str| {
+                let other = rows
+                    .iter()
+                    .find(|o| o.cell() == row.cell() && o.framework == name)?;
+                Summary::of(&stats::paired_ratios(&row.rps_samples, &other.rps_samples))
+            };
+            (against("tonic"), against("raw"))
+        })
+        .collect();
+    for (row, (tonic, raw)) in rows.iter_mut().zip(ratios) {
+        (row.x_tonic, row.x_raw) = (tonic, raw);
+    }
+}
+
+/// The target an frpc row's ratio to `against` should reach, from the benchmark issue:
+/// workload A with 16 or 128 clients at 32 B or 512 B ≥ 2.5× tonic and ≥ 0.8× raw; A at 1 MiB
+/// ≥ 1.5× tonic; B with 128 clients × 10 in flight ≥ 4× tonic and ≥ 0.85× raw.
+pub fn target(row: &Row, against: &str) -> Option<f64> {
+    if !row.is_frpc() {
+        return None;
+    }
+    let small_a = row.workload == "A" && matches!(row.clients, 16 | 128) && matches!(row.size, 32 | 512);
+    let big_a = row.workload == "A" && row.size == 1 << 20;
+    let big_b = row.workload == "B" && row.clients == 128 && row.inflight == 10;
+    match against {
+        "tonic" if small_a => Some(2.5),
+        "tonic" if big_a => Some(1.5),
+        "tonic" if big_b => Some(4.0),
+        "raw" if small_a => Some(0.8),
+        "raw" if big_b => Some(0.85),
+        _ => None,
+    }
+}
+
+/// The table's mark for a ratio: `~` when its spread has 1.0 inside (faster or slower is not
+/// settled), `?` when it has the target inside, `!` when all of it is below the target.
+pub fn mark(ratio: &Summary, target: Option<f64>) -> &'static str {
+    match target {
+        Some(t) if ratio.straddles(t) => "?",
+        Some(t) if ratio.max < t => "!",
+        _ if ratio.straddles(1.0) => "~",
+        _ => "",
     }
 }
 
@@ -42,147 +185,197 @@ pub fn size_label(size: usize) -> String {
     }
 }
 
-fn rps_of<'a>(rows: &'a [Row], like: &Row, framework: &str) -> Option<&'a Row> {
-    rows.iter()
-        .find(|r| r.cell() == like.cell() && r.framework == framework)
+/// A rate in few characters: `950`, `15.2k`, `159k`, `1.2M`.
+pub fn rate_label(v: f64) -> String {
+    match v {
+        v if v >= 1e6 => format!("{:.1}M", v / 1e6),
+        v if v >= 1e5 => format!("{:.0}k", v / 1e3),
+        v if v >= 1e3 => format!("{:.1}k", v / 1e3),
+        v => format!("{v:.0}"),
+    }
 }
 
-/// The table: one line per framework and cell, with ratios to tonic and raw.
+/// A ratio with its spread and mark: `3.05 2.90–3.21?`, or `-` when there is none.
+fn ratio_cell(row: &Row, against: &str) -> String {
+    row.ratio(against).map_or("-".to_owned(), |r| {
+        format!(
+            "{:.2} {:.2}–{:.2}{}",
+            r.median,
+            r.min,
+            r.max,
+            mark(r, target(row, against))
+        )
+    })
+}
+
+/// The legend printed under the table.
+pub const LEGEND: &str = "\
+RPC/s: median of the samples, then min–max; ×tonic, ×raw: median and min–max of the paired
+per-sample ratios. Marks: ~ spread includes 1.0; ? spread includes the target; ! spread all
+below the target (targets for frpc: A 16/128 cl 32 B/512 B ≥2.5× tonic and ≥0.8× raw, A 1 MiB
+≥1.5× tonic, B 128 cl ≥4× tonic and ≥0.85× raw).";
+
+/// The table: one line per framework and cell.
 pub fn table(rows: &[Row]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<3} {:>7} {:>7} {:>8} {:<13} {:>11} {:>10} {:>8} {:>8} {:>8} {:>7}",
+    let mut out = format!(
+        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {}\n",
         "wl",
-        "clients",
-        "inflight",
+        "cl",
+        "inf",
+        "callrs",
         "size",
         "framework",
         "RPC/s",
+        "min–max",
         "RPC/s/cl",
-        "p50 µs",
-        "p99 µs",
-        "×tonic",
-        "×raw"
+        "p50µs",
+        "p99µs",
+        "×tonic min–max",
+        "×raw min–max"
     );
     for row in rows {
-        let ratio = |other: &str| {
-            rps_of(rows, row, other)
-                .filter(|o| o.rps_total > 0.0)
-                .map_or("-".to_owned(), |o| format!("{:.2}", row.rps_total / o.rps_total))
-        };
-        let _ = writeln!(
-            out,
-            "{:<3} {:>7} {:>7} {:>8} {:<13} {:>11.0} {:>10.0} {:>8} {:>8} {:>8} {:>7}",
+        let line = format!(
+            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {}",
             row.workload,
             row.clients,
             row.inflight,
+            row.callers,
             size_label(row.size),
             row.framework,
-            row.rps_total,
+            row.rps.median,
+            format!("{}–{}", rate_label(row.rps.min), rate_label(row.rps.max)),
             row.rps_per_client,
             row.p50_us,
             row.p99_us,
-            ratio("tonic"),
-            ratio("raw"),
+            ratio_cell(row, "tonic"),
+            ratio_cell(row, "raw"),
         );
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }
 
-/// CSV with the JSON's columns.
+/// The report as pretty JSON.
+pub fn json(report: &Report) -> String {
+    serde_json::to_string_pretty(report).expect("report serializes") + "\n"
+}
+
+/// Reads a report `--json` wrote.
+pub fn read_json(text: &str) -> Result<Report, String> {
+    serde_json::from_str(text).map_err(|e| format!("not a frpc-bench report: {e}"))
+}
+
+/// CSV, one line per row: the cell, then RPC/s and both ratios as median, min, max.
 pub fn csv(rows: &[Row]) -> String {
-    let mut out =
-        "framework,workload,clients,inflight,size,rps_total,rps_per_client,p50_us,p99_us\n".to_owned();
+    let mut out = "framework,workload,clients,inflight,callers,size,rps_median,rps_min,rps_max,\
+                   rps_per_client,p50_us,p99_us,x_tonic_median,x_tonic_min,x_tonic_max,\
+                   x_raw_median,x_raw_min,x_raw_max\n"
+        .to_owned();
+    let triple = |s: Option<&Summary>| {
+        s.map_or(",,".to_owned(), |s| {
+            format!("{:.4},{:.4},{:.4}", s.median, s.min, s.max)
+        })
+    };
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:.1},{:.1},{},{}",
+            "{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{}",
             r.framework,
             r.workload,
             r.clients,
             r.inflight,
+            r.callers,
             r.size,
-            r.rps_total,
+            r.rps.median,
+            r.rps.min,
+            r.rps.max,
             r.rps_per_client,
             r.p50_us,
-            r.p99_us
+            r.p99_us,
+            triple(r.x_tonic.as_ref()),
+            triple(r.x_raw.as_ref()),
         );
     }
     out
 }
 
-/// A grouped bar chart of RPC/s per cell, one colour per framework (like fRPC's figures).
-pub fn svg(rows: &[Row], title: &str) -> String {
-    let mut cells: Vec<(String, usize, usize)> = Vec::new();
-    let mut frameworks: Vec<String> = Vec::new();
-    for r in rows {
-        if !cells.contains(&r.cell()) {
-            cells.push(r.cell());
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A row of `framework` in cell A × `clients` × 32 B with the given RPC/s samples.
+    pub(crate) fn row(framework: &str, clients: usize, samples: &[f64]) -> Row {
+        let rps = Summary::of(samples).unwrap();
+        Row {
+            framework: framework.into(),
+            workload: "A".into(),
+            clients,
+            inflight: 1,
+            callers: "tasks".into(),
+            size: 32,
+            rps_total: rps.median,
+            rps_per_client: rps.median / clients as f64,
+            rps,
+            rps_samples: samples.to_vec(),
+            p50_us: 100,
+            p99_us: 200,
+            x_tonic: None,
+            x_raw: None,
         }
-        if !frameworks.contains(&r.framework) {
-            frameworks.push(r.framework.clone());
-        }
     }
-    let colours = ["#1f77b4", "#17becf", "#ff7f0e", "#7f7f7f", "#2ca02c"];
-    let (bar, gap, left, top, height) = (14.0, 18.0, 70.0, 50.0, 260.0);
-    let group = bar * frameworks.len() as f64 + gap;
-    let width = left + group * cells.len() as f64 + 20.0;
-    let max = rows.iter().map(|r| r.rps_total).fold(1.0, f64::max);
-    let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{:.0}\" font-family=\"sans-serif\" font-size=\"11\">\n",
-        top + height + 90.0
-    );
-    let _ = writeln!(out, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>");
-    let _ = writeln!(out, "<text x=\"{left}\" y=\"20\" font-size=\"14\">{title}</text>");
-    for (i, f) in frameworks.iter().enumerate() {
-        let x = left + i as f64 * 110.0;
-        let c = colours[i % colours.len()];
-        let _ = writeln!(
-            out,
-            "<rect x=\"{x}\" y=\"28\" width=\"10\" height=\"10\" fill=\"{c}\"/>"
-        );
-        let _ = writeln!(out, "<text x=\"{}\" y=\"37\">{f}</text>", x + 14.0);
+
+    #[test]
+    fn ratios_pair_samples_within_a_cell() {
+        let mut rows = vec![
+            row("frpc-inline", 16, &[90.0, 80.0, 100.0]),
+            row("tonic", 16, &[30.0, 40.0, 25.0]),
+            row("raw", 16, &[100.0, 100.0, 125.0]),
+            row("raw", 1, &[1.0, 1.0, 1.0]),
+        ];
+        add_ratios(&mut rows);
+        let tonic = rows[0].x_tonic.unwrap();
+        assert_eq!((tonic.min, tonic.median, tonic.max), (2.0, 3.0, 4.0));
+        let raw = rows[0].x_raw.unwrap();
+        assert_eq!((raw.min, raw.median, raw.max), (0.8, 0.8, 0.9));
+        assert_eq!(rows[2].x_raw.unwrap().median, 1.0);
+        assert!(rows[3].x_tonic.is_none());
     }
-    for step in 0..=4 {
-        let v = max * step as f64 / 4.0;
-        let y = top + height - height * step as f64 / 4.0;
-        let _ = writeln!(
-            out,
-            "<line x1=\"{left}\" x2=\"{width}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#ddd\"/>"
-        );
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.0}k</text>",
-            left - 4.0,
-            y + 4.0,
-            v / 1000.0
-        );
+
+    #[test]
+    fn marks_for_one_and_targets() {
+        let s = |v: &[f64]| Summary::of(v).unwrap();
+        assert_eq!(mark(&s(&[0.9, 1.1]), None), "~");
+        assert_eq!(mark(&s(&[0.75, 0.85]), Some(0.8)), "?");
+        assert_eq!(mark(&s(&[0.6, 0.7]), Some(0.8)), "!");
+        assert_eq!(mark(&s(&[0.85, 0.9]), Some(0.8)), "");
+        assert_eq!(mark(&s(&[1.2, 1.3]), None), "");
     }
-    for (ci, cell) in cells.iter().enumerate() {
-        let x0 = left + ci as f64 * group + gap / 2.0;
-        for (fi, f) in frameworks.iter().enumerate() {
-            let Some(r) = rows.iter().find(|r| r.cell() == *cell && &r.framework == f) else {
-                continue;
-            };
-            let h = height * r.rps_total / max;
-            let c = colours[fi % colours.len()];
-            let x = x0 + fi as f64 * bar;
-            let _ = writeln!(
-                out,
-                "<rect x=\"{x}\" y=\"{}\" width=\"{}\" height=\"{h}\" fill=\"{c}\"><title>{f}: {:.0} RPC/s</title></rect>",
-                top + height - h,
-                bar - 2.0,
-                r.rps_total
-            );
-        }
-        let label = format!("{} {}c {}", cell.0, cell.1, size_label(cell.2));
-        let (lx, ly) = (x0 + group / 2.0 - gap / 2.0, top + height + 12.0);
-        let _ = writeln!(
-            out,
-            "<text x=\"{lx}\" y=\"{ly}\" transform=\"rotate(40 {lx} {ly})\">{label}</text>"
+
+    #[test]
+    fn targets_apply_to_frpc_rows_of_the_issue_cells() {
+        let frpc = row("frpc-inline", 16, &[1.0]);
+        assert_eq!(
+            (target(&frpc, "tonic"), target(&frpc, "raw")),
+            (Some(2.5), Some(0.8))
         );
+        assert_eq!(target(&row("frpc-inline", 1, &[1.0]), "tonic"), None);
+        assert_eq!(target(&row("tonic", 16, &[1.0]), "raw"), None);
     }
-    out.push_str("</svg>\n");
-    out
+
+    #[test]
+    fn json_round_trips() {
+        let mut rows = vec![row("frpc-inline", 16, &[2.0, 3.0]), row("raw", 16, &[4.0, 4.0])];
+        add_ratios(&mut rows);
+        let report = Report {
+            cores: 2,
+            reps: 2,
+            secs: 0.5,
+            load_average: Some((1.5, 2.0)),
+            rows,
+        };
+        let back = read_json(&json(&report)).unwrap();
+        assert_eq!(back.rows[0].x_raw, report.rows[0].x_raw);
+        assert_eq!(back.rows[1].rps_samples, vec![4.0, 4.0]);
+        assert_eq!(back.load_average, Some((1.5, 2.0)));
+    }
 }

@@ -1,0 +1,74 @@
+//! frpc: the generated `BenchmarkService` served with inline or per-RPC handlers, and the
+//! generated `BenchmarkServiceClient` on its own connection per load-generating client.
+
+use std::net::SocketAddr;
+
+use crate::frameworks::echo;
+use crate::workload::{self, Caller, Callers, Limit, Outcome};
+
+/// The frpc service and client, generated from `proto/benchmark.proto` by frpc-codegen.
+#[allow(missing_docs)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/frpc/benchmark.rs"));
+}
+
+#[derive(Debug)]
+struct Bench;
+
+impl pb::BenchmarkService for Bench {
+    async fn benchmark(
+        &self,
+        _ctx: &frpc::Context,
+        request: pb::Request,
+    ) -> Result<pb::Response, frpc::Status> {
+        Ok(pb::Response {
+            message: echo(request.message),
+        })
+    }
+}
+
+/// Serves the benchmark service until an error.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    framing: frpc::Framing,
+    concurrency: frpc::Concurrency,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let server = frpc::Server::builder()
+        .framing(framing)
+        .concurrency(concurrency)
+        .add_service(pb::BenchmarkServiceServer::new(Bench))
+        .build()?;
+    server.serve(listener).await?;
+    Ok(())
+}
+
+/// A generated client on its own connection (defaults: TCP_NODELAY on).
+#[derive(Debug, Clone)]
+pub struct Client(pb::BenchmarkServiceClient);
+
+impl Client {
+    /// Connects to `addr`.
+    pub async fn connect(addr: SocketAddr, framing: frpc::Framing) -> Client {
+        let mut config = frpc::ClientConfig::default();
+        config.connection.framing = framing;
+        let client = frpc::Client::connect_with(addr, config)
+            .await
+            .expect("frpc connect");
+        Client(pb::BenchmarkServiceClient::new(client))
+    }
+
+    /// Keeps `inflight` calls outstanding on the one connection, issued as `callers` says.
+    pub async fn drive(&mut self, message: &str, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
+        workload::slots(self, message, inflight, callers, limit).await
+    }
+}
+
+impl Caller for Client {
+    async fn call(&mut self, message: &str) {
+        let request = pb::Request {
+            message: message.to_owned(),
+        };
+        let reply = self.0.benchmark(request).await.expect("frpc call");
+        debug_assert_eq!(reply.message.len(), message.len());
+    }
+}

@@ -1,0 +1,191 @@
+//! The reference: plain tokio speaking the same 10-byte header (`magic | id | op | len`) with no
+//! RPC layer. The server reads whatever arrived and writes every whole packet back as it is (same
+//! id and op), batching one read's packets into one write; the client pipelines its `inflight`
+//! packets on one socket and one task. What it reaches is the limit of the machine.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use bytes::{BufMut, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+use frpc::codegen::Message as _;
+
+use crate::frameworks::{OP, frpc::pb};
+use crate::workload::{Limit, Outcome};
+
+/// Echoes every whole packet back on every accepted connection, until accepting fails.
+pub async fn serve(listener: TcpListener, framing: frpc::Framing) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        tokio::spawn(echo_connection(stream, framing.header_len()));
+    }
+}
+
+async fn echo_connection(mut stream: TcpStream, header: usize) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    loop {
+        match stream.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        // The length is the header's last four bytes, in either framing.
+        let mut whole = 0;
+        while buf.len() >= whole + header {
+            let at = whole + header - 4;
+            let len = u32::from_be_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]) as usize;
+            if buf.len() < whole + header + len {
+                buf.reserve(whole + header + len - buf.len());
+                break;
+            }
+            whole += header + len;
+        }
+        if whole > 0 && stream.write_all(&buf.split_to(whole)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// One socket speaking the bare framing.
+#[derive(Debug)]
+pub struct Client {
+    stream: TcpStream,
+    framing: frpc::Framing,
+    buf: Vec<u8>,
+}
+
+/// Finds packet boundaries in the byte stream without copying content: the header being read
+/// and how much content of the current packet is still to come.
+#[derive(Debug)]
+struct Splitter {
+    framing: frpc::Framing,
+    header: Vec<u8>,
+    /// Content bytes of the current packet not yet seen.
+    rest: usize,
+    /// Whether the current packet is a reply (op [`OP`]); others, like an frpc server's
+    /// heartbeat PINGs, are skipped.
+    reply: bool,
+}
+
+impl Splitter {
+    fn new(framing: frpc::Framing) -> Splitter {
+        Splitter {
+            framing,
+            header: Vec::with_capacity(framing.header_len()),
+            rest: 0,
+            reply: false,
+        }
+    }
+
+    /// Consumes `bytes`; returns how many replies they completed.
+    fn replies(&mut self, mut bytes: &[u8]) -> usize {
+        let mut done = 0;
+        while !bytes.is_empty() {
+            if self.rest > 0 {
+                let n = self.rest.min(bytes.len());
+                (self.rest, bytes) = (self.rest - n, &bytes[n..]);
+                done += usize::from(self.rest == 0 && self.reply);
+                continue;
+            }
+            let n = (self.framing.header_len() - self.header.len()).min(bytes.len());
+            self.header.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if let Some(header) = frpc_wire::Header::parse(self.framing, &self.header).expect("raw framing") {
+                self.header.clear();
+                (self.rest, self.reply) = (header.len as usize, header.op == OP);
+                done += usize::from(self.rest == 0 && self.reply);
+            }
+        }
+        done
+    }
+}
+
+impl Client {
+    /// Connects to `addr` with TCP_NODELAY.
+    pub async fn connect(addr: SocketAddr, framing: frpc::Framing) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("raw connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Client {
+            stream,
+            framing,
+            buf: vec![0; 256 * 1024],
+        }
+    }
+
+    /// Keeps `inflight` packets outstanding. The server answers in order (the raw echo, or an frpc
+    /// server with inline handlers), so a FIFO of send times gives each reply its latency; the
+    /// replies one read completes are replaced with one write.
+    pub async fn drive(&mut self, message: &str, inflight: usize, limit: Limit) -> Outcome {
+        let content = pb::Request {
+            message: message.to_owned(),
+        }
+        .to_polyglot();
+        let mut packet = BytesMut::new();
+        frpc_wire::Header {
+            id: 1,
+            op: OP,
+            len: content.len() as u32,
+        }
+        .encode(self.framing, &mut packet);
+        packet.put_slice(&content);
+        let len = packet.len();
+        let batch = packet.repeat(inflight);
+        let mut budget = limit.calls.saturating_mul(inflight as u64);
+        let mut outcome = Outcome::new();
+        let mut sent = VecDeque::with_capacity(inflight);
+        let mut splitter = Splitter::new(self.framing);
+        let (mut reader, mut writer) = self.stream.split();
+
+        let first = inflight.min(budget as usize);
+        writer.write_all(&batch[..first * len]).await.expect("raw write");
+        budget -= first as u64;
+        sent.extend(std::iter::repeat_n(Instant::now(), first));
+        while !sent.is_empty() {
+            let n = reader.read(&mut self.buf).await.expect("raw read");
+            assert!(n > 0, "the raw server closed the connection");
+            let done = splitter.replies(&self.buf[..n]);
+            assert!(done <= sent.len(), "more replies than requests");
+            if done == 0 {
+                continue;
+            }
+            let now = Instant::now();
+            for started in sent.drain(..done) {
+                limit.window.record_at(started, now, &mut outcome);
+            }
+            let again = if now < limit.window.end {
+                done.min(budget as usize)
+            } else {
+                0
+            };
+            if again > 0 {
+                writer.write_all(&batch[..again * len]).await.expect("raw write");
+                budget -= again as u64;
+                sent.extend(std::iter::repeat_n(Instant::now(), again));
+            }
+        }
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitter_counts_replies_across_any_cut_and_skips_pings() {
+        let mut stream = BytesMut::new();
+        for (op, len) in [(OP, 3), (frpc_wire::op::PING, 0), (OP, 0), (OP, 5)] {
+            let header = frpc_wire::Header { id: 1, op, len };
+            header.encode(frpc::Framing::Frisbee, &mut stream);
+            stream.put_bytes(b'x', len as usize);
+        }
+        for cut in 0..=stream.len() {
+            let mut splitter = Splitter::new(frpc::Framing::Frisbee);
+            let done = splitter.replies(&stream[..cut]) + splitter.replies(&stream[cut..]);
+            assert_eq!(done, 3, "cut at {cut}");
+        }
+    }
+}

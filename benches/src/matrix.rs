@@ -1,0 +1,254 @@
+//! The matrix run: its options, its cells, and the sampling loop that interleaves frameworks
+//! sample by sample within each cell.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indicatif::ProgressBar;
+
+use crate::frameworks::{Client, Framework};
+use crate::report::{self, Row};
+use crate::workload::{self, Callers, Cell, Outcome};
+
+/// Samples per framework and cell unless `--reps` says otherwise.
+pub const DEFAULT_REPS: usize = 7;
+/// Measured seconds per sample with `--quick`.
+pub const QUICK_SECS: f64 = 0.2;
+/// Measured seconds per sample of the full matrix.
+pub const FULL_SECS: f64 = 0.5;
+
+/// Options of the matrix run (the default command).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The reduced matrix: A with 1, 16 and 128 clients at 32 B and 512 B, A with 16 clients at
+    /// 128 KiB and 1 MiB, B with 16 and 128 clients; short samples.
+    #[arg(long)]
+    pub quick: bool,
+    /// Client counts of the full matrix.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 16, 128])]
+    pub clients: Vec<usize>,
+    /// Message sizes (bytes) of workload A in the full matrix.
+    #[arg(long, value_delimiter = ',', default_values_t = [32, 512, 128 << 10, 1 << 20])]
+    pub sizes: Vec<usize>,
+    /// Measured seconds per sample [default: 0.2 with --quick, else 0.5].
+    #[arg(long)]
+    pub secs: Option<f64>,
+    /// Samples per framework and cell, frameworks interleaved sample by sample.
+    #[arg(long, default_value_t = DEFAULT_REPS)]
+    pub reps: usize,
+    /// Write the report as JSON (the input of --baseline).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the rows as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Write the chart as SVG.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Compare with an earlier run's --json (same cells): changes larger than both spreads are
+    /// flagged.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// The framing of frpc and raw: frisbee (v0.11) or legacy (v0.10).
+    #[arg(long, default_value = "frisbee")]
+    pub framing: frpc::Framing,
+    /// The frameworks measured.
+    #[arg(long, value_delimiter = ',', default_values_t = Framework::ALL)]
+    pub frameworks: Vec<Framework>,
+    /// The workloads: A (one call in flight per client), B (ten).
+    #[arg(long, value_delimiter = ',', default_values = ["A", "B"])]
+    pub workloads: Vec<String>,
+    /// How workload B's 10 calls per client are issued: tasks, joined.
+    #[arg(long, value_delimiter = ',', default_values_t = Callers::ALL)]
+    pub callers: Vec<Callers>,
+    /// Also measure the raw client on the frpc-inline server and the frpc client on the raw echo.
+    #[arg(long)]
+    pub probe: bool,
+    /// Worker threads of each server process's runtime.
+    #[arg(long, default_value_t = 2)]
+    pub server_threads: usize,
+    /// Worker threads of the load generator's runtime.
+    #[arg(long, default_value_t = 2)]
+    pub client_threads: usize,
+}
+
+impl RunArgs {
+    /// Measured seconds per sample.
+    pub fn secs(&self) -> f64 {
+        self.secs
+            .unwrap_or(if self.quick { QUICK_SECS } else { FULL_SECS })
+    }
+}
+
+/// The `--probe` peers: `(name, client, server)`. The raw client on the frpc-inline server
+/// measures frpc's server alone; the frpc client on the raw echo measures frpc's client alone.
+/// (Only inline handlers answer in order, which the raw client's latency FIFO assumes.)
+pub const PROBES: [(&str, Framework, Framework); 2] = [
+    ("raw→frpc-inline", Framework::Raw, Framework::FrpcInline),
+    ("frpc→raw", Framework::FrpcInline, Framework::Raw),
+];
+
+/// A cell of workload `workload` with the run's sample length.
+fn cell(secs: f64, clients: usize, inflight: usize, callers: Callers, size: usize) -> Cell {
+    Cell {
+        clients,
+        inflight,
+        callers,
+        size,
+        duration: Duration::from_secs_f64(secs),
+        warmup: Duration::from_millis(200),
+        settle: Duration::from_millis(50),
+    }
+}
+
+/// The cells to run, as `(workload, cell)`. B runs once per `--callers` mode (A has one call in
+/// flight, where the modes are the same).
+pub fn cells(args: &RunArgs) -> Vec<(&'static str, Cell)> {
+    let secs = args.secs();
+    let (a_cells, b_clients): (Vec<(usize, usize)>, Vec<usize>) = if args.quick {
+        let small = [32, 512].into_iter().flat_map(|s| [1, 16, 128].map(|c| (c, s)));
+        (
+            small.chain([(16, 128 << 10), (16, 1 << 20)]).collect(),
+            vec![16, 128],
+        )
+    } else {
+        let all = args
+            .sizes
+            .iter()
+            .flat_map(|&s| args.clients.iter().map(move |&c| (c, s)));
+        (all.collect(), args.clients.clone())
+    };
+    let mut cells: Vec<(&str, Cell)> = a_cells
+        .into_iter()
+        .map(|(clients, size)| ("A", cell(secs, clients, 1, Callers::Tasks, size)))
+        .collect();
+    for &callers in &args.callers {
+        cells.extend(b_clients.iter().map(|&c| ("B", cell(secs, c, 10, callers, 32))));
+    }
+    cells.retain(|(workload, _)| args.workloads.iter().any(|w| w.eq_ignore_ascii_case(workload)));
+    cells
+}
+
+/// One measured side of a cell: clients of `client` on the server at `addr`.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The name its rows carry.
+    pub name: String,
+    /// The kind of client.
+    pub client: Framework,
+    /// The server.
+    pub addr: SocketAddr,
+}
+
+/// The order of the peers in sample `rep`: rotated by one each time, so no framework always
+/// runs first or right after another.
+pub fn order(rep: usize, peers: usize) -> impl Iterator<Item = usize> {
+    (0..peers).map(move |k| (rep + k) % peers)
+}
+
+/// Measures `cell` on every peer: connects all of them, warms each up, then runs `reps`
+/// samples of each, interleaved sample by sample. Returns each peer's samples.
+pub async fn measure(
+    peers: &[Peer],
+    cell: &Cell,
+    reps: usize,
+    framing: frpc::Framing,
+    progress: &ProgressBar,
+) -> Vec<Vec<Outcome>> {
+    let message = workload::message(cell.size);
+    let mut pools: Vec<Vec<Client>> = Vec::with_capacity(peers.len());
+    for peer in peers {
+        let clients = workload::connect(peer.client, peer.addr, cell.clients, framing).await;
+        pools.push(workload::warm_up(clients, &message, cell).await);
+    }
+    let mut samples = vec![Vec::with_capacity(reps); peers.len()];
+    for rep in 0..reps {
+        for i in order(rep, peers.len()) {
+            let clients = std::mem::take(&mut pools[i]);
+            let (clients, outcome) = workload::sample(clients, &message, cell, cell.settle).await;
+            pools[i] = clients;
+            samples[i].push(outcome);
+            progress.inc(1);
+        }
+    }
+    samples
+}
+
+/// Runs every cell on every peer; the rows with their ratios filled.
+pub fn run(args: &RunArgs, cells: &[(&'static str, Cell)], peers: &[Peer]) -> Vec<Row> {
+    let progress = ProgressBar::new((cells.len() * peers.len() * args.reps) as u64);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} {bar:40} {pos}/{len} {msg}")
+            .expect("valid template"),
+    );
+    let rt = workload::runtime(args.client_threads);
+    let mut rows = Vec::new();
+    for (workload, cell) in cells {
+        progress.set_message(format!(
+            "{workload} {}c×{} ({}) {}",
+            cell.clients,
+            cell.inflight,
+            cell.callers,
+            report::size_label(cell.size)
+        ));
+        let samples = rt.block_on(measure(peers, cell, args.reps, args.framing, &progress));
+        for (peer, samples) in peers.iter().zip(&samples) {
+            rows.push(Row::new(&peer.name, workload, cell, samples));
+        }
+    }
+    progress.finish_and_clear();
+    report::add_ratios(&mut rows);
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn args(line: &[&str]) -> RunArgs {
+        Cli::try_parse_from(std::iter::once("frpc-bench").chain(line.iter().copied()))
+            .expect("valid arguments")
+            .run
+    }
+
+    #[test]
+    fn quick_matrix_has_twelve_cells() {
+        let cells = cells(&args(&["--quick"]));
+        assert_eq!(cells.len(), 12);
+        assert_eq!(cells.iter().filter(|(w, _)| *w == "B").count(), 4);
+        assert_eq!(cells[0].1.duration, Duration::from_secs_f64(QUICK_SECS));
+    }
+
+    #[test]
+    fn full_matrix_follows_the_lists() {
+        let a = args(&[
+            "--clients",
+            "1,8",
+            "--sizes",
+            "64",
+            "--workloads",
+            "a",
+            "--secs",
+            "2",
+        ]);
+        let cells = cells(&a);
+        let shape: Vec<_> = cells.iter().map(|(w, c)| (*w, c.clients, c.size)).collect();
+        assert_eq!(shape, vec![("A", 1, 64), ("A", 8, 64)]);
+        assert_eq!(cells[0].1.duration, Duration::from_secs(2));
+        assert_eq!((a.reps, a.server_threads, a.client_threads), (DEFAULT_REPS, 2, 2));
+    }
+
+    #[test]
+    fn order_rotates_each_sample() {
+        let orders: Vec<Vec<usize>> = (0..3).map(|r| order(r, 3).collect()).collect();
+        assert_eq!(orders, vec![vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1]]);
+    }
+}

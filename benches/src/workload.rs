@@ -1,0 +1,294 @@
+//! The workloads: N clients, each on its own connection, each keeping `inflight` calls
+//! outstanding with one random message made once per cell, for a fixed time after a warm-up.
+//! Workload A is one call in flight per client (client throughput), workload B ten (server
+//! throughput). Calls that complete inside the measured window count, and their latency goes
+//! into an HDR histogram.
+//!
+//! A client's in-flight calls are issued either from one task each ([`Callers::Tasks`], like the
+//! goroutines of fRPC's benchmark) or as futures joined on the client's one task
+//! ([`Callers::Joined`], like the raw client's pipelining). Both keep the same number of calls
+//! outstanding; they differ in how many wake-ups a burst of replies costs and so in how well
+//! the RPC client's writer can batch.
+
+use std::fmt;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use rand::Rng;
+use tokio::time::Instant;
+
+use crate::frameworks::{Client, Framework};
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell {
+    /// Clients, each with its own connection.
+    pub clients: usize,
+    /// Calls each client keeps outstanding.
+    pub inflight: usize,
+    /// How those calls are issued.
+    pub callers: Callers,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Measured time.
+    pub duration: Duration,
+    /// Unmeasured load on fresh connections, once per framework and cell.
+    pub warmup: Duration,
+    /// Unmeasured load before each sample, so every sample starts in full flow.
+    pub settle: Duration,
+}
+
+/// What one framework did in one cell (or one client, or one in-flight slot).
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Calls completed in the measured window.
+    pub calls: u64,
+    /// Latency of those calls, in microseconds.
+    pub latency: Histogram<u64>,
+}
+
+impl Outcome {
+    /// No calls yet.
+    pub fn new() -> Outcome {
+        Outcome {
+            calls: 0,
+            latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"),
+        }
+    }
+
+    /// Adds up several outcomes.
+    pub fn merge(outcomes: impl IntoIterator<Item = Outcome>) -> Outcome {
+        let mut total = Outcome::new();
+        for outcome in outcomes {
+            total.calls += outcome.calls;
+            total.latency.add(&outcome.latency).expect("same bounds");
+        }
+        total
+    }
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome::new()
+    }
+}
+
+/// The measured window, shared by every task of a cell.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// Calls completing before this are warm-up.
+    pub start: Instant,
+    /// No call starts after this; calls completing after it do not count.
+    pub end: Instant,
+}
+
+impl Window {
+    /// A window opening after `warmup` and lasting `duration`.
+    pub fn new(warmup: Duration, duration: Duration) -> Window {
+        let start = Instant::now() + warmup;
+        Window {
+            start,
+            end: start + duration,
+        }
+    }
+
+    /// Records a call that started at `sent` and completed now.
+    pub fn record(&self, sent: Instant, outcome: &mut Outcome) {
+        self.record_at(sent, Instant::now(), outcome)
+    }
+
+    /// Records a call that started at `sent` and completed at `now`, if inside the window.
+    pub fn record_at(&self, sent: Instant, now: Instant, outcome: &mut Outcome) {
+        if now >= self.start && now <= self.end {
+            outcome.calls += 1;
+            let _ = outcome.latency.record((now - sent).as_micros().max(1) as u64);
+        }
+    }
+}
+
+/// How a client issues its in-flight calls (the raw client always pipelines on one task).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Callers {
+    /// One task per in-flight call, all sharing the client's connection.
+    Tasks,
+    /// One future per in-flight call, joined on the client's task.
+    Joined,
+}
+
+impl Callers {
+    /// Both modes.
+    pub const ALL: [Callers; 2] = [Callers::Tasks, Callers::Joined];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Callers::Tasks => "tasks",
+            Callers::Joined => "joined",
+        }
+    }
+}
+
+impl fmt::Display for Callers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Callers {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Callers::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown callers {s:?} (tasks, joined)"))
+    }
+}
+
+/// When a client stops: at the end of the window, or after `calls` calls per in-flight slot
+/// (criterion runs a fixed number of iterations).
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    /// The measured window.
+    pub window: Window,
+    /// Calls per in-flight slot.
+    pub calls: u64,
+}
+
+impl Limit {
+    /// Whether a slot that has made `done` calls starts another.
+    fn more(&self, done: u64) -> bool {
+        done < self.calls && Instant::now() < self.window.end
+    }
+}
+
+/// One call of an RPC client (the frameworks with a call API: frpc and tonic).
+pub trait Caller: Clone + Send + 'static {
+    /// Sends `message` and waits for the echo.
+    fn call(&mut self, message: &str) -> impl Future<Output = ()> + Send;
+}
+
+/// Keeps `inflight` calls outstanding through `caller`, all sharing its connection. With
+/// [`Callers::Tasks`] one slot runs on the current task and the others on their own tasks (like
+/// the goroutines of fRPC's benchmark); with [`Callers::Joined`] all run on the current task.
+pub async fn slots<C: Caller>(
+    caller: &C,
+    message: &str,
+    inflight: usize,
+    callers: Callers,
+    limit: Limit,
+) -> Outcome {
+    if callers == Callers::Joined {
+        let all = (0..inflight).map(|_| slot(caller.clone(), message.to_owned(), limit));
+        return Outcome::merge(futures_util::future::join_all(all).await);
+    }
+    let others: Vec<_> = (1..inflight)
+        .map(|_| tokio::spawn(slot(caller.clone(), message.to_owned(), limit)))
+        .collect();
+    let mut outcomes = vec![slot(caller.clone(), message.to_owned(), limit).await];
+    for task in others {
+        outcomes.push(task.await.expect("call slot"));
+    }
+    Outcome::merge(outcomes)
+}
+
+async fn slot<C: Caller>(mut caller: C, message: String, limit: Limit) -> Outcome {
+    let mut outcome = Outcome::new();
+    let mut done = 0;
+    while limit.more(done) {
+        let sent = Instant::now();
+        caller.call(&message).await;
+        limit.window.record(sent, &mut outcome);
+        done += 1;
+    }
+    outcome
+}
+
+/// A random printable (ASCII, so valid UTF-8) message of `size` bytes, made once per cell.
+pub fn message(size: usize) -> String {
+    let mut rng = rand::rng();
+    (0..size).map(|_| rng.random_range(b'a'..=b'z') as char).collect()
+}
+
+/// Connects `clients` clients to the `framework` server at `addr`.
+pub async fn connect(
+    framework: Framework,
+    addr: SocketAddr,
+    clients: usize,
+    framing: frpc::Framing,
+) -> Vec<Client> {
+    let connecting: Vec<_> = (0..clients)
+        .map(|_| tokio::spawn(Client::connect(framework, addr, framing)))
+        .collect();
+    let mut connected = Vec::with_capacity(clients);
+    for client in connecting {
+        connected.push(client.await.expect("connect task"));
+    }
+    connected
+}
+
+/// Drives every client on its own task with the same message, inflight count, callers and
+/// limit; gives the clients back with the total outcome.
+pub async fn drive(
+    clients: Vec<Client>,
+    message: &str,
+    inflight: usize,
+    callers: Callers,
+    limit: Limit,
+) -> (Vec<Client>, Outcome) {
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let message = message.to_owned();
+            tokio::spawn(async move {
+                let outcome = client.drive(&message, inflight, callers, limit).await;
+                (client, outcome)
+            })
+        })
+        .collect();
+    let (mut clients, mut outcomes) = (Vec::with_capacity(tasks.len()), Vec::with_capacity(tasks.len()));
+    for task in tasks {
+        let (client, outcome) = task.await.expect("client task");
+        clients.push(client);
+        outcomes.push(outcome);
+    }
+    (clients, Outcome::merge(outcomes))
+}
+
+/// Runs one sample of `cell` on connected `clients`: `settle` of unmeasured calls, then
+/// `cell.duration` measured; gives the clients back for the next sample.
+pub async fn sample(
+    clients: Vec<Client>,
+    message: &str,
+    cell: &Cell,
+    settle: Duration,
+) -> (Vec<Client>, Outcome) {
+    let limit = Limit {
+        window: Window::new(settle, cell.duration),
+        calls: u64::MAX,
+    };
+    drive(clients, message, cell.inflight, cell.callers, limit).await
+}
+
+/// Runs `cell`'s load on `clients` for `cell.warmup` without measuring: fresh connections grow
+/// their buffers and windows before the first sample.
+pub async fn warm_up(clients: Vec<Client>, message: &str, cell: &Cell) -> Vec<Client> {
+    let limit = Limit {
+        window: Window::new(Duration::ZERO, cell.warmup),
+        calls: u64::MAX,
+    };
+    drive(clients, message, cell.inflight, cell.callers, limit)
+        .await
+        .0
+}
+
+/// A runtime with `threads` worker threads (the load generator's and each server's).
+pub fn runtime(threads: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
