@@ -4,6 +4,7 @@
 //!
 //! - [`frameworks`]: the servers and load-generating clients, one file per framework.
 //! - [`workload`]: cells, the measured window, the client loops.
+//! - [`pool`]: a cell's clients, connected, warmed up and driven together.
 //! - [`matrix`]: the matrix run's options and cells, samples interleaved across frameworks.
 //! - [`serve`]: the `serve` subcommand and the child processes that run it.
 //! - [`load`]: the `load` subcommand, one cell against any server of the proto.
@@ -17,6 +18,7 @@ pub mod compare;
 pub mod frameworks;
 pub mod load;
 pub mod matrix;
+pub mod pool;
 pub mod report;
 pub mod serve;
 pub mod stats;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use indicatif::ProgressBar;
 
 use crate::frameworks::{Client, Framework};
+use crate::pool;
 use crate::report::{self, Row};
 use crate::workload::{self, Callers, Cell, Outcome};
 
@@ -159,14 +160,14 @@ pub async fn measure(
     let message = workload::message(cell.size);
     let mut pools: Vec<Vec<Client>> = Vec::with_capacity(peers.len());
     for peer in peers {
-        let clients = workload::connect(peer.client, peer.addr, cell.clients, framing).await;
-        pools.push(workload::warm_up(clients, &message, cell).await);
+        let clients = pool::connect(peer.client, peer.addr, cell.clients, framing).await;
+        pools.push(pool::warm_up(clients, &message, cell).await);
     }
     let mut samples = vec![Vec::with_capacity(reps); peers.len()];
     for rep in 0..reps {
         for i in order(rep, peers.len()) {
             let clients = std::mem::take(&mut pools[i]);
-            let (clients, outcome) = workload::sample(clients, &message, cell, cell.settle).await;
+            let (clients, outcome) = pool::sample(clients, &message, cell, cell.settle).await;
             pools[i] = clients;
             samples[i].push(outcome);
             progress.inc(1);

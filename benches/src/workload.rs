@@ -12,15 +12,12 @@
 
 use std::fmt;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use rand::Rng;
 use tokio::time::Instant;
-
-use crate::frameworks::{Client, Framework};
 
 /// One cell of the matrix.
 #[derive(Debug, Clone, Copy)]
@@ -210,78 +207,6 @@ async fn slot<C: Caller>(mut caller: C, message: String, limit: Limit) -> Outcom
 pub fn message(size: usize) -> String {
     let mut rng = rand::rng();
     (0..size).map(|_| rng.random_range(b'a'..=b'z') as char).collect()
-}
-
-/// Connects `clients` clients to the `framework` server at `addr`.
-pub async fn connect(
-    framework: Framework,
-    addr: SocketAddr,
-    clients: usize,
-    framing: frpc::Framing,
-) -> Vec<Client> {
-    let connecting: Vec<_> = (0..clients)
-        .map(|_| tokio::spawn(Client::connect(framework, addr, framing)))
-        .collect();
-    let mut connected = Vec::with_capacity(clients);
-    for client in connecting {
-        connected.push(client.await.expect("connect task"));
-    }
-    connected
-}
-
-/// Drives every client on its own task with the same message, inflight count, callers and
-/// limit; gives the clients back with the total outcome.
-pub async fn drive(
-    clients: Vec<Client>,
-    message: &str,
-    inflight: usize,
-    callers: Callers,
-    limit: Limit,
-) -> (Vec<Client>, Outcome) {
-    let tasks: Vec<_> = clients
-        .into_iter()
-        .map(|mut client| {
-            let message = message.to_owned();
-            tokio::spawn(async move {
-                let outcome = client.drive(&message, inflight, callers, limit).await;
-                (client, outcome)
-            })
-        })
-        .collect();
-    let (mut clients, mut outcomes) = (Vec::with_capacity(tasks.len()), Vec::with_capacity(tasks.len()));
-    for task in tasks {
-        let (client, outcome) = task.await.expect("client task");
-        clients.push(client);
-        outcomes.push(outcome);
-    }
-    (clients, Outcome::merge(outcomes))
-}
-
-/// Runs one sample of `cell` on connected `clients`: `settle` of unmeasured calls, then
-/// `cell.duration` measured; gives the clients back for the next sample.
-pub async fn sample(
-    clients: Vec<Client>,
-    message: &str,
-    cell: &Cell,
-    settle: Duration,
-) -> (Vec<Client>, Outcome) {
-    let limit = Limit {
-        window: Window::new(settle, cell.duration),
-        calls: u64::MAX,
-    };
-    drive(clients, message, cell.inflight, cell.callers, limit).await
-}
-
-/// Runs `cell`'s load on `clients` for `cell.warmup` without measuring: fresh connections grow
-/// their buffers and windows before the first sample.
-pub async fn warm_up(clients: Vec<Client>, message: &str, cell: &Cell) -> Vec<Client> {
-    let limit = Limit {
-        window: Window::new(Duration::ZERO, cell.warmup),
-        calls: u64::MAX,
-    };
-    drive(clients, message, cell.inflight, cell.callers, limit)
-        .await
-        .0
 }
 
 /// A runtime with `threads` worker threads (the load generator's and each server's).

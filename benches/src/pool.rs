@@ -1,0 +1,81 @@
+//! A cell's clients as one pool: connect them, warm them up, and drive them all for one sample.
+//! Sits above [`crate::frameworks`] (which client to make) and [`crate::workload`] (what each
+//! client does).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::frameworks::{Client, Framework};
+use crate::workload::{Callers, Cell, Limit, Outcome, Window};
+
+/// Connects `clients` clients to the `framework` server at `addr`.
+pub async fn connect(
+    framework: Framework,
+    addr: SocketAddr,
+    clients: usize,
+    framing: frpc::Framing,
+) -> Vec<Client> {
+    let connecting: Vec<_> = (0..clients)
+        .map(|_| tokio::spawn(Client::connect(framework, addr, framing)))
+        .collect();
+    let mut connected = Vec::with_capacity(clients);
+    for client in connecting {
+        connected.push(client.await.expect("connect task"));
+    }
+    connected
+}
+
+/// Drives every client on its own task with the same message, inflight count, callers and
+/// limit; gives the clients back with the total outcome.
+pub async fn drive(
+    clients: Vec<Client>,
+    message: &str,
+    inflight: usize,
+    callers: Callers,
+    limit: Limit,
+) -> (Vec<Client>, Outcome) {
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let message = message.to_owned();
+            tokio::spawn(async move {
+                let outcome = client.drive(&message, inflight, callers, limit).await;
+                (client, outcome)
+            })
+        })
+        .collect();
+    let (mut clients, mut outcomes) = (Vec::with_capacity(tasks.len()), Vec::with_capacity(tasks.len()));
+    for task in tasks {
+        let (client, outcome) = task.await.expect("client task");
+        clients.push(client);
+        outcomes.push(outcome);
+    }
+    (clients, Outcome::merge(outcomes))
+}
+
+/// Runs one sample of `cell` on connected `clients`: `settle` of unmeasured calls, then
+/// `cell.duration` measured; gives the clients back for the next sample.
+pub async fn sample(
+    clients: Vec<Client>,
+    message: &str,
+    cell: &Cell,
+    settle: Duration,
+) -> (Vec<Client>, Outcome) {
+    let limit = Limit {
+        window: Window::new(settle, cell.duration),
+        calls: u64::MAX,
+    };
+    drive(clients, message, cell.inflight, cell.callers, limit).await
+}
+
+/// Runs `cell`'s load on `clients` for `cell.warmup` without measuring: fresh connections grow
+/// their buffers and windows before the first sample.
+pub async fn warm_up(clients: Vec<Client>, message: &str, cell: &Cell) -> Vec<Client> {
+    let limit = Limit {
+        window: Window::new(Duration::ZERO, cell.warmup),
+        calls: u64::MAX,
+    };
+    drive(clients, message, cell.inflight, cell.callers, limit)
+        .await
+        .0
+}
