@@ -59,7 +59,7 @@ pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
 pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
-pub use server::{Builder, Server};
+pub use server::{Bound, Builder, Server};
 pub use status::{Error, Status};
 pub use transport::handback::TakeConnection;
 

@@ -149,6 +149,78 @@ impl Builder {
         let server = self.build()?;
         server.serve(TcpListener::bind(addr).await?).await
     }
+
+    /// Builds and binds `addr` without serving yet: the returned [`Bound`] knows its
+    /// [`local_addr`](Bound::local_addr) (bind `127.0.0.1:0` for a free port) and accepts
+    /// connections once its [`serve`](Bound::serve) future runs. Connections made before that
+    /// wait in the listen backlog, so a client can connect right after `bind` returns.
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let bound = frpc::Server::builder().bind("127.0.0.1:0").await?;
+    /// let addr = bound.local_addr();
+    /// let server = tokio::spawn(bound.serve());
+    /// let client = frpc::Client::connect(addr).await?;
+    /// assert_eq!(client.peer_addr(), addr);
+    /// # server.abort();
+    /// # Ok(()) }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+    /// ```
+    pub async fn bind(self, addr: impl ToSocketAddrs) -> Result<Bound, Error> {
+        let server = self.build()?;
+        server.bind(addr).await
+    }
+}
+
+/// A [`Server`] bound to a TCP listener and not serving yet, from [`Builder::bind`] or
+/// [`Server::bind`]: read its address, then run (or spawn) [`Bound::serve`].
+#[derive(Debug)]
+pub struct Bound {
+    server: Server,
+    listener: TcpListener,
+    local_addr: SocketAddr,
+}
+
+impl Bound {
+    /// The address the listener is bound to (with the port the system picked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The server (a clone shares its counters, as [`Server::connections`]).
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Serves until an accept error that is not transient, as [`Server::serve`]. The future is
+    /// `Send + 'static`: `tokio::spawn(bound.serve())`.
+    pub async fn serve(self) -> Result<(), Error> {
+        self.server.serve(self.listener).await
+    }
+
+    /// Serves until `signal` resolves, then shuts down gracefully, as
+    /// [`Server::serve_with_shutdown`].
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let bound = frpc::Server::builder().bind("127.0.0.1:0").await?;
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// let server = tokio::spawn(bound.serve_with_shutdown(async {
+    ///     let _ = stopped.await;
+    /// }));
+    /// stop.send(()).unwrap();
+    /// server.await??;
+    /// # Ok(()) }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+    /// ```
+    pub async fn serve_with_shutdown(self, signal: impl Future<Output = ()>) -> Result<(), Error> {
+        self.server.serve_with_shutdown(self.listener, signal).await
+    }
+
+    /// Splits into the server and its listener, to serve them some other way.
+    pub fn into_parts(self) -> (Server, TcpListener) {
+        (self.server, self.listener)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -194,6 +266,17 @@ impl Server {
             #[cfg(feature = "tls")]
             tls: None,
         }
+    }
+
+    /// Binds `addr` for this server without serving yet (see [`Builder::bind`]).
+    pub async fn bind(&self, addr: impl ToSocketAddrs) -> Result<Bound, Error> {
+        let listener = TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        Ok(Bound {
+            server: self.clone(),
+            listener,
+            local_addr,
+        })
     }
 
     /// Number of connections being served.
