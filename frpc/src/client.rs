@@ -24,6 +24,46 @@ use crate::transport::handback::Join;
 
 /// A connection to an frpc (or Go fRPC) server. Cheap to clone; clones share the connection,
 /// which closes when the last clone is dropped.
+///
+/// Generated clients (`FooClient::connect`) open one each; to share one connection between
+/// several services, connect a `Client` and wrap it with `FooClient::new(client.clone())`:
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait Greeter {
+///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+/// # struct Hello;
+/// # impl Greeter for Hello {
+/// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+/// #         Ok(request)
+/// #     }
+/// # }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(GreeterServer::new(Hello))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///
+///     let client = frpc::Client::connect(addr).await?;
+///     // Every call through this handle fails with `Error::Timeout` after 5 s.
+///     let greeter = GreeterClient::new(client.with_timeout(std::time::Duration::from_secs(5)));
+///     let reply = greeter.greet(Text { value: "hi".into() }).await?;
+///     assert_eq!(reply.value, "hi");
+///     assert_eq!(client.peer_addr(), addr);
+///     assert_eq!(client.inflight(), 0);
+///     client.close();
+///     client.closed().await;
+///     assert!(greeter.greet(Text::default()).await.is_err());
+///     Ok(())
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     handle: Arc<Handle>,

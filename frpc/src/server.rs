@@ -35,6 +35,39 @@ type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Builds a [`Server`]: services, concurrency and connection settings.
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// # #[frpc::service(package = "demo")]
+/// # pub trait Greeter {
+/// #     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// # }
+/// # struct Hello;
+/// # impl Greeter for Hello {
+/// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+/// #         Ok(request)
+/// #     }
+/// # }
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let mut config = frpc::ServerConfig::default();
+///     config.max_connections = 100;
+///     let server = frpc::Server::builder()
+///         .config(config) // replaces the whole configuration: set it first
+///         .concurrency(frpc::Concurrency::Limited(64))
+///         .framing(frpc::Framing::Frisbee)
+///         .add_service(GreeterServer::new(Hello))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///
+///     let reply = GreeterClient::connect(addr).await?.greet(Text { value: "hi".into() }).await?;
+///     assert_eq!(reply.value, "hi");
+///     Ok(())
+/// }
+/// ```
 pub struct Builder {
     services: Vec<Arc<dyn Service>>,
     raw: Vec<(u16, RawHandler)>,
@@ -241,6 +274,50 @@ struct Shared {
 }
 
 /// An frpc server, built with [`Server::builder`]. Cheap to clone.
+///
+/// [`Builder::bind`] then [`Bound::serve`] (or [`Bound::serve_with_shutdown`]) starts one on a
+/// port the system picks; [`Builder::serve`] binds and serves a fixed address.
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait Greeter {
+///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+///
+/// struct Hello;
+///
+/// impl Greeter for Hello {
+///     async fn greet(&self, _ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+///         Ok(Text { value: format!("hello, {}", request.value) })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .concurrency(frpc::Concurrency::Inline) // handlers run in order on each connection
+///         .add_service(GreeterServer::new(Hello))
+///         .build()?; // checks that no two services claim one operation number
+///     let bound = server.bind("127.0.0.1:0").await?;
+///     let addr = bound.local_addr();
+///     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+///     let serving = tokio::spawn(bound.serve_with_shutdown(async {
+///         let _ = stopped.await;
+///     }));
+///
+///     let client = GreeterClient::connect(addr).await?;
+///     let reply = client.greet(Text { value: "server".into() }).await?;
+///     assert_eq!(reply.value, "hello, server");
+///     assert_eq!(server.connections(), 1);
+///
+///     stop.send(()).unwrap(); // graceful: running calls finish, then connections close
+///     serving.await??;
+///     client.client().closed().await;
+///     Ok(())
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Server {
     shared: Arc<Shared>,
