@@ -156,6 +156,7 @@ impl Builder {
                 let route = Route::Method {
                     service: index,
                     kind: method.kind,
+                    name: method.name,
                 };
                 claim(method.op, route, format!("{}.{}", service.name(), method.name))?;
             }
@@ -258,7 +259,12 @@ impl Bound {
 
 #[derive(Debug, Clone, Copy)]
 enum Route {
-    Method { service: usize, kind: MethodKind },
+    Method {
+        service: usize,
+        kind: MethodKind,
+        /// The method's proto name, for spans.
+        name: &'static str,
+    },
     Raw(usize),
 }
 
@@ -558,6 +564,13 @@ impl Handlers for Router {
         match self.service(op) {
             Ok(service) => service.call_streaming(op, self.context(conn), stream),
             Err(status) => Box::pin(std::future::ready(Err(status))),
+        }
+    }
+
+    fn names(&self, op: u16) -> Option<(&'static str, &'static str)> {
+        match self.shared.routes.get(&op)? {
+            Route::Method { service, name, .. } => Some((self.shared.services[*service].name(), name)),
+            Route::Raw(_) => None,
         }
     }
 

@@ -35,6 +35,7 @@ fn the_readme_shows_these_files_verbatim() {
         ("build.rs", "rust"),
         ("src/main.rs", "rust"),
         ("src/bin/rust_first.rs", "rust"),
+        ("src/bin/traced.rs", "rust"),
     ] {
         let text = read(file);
         assert!(
@@ -77,4 +78,21 @@ fn the_proto_example_serves_and_calls() {
 #[test]
 fn the_rust_first_example_serves_and_calls() {
     assert_eq!(run(env!("CARGO_BIN_EXE_rust_first")), "hi\n");
+}
+
+#[test]
+fn the_traced_example_prints_both_sides_spans_with_names() {
+    let out = run(env!("CARGO_BIN_EXE_traced"));
+    let has = |span: &str| {
+        out.lines()
+            .any(|line| line.contains(span) && line.contains("close"))
+    };
+    assert!(
+        has(r#"call{service="echo.EchoService" method="Echo" op=10}"#),
+        "{out}"
+    );
+    assert!(
+        has(r#"service="echo.EchoService" method="Echo"}: frpc::calls::server"#),
+        "{out}"
+    );
 }
