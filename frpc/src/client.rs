@@ -21,6 +21,7 @@ use crate::config::ClientConfig;
 use crate::status::Error;
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
+use crate::types::NO_PEER_ADDR;
 
 /// A connection to an frpc (or Go fRPC) server. Cheap to clone; clones share the connection,
 /// which closes when the last clone is dropped.
@@ -136,6 +137,57 @@ impl Client {
         let join: Join<_, _> =
             Box::new(|read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other));
         Ok(Client::start(read, write, Some(join), peer, config))
+    }
+
+    /// Runs the client over any connected byte stream: a Unix domain socket, an in-memory
+    /// [`tokio::io::duplex`] pipe (handy in tests), a stream some other library opened. Must be
+    /// called within a Tokio runtime. [`Client::peer_addr`] reports `0.0.0.0:0`, and takeover
+    /// ([`Client::into_raw`]) is TCP only.
+    ///
+    /// ```
+    /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+    /// # pub struct Text { pub value: String }
+    /// #[frpc::service(package = "demo")]
+    /// pub trait Greeter {
+    ///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// }
+    /// # struct Hello;
+    /// # impl Greeter for Hello {
+    /// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+    /// #         Ok(request)
+    /// #     }
+    /// # }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let server = frpc::Server::builder().add_service(GreeterServer::new(Hello)).build()?;
+    ///     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    ///     tokio::spawn(server.serve_io(server_end));
+    ///     let client = frpc::Client::from_io(client_end, frpc::ClientConfig::default());
+    ///     let reply = GreeterClient::new(client).greet(Text { value: "in memory".into() }).await?;
+    ///     assert_eq!(reply.value, "in memory");
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn from_io<T>(io: T, config: ClientConfig) -> Client
+    where
+        T: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(io);
+        Client::start(read, write, None, NO_PEER_ADDR, config)
+    }
+
+    /// Connects to a server listening on the Unix domain socket at `path` (see
+    /// [`Server::serve_unix`](crate::Server::serve_unix)). [`Client::peer_addr`] reports
+    /// `0.0.0.0:0`, and takeover is TCP only.
+    #[cfg(unix)]
+    pub async fn connect_unix(
+        path: impl AsRef<std::path::Path>,
+        config: ClientConfig,
+    ) -> Result<Client, Error> {
+        let stream = tokio::net::UnixStream::connect(path).await?;
+        let (read, write) = stream.into_split();
+        Ok(Client::start(read, write, None, NO_PEER_ADDR, config))
     }
 
     fn start<R, W>(

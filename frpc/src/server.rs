@@ -26,7 +26,7 @@ use crate::service::Service;
 use crate::status::{Error, Status};
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
-use crate::types::{BoxFuture, MethodKind};
+use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
 
 /// A server's handler for raw packets on one operation (see [`Builder::route`]).
 type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
@@ -417,6 +417,89 @@ impl Server {
         result
     }
 
+    /// Serves one connection over any byte stream (an in-memory [`tokio::io::duplex`] pipe, a
+    /// stream some other library accepted) until it closes; spawn it. [`Context::peer_addr`]
+    /// reports `0.0.0.0:0` on it, and takeover and TLS are TCP only. Counts towards
+    /// [`Server::connections`] (but is served even over `max_connections`: the caller accepted
+    /// it).
+    pub fn serve_io<T>(&self, io: T) -> impl Future<Output = ()> + Send + 'static
+    where
+        T: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        async move {
+            let _counted = Counted::new(&shared);
+            let never = CancellationToken::new();
+            let io = tokio::io::split(io);
+            run_connection(shared.clone(), io, None, NO_PEER_ADDR, never.clone(), never).await;
+        }
+    }
+
+    /// Serves connections from a Unix domain socket listener until an accept error that is not
+    /// transient. [`Context::peer_addr`] reports `0.0.0.0:0`; takeover and TLS are TCP only.
+    /// Clients connect with [`Client::connect_unix`](crate::Client::connect_unix).
+    #[cfg(unix)]
+    pub async fn serve_unix(&self, listener: tokio::net::UnixListener) -> Result<(), Error> {
+        self.serve_unix_with_shutdown(listener, std::future::pending())
+            .await
+    }
+
+    /// [`Server::serve_unix`] until `signal` resolves, then shuts down gracefully as
+    /// [`Server::serve_with_shutdown`] does.
+    #[cfg(unix)]
+    pub async fn serve_unix_with_shutdown(
+        &self,
+        listener: tokio::net::UnixListener,
+        signal: impl Future<Output = ()>,
+    ) -> Result<(), Error> {
+        let shutdown = CancellationToken::new();
+        let force = CancellationToken::new();
+        let connections = TaskTracker::new();
+        tokio::pin!(signal);
+        let result = loop {
+            let accepted = tokio::select! {
+                _ = &mut signal => break Ok(()),
+                accepted = listener.accept() => accepted,
+            };
+            match accepted {
+                Ok((stream, _)) => {
+                    let shared = &self.shared;
+                    if shared.connections.load(Ordering::Relaxed) >= shared.config.max_connections {
+                        tracing::warn!(
+                            limit = shared.config.max_connections,
+                            "refusing a connection over the limit"
+                        );
+                        continue;
+                    }
+                    let counted = Counted::new(shared);
+                    let (shared, shutdown, force) = (shared.clone(), shutdown.clone(), force.clone());
+                    connections.spawn(async move {
+                        let _counted = counted;
+                        let io = stream.into_split();
+                        run_connection(shared, io, None, NO_PEER_ADDR, shutdown, force).await;
+                    });
+                }
+                Err(err) if is_transient(&err) => {
+                    tracing::warn!(error = %err, "accept failed; backing off");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(err) => break Err(Error::Io(err)),
+            }
+        };
+        drop(listener);
+        shutdown.cancel();
+        connections.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still running after the shutdown grace period; closing connections");
+            force.cancel();
+            connections.wait().await;
+        }
+        result
+    }
+
     fn accept(
         &self,
         stream: TcpStream,
@@ -439,6 +522,22 @@ impl Server {
             task.await;
             shared.connections.fetch_sub(1, Ordering::Relaxed);
         });
+    }
+}
+
+/// Counts a connection in [`Server::connections`] while it lives (dropped futures included).
+struct Counted(Arc<Shared>);
+
+impl Counted {
+    fn new(shared: &Arc<Shared>) -> Counted {
+        shared.connections.fetch_add(1, Ordering::Relaxed);
+        Counted(shared.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
