@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use frpc_bench::frameworks::{self, Client, Framework};
+use frpc_bench::pool;
 use frpc_bench::workload::{self, Callers, Limit, Window};
 use tokio::sync::Mutex;
 
@@ -32,9 +33,7 @@ fn rpc(c: &mut Criterion) {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 let addr = listener.local_addr().unwrap();
                 tokio::spawn(frameworks::serve(framework, listener, FRAMING));
-                Arc::new(Mutex::new(
-                    workload::connect(framework, addr, clients, FRAMING).await,
-                ))
+                Arc::new(Mutex::new(pool::connect(framework, addr, clients, FRAMING).await))
             });
             group.bench_function(framework.name(), |b| {
                 b.to_async(&rt).iter_custom(|iters| {
@@ -57,8 +56,7 @@ async fn calls(pool: &Mutex<Vec<Client>>, message: &str, iters: u64) -> Duration
         calls: per_client,
     };
     let started = std::time::Instant::now();
-    let (clients, outcome) =
-        workload::drive(std::mem::take(&mut *pool), message, 1, Callers::Tasks, limit).await;
+    let (clients, outcome) = pool::drive(std::mem::take(&mut *pool), message, 1, Callers::Tasks, limit).await;
     let elapsed = started.elapsed();
     *pool = clients;
     elapsed.mul_f64(iters as f64 / outcome.calls.max(1) as f64)

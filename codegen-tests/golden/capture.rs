@@ -389,27 +389,51 @@ impl EchoServiceClient {
         &self,
         request: Request,
     ) -> ::core::result::Result<Response, ::frpc::Error> {
-        ::frpc::codegen::call_unary(&self.client, 10, &request).await
+        ::frpc::codegen::traced(
+                "capture.EchoService",
+                "Echo",
+                10,
+                ::frpc::codegen::call_unary(&self.client, 10, &request),
+            )
+            .await
     }
     /// Calls `EchoStream` (bidirectional streaming).
     pub async fn echo_stream(
         &self,
     ) -> ::core::result::Result<::frpc::BidiCall<Request, Response>, ::frpc::Error> {
-        ::frpc::codegen::call_bidi(&self.client, 11).await
+        ::frpc::codegen::traced(
+                "capture.EchoService",
+                "EchoStream",
+                11,
+                ::frpc::codegen::call_bidi(&self.client, 11),
+            )
+            .await
     }
     /// Calls `Testy` (unary).
     pub async fn testy(
         &self,
         request: SearchResponse,
     ) -> ::core::result::Result<StockPricesWrapper, ::frpc::Error> {
-        ::frpc::codegen::call_unary(&self.client, 12, &request).await
+        ::frpc::codegen::traced(
+                "capture.EchoService",
+                "Testy",
+                12,
+                ::frpc::codegen::call_unary(&self.client, 12, &request),
+            )
+            .await
     }
     /// Calls `Search` (server streaming).
     pub async fn search(
         &self,
         request: SearchResponse,
     ) -> ::core::result::Result<::frpc::Streaming<Response>, ::frpc::Error> {
-        ::frpc::codegen::call_server_streaming(&self.client, 13, &request).await
+        ::frpc::codegen::traced(
+                "capture.EchoService",
+                "Search",
+                13,
+                ::frpc::codegen::call_server_streaming(&self.client, 13, &request),
+            )
+            .await
     }
     /// Calls `Upload` (client streaming).
     pub async fn upload(
@@ -418,7 +442,13 @@ impl EchoServiceClient {
         ::frpc::ClientStreamingCall<Data, Response>,
         ::frpc::Error,
     > {
-        ::frpc::codegen::call_client_streaming(&self.client, 14).await
+        ::frpc::codegen::traced(
+                "capture.EchoService",
+                "Upload",
+                14,
+                ::frpc::codegen::call_client_streaming(&self.client, 14),
+            )
+            .await
     }
 }
 /// Operation numbers of `capture.EchoService`.

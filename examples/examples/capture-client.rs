@@ -1,18 +1,19 @@
 //! Calls every method of capture.proto's EchoService once and prints what comes back: run it
 //! against `capture-server` (or a Go fRPC server generated from the same proto).
 //!
-//! `cargo run --example capture-client -- --addr 127.0.0.1:8080 --framing frisbee|legacy`
+//! `cargo run --example capture-client -- --addr 127.0.0.1:8080 --framing frisbee|legacy` (`--help`)
 
-use frpc::{ClientConfig, Framing};
-use frpc_examples::args;
+use clap::Parser;
+use frpc::ClientConfig;
+use frpc_examples::args::ClientArgs;
 use frpc_examples::capture::pb;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr: String = args::flag("--addr", "127.0.0.1:8080".to_owned());
+    let args = ClientArgs::parse();
     let mut config = ClientConfig::default();
-    config.connection.framing = args::flag("--framing", Framing::Frisbee);
-    let client = pb::EchoServiceClient::new(frpc::Client::connect_with(&addr, config).await?);
+    config.connection.framing = args.framing;
+    let client = pb::EchoServiceClient::new(frpc::Client::connect_with(&args.addr, config).await?);
 
     let request = pb::Request {
         message: "hi".into(),

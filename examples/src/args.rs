@@ -1,39 +1,53 @@
-//! A tiny `--flag value` parser shared by the example programs (no dependency needed).
+//! The example programs' command lines (clap derive: each has `--help`).
 
-use std::str::FromStr;
+use clap::Parser;
+use frpc::{Concurrency, Framing};
 
-/// The value after `--name`, parsed, or `default` when absent. Exits with a message on a bad
-/// value.
-pub fn flag<T: FromStr>(name: &str, default: T) -> T
-where
-    T::Err: std::fmt::Display,
-{
-    let args: Vec<String> = std::env::args().collect();
-    let Some(pos) = args.iter().position(|a| a == name) else {
-        return default;
-    };
-    let Some(raw) = args.get(pos + 1) else {
-        exit(&format!("{name} needs a value"));
-    };
-    raw.parse()
-        .unwrap_or_else(|err| exit(&format!("bad value {raw:?} for {name}: {err}")))
+/// `capture-server`: serves capture.proto's EchoService with the behaviour the Go captures show.
+#[derive(Debug, Clone, PartialEq, Parser)]
+#[command(
+    name = "capture-server",
+    about = "Serves capture.proto's EchoService with the behaviour the Go captures show",
+    long_about = "Serves capture.proto's EchoService with the behaviour the Go captures show. \
+                  Prints `LISTENING <addr>` once it accepts; Ctrl-C stops it."
+)]
+pub struct ServerArgs {
+    /// Address to listen on (port 0: any free port, printed on start).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// Packet framing: `frisbee` (frisbee-go ≥ v0.11) or `legacy` (≤ v0.10.2).
+    #[arg(long, default_value = "frisbee")]
+    pub framing: Framing,
+    /// How handlers are scheduled: `per-rpc`, `inline` or `limited:N`.
+    #[arg(long, default_value = "per-rpc", value_parser = concurrency)]
+    pub concurrency: Concurrency,
+}
+
+/// `capture-client`: calls every method of capture.proto's EchoService once.
+#[derive(Debug, Clone, PartialEq, Parser)]
+#[command(
+    name = "capture-client",
+    about = "Calls every method of capture.proto's EchoService once and prints the replies"
+)]
+pub struct ClientArgs {
+    /// Address of the server (`capture-server`, or a Go fRPC server of the same proto).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// Packet framing: `frisbee` (frisbee-go ≥ v0.11) or `legacy` (≤ v0.10.2).
+    #[arg(long, default_value = "frisbee")]
+    pub framing: Framing,
 }
 
 /// Parses a concurrency mode: `per-rpc`, `inline` or `limited:N`.
-pub fn concurrency(raw: &str) -> Result<frpc::Concurrency, String> {
+pub fn concurrency(raw: &str) -> Result<Concurrency, String> {
     match raw {
-        "per-rpc" => Ok(frpc::Concurrency::PerRpc),
-        "inline" => Ok(frpc::Concurrency::Inline),
+        "per-rpc" => Ok(Concurrency::PerRpc),
+        "inline" => Ok(Concurrency::Inline),
         other => match other.strip_prefix("limited:").map(str::parse) {
-            Some(Ok(n)) => Ok(frpc::Concurrency::Limited(n)),
+            Some(Ok(n)) => Ok(Concurrency::Limited(n)),
             _ => Err(format!(
                 "unknown concurrency {other:?} (per-rpc, inline or limited:N)"
             )),
         },
     }
-}
-
-fn exit(message: &str) -> ! {
-    eprintln!("{message}");
-    std::process::exit(2)
 }

@@ -1,7 +1,7 @@
 //! What the per-RPC `tracing` span costs when no subscriber is installed: the span frpc creates
 //! around every call (`debug_span!("rpc", op, id)` + `Instrument`) versus the same future bare.
 //!
-//! `cargo bench -p frpc --bench spans`
+//! `cargo bench -p frpc-rs --bench spans`
 
 use std::future::Future;
 use std::pin::pin;

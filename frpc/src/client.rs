@@ -22,11 +22,52 @@ use crate::status::Error;
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
 use crate::transport::net;
+use crate::types::NO_PEER_ADDR;
 
 /// A connection to an frpc (or Go fRPC) server. Cheap to clone; clones share the connection,
 /// which closes when the last of them, of their pending calls and of the stream handles they
 /// opened ([`Streaming`], [`StreamSender`], [`crate::ClientStreamingCall`],
 /// [`crate::BidiCall`]) is dropped (or at once with [`Client::close`]).
+///
+/// Generated clients (`FooClient::connect`) open one each; to share one connection between
+/// several services, connect a `Client` and wrap it with `FooClient::new(client.clone())`:
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait Greeter {
+///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+/// # struct Hello;
+/// # impl Greeter for Hello {
+/// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+/// #         Ok(request)
+/// #     }
+/// # }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(GreeterServer::new(Hello))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///
+///     let client = frpc::Client::connect(addr).await?;
+///     // Every call through this handle fails with `Error::Timeout` after 5 s.
+///     let greeter = GreeterClient::new(client.with_timeout(std::time::Duration::from_secs(5)));
+///     let reply = greeter.greet(Text { value: "hi".into() }).await?;
+///     assert_eq!(reply.value, "hi");
+///     assert_eq!(client.peer_addr(), addr);
+///     assert_eq!(client.inflight(), 0);
+///     client.close();
+///     client.closed().await;
+///     assert!(greeter.greet(Text::default()).await.is_err());
+///     Ok(())
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     handle: Arc<Handle>,
@@ -107,6 +148,57 @@ impl Client {
         let join: Join<_, _> =
             Box::new(|read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other));
         Ok(Client::start(read, write, Some(join), peer, config))
+    }
+
+    /// Runs the client over any connected byte stream: a Unix domain socket, an in-memory
+    /// [`tokio::io::duplex`] pipe (handy in tests), a stream some other library opened. Must be
+    /// called within a Tokio runtime. [`Client::peer_addr`] reports `0.0.0.0:0`, and takeover
+    /// ([`Client::into_raw`]) is TCP only.
+    ///
+    /// ```
+    /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+    /// # pub struct Text { pub value: String }
+    /// #[frpc::service(package = "demo")]
+    /// pub trait Greeter {
+    ///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// }
+    /// # struct Hello;
+    /// # impl Greeter for Hello {
+    /// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+    /// #         Ok(request)
+    /// #     }
+    /// # }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let server = frpc::Server::builder().add_service(GreeterServer::new(Hello)).build()?;
+    ///     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
+    ///     tokio::spawn(server.serve_io(server_end));
+    ///     let client = frpc::Client::from_io(client_end, frpc::ClientConfig::default());
+    ///     let reply = GreeterClient::new(client).greet(Text { value: "in memory".into() }).await?;
+    ///     assert_eq!(reply.value, "in memory");
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn from_io<T>(io: T, config: ClientConfig) -> Client
+    where
+        T: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read, write) = tokio::io::split(io);
+        Client::start(read, write, None, NO_PEER_ADDR, config)
+    }
+
+    /// Connects to a server listening on the Unix domain socket at `path` (see
+    /// [`Server::serve_unix`](crate::Server::serve_unix)). [`Client::peer_addr`] reports
+    /// `0.0.0.0:0`, and takeover is TCP only.
+    #[cfg(unix)]
+    pub async fn connect_unix(
+        path: impl AsRef<std::path::Path>,
+        config: ClientConfig,
+    ) -> Result<Client, Error> {
+        let stream = tokio::net::UnixStream::connect(path).await?;
+        let (read, write) = stream.into_split();
+        Ok(Client::start(read, write, None, NO_PEER_ADDR, config))
     }
 
     fn start<R, W>(

@@ -142,6 +142,20 @@ fn decode_reply<Resp: Message>(content: &Bytes) -> Result<Resp, Error> {
     }
 }
 
+/// Runs a generated client's call inside a `call` span (level debug, target `frpc::codegen`)
+/// with the service's full proto name, the method's proto name and its operation number. For a
+/// streaming method the span covers opening the stream (and sending the request of a
+/// server-streaming call). Without a subscriber the span costs a couple of nanoseconds.
+pub fn traced<F: Future>(
+    service: &'static str,
+    method: &'static str,
+    op: u16,
+    call: F,
+) -> tracing::instrument::Instrumented<F> {
+    use tracing::Instrument;
+    call.instrument(tracing::debug_span!("call", service, method, op))
+}
+
 pub async fn call_unary<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,

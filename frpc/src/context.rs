@@ -13,6 +13,40 @@ use crate::transport::handback::TakeConnection;
 
 /// The context of a server-side call: the peer and a cancellation signal. Cheap to clone (one
 /// per connection, shared by its calls).
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait WhoAmI {
+///     async fn ask(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+///
+/// struct Svc;
+///
+/// impl WhoAmI for Svc {
+///     async fn ask(&self, ctx: &frpc::Context, _request: Text) -> Result<Text, frpc::Status> {
+///         if ctx.is_cancelled() {
+///             return Err(frpc::Status::new("shutting down"));
+///         }
+///         Ok(Text { value: ctx.peer_addr().ip().to_string() })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(WhoAmIServer::new(Svc))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///
+///     let reply = WhoAmIClient::connect(addr).await?.ask(Text::default()).await?;
+///     assert_eq!(reply.value, "127.0.0.1");
+///     Ok(())
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<Inner>,

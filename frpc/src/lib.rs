@@ -14,22 +14,44 @@
 //!   on the client.
 //! - Heartbeats like Go's (PING every 500 ms, a silent peer dropped after 5 s).
 //!
+//! A service, a server on a free port and a client calling it. With a .proto, `build.rs` runs
+//! `frpc_codegen::compile` and `frpc::include_proto!("package")` brings in the same trait,
+//! `…Server` and `…Client` (see the README); without one, `#[frpc::service]` on a trait and
+//! `#[derive(frpc::Message)]` on its messages generate them (feature `macros`, on by default):
+//!
 //! ```
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! // With `pub mod echo { frpc::include_proto!("echo"); }` generated from a proto:
-//! // frpc::Server::builder()
-//! //     .add_service(echo::EchoServiceServer::new(MyEcho))
-//! //     .serve("127.0.0.1:8080").await?;
-//! // let client = echo::EchoServiceClient::connect("127.0.0.1:8080").await?;
-//! // let reply = client.echo(echo::Request { message: "hi".into(), ..Default::default() }).await?;
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! let addr = listener.local_addr()?;
-//! let server = frpc::Server::builder().build()?;
-//! tokio::spawn(async move { server.serve(listener).await });
-//! let client = frpc::Client::connect(addr).await?;
-//! assert_eq!(client.peer_addr(), addr);
-//! # Ok(()) }
-//! # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+//! #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+//! pub struct Text {
+//!     pub value: String,
+//! }
+//!
+//! #[frpc::service(package = "demo")]
+//! pub trait Greeter {
+//!     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+//! }
+//!
+//! struct Hello;
+//!
+//! impl Greeter for Hello {
+//!     async fn greet(&self, _ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+//!         Ok(Text { value: format!("hello, {}", request.value) })
+//!     }
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let server = frpc::Server::builder()
+//!         .add_service(GreeterServer::new(Hello))
+//!         .bind("127.0.0.1:0")
+//!         .await?;
+//!     let addr = server.local_addr();
+//!     tokio::spawn(server.serve());
+//!
+//!     let client = GreeterClient::connect(addr).await?;
+//!     let reply = client.greet(Text { value: "frpc".into() }).await?;
+//!     assert_eq!(reply.value, "hello, frpc");
+//!     Ok(())
+//! }
 //! ```
 #![deny(missing_docs)]
 
@@ -60,7 +82,7 @@ pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
 pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
-pub use server::{Builder, Server};
+pub use server::{Bound, Builder, Server};
 pub use status::{Error, Status};
 pub use transport::handback::TakeConnection;
 

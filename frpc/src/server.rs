@@ -26,7 +26,7 @@ use crate::service::Service;
 use crate::status::{Error, Status};
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
-use crate::types::{BoxFuture, MethodKind};
+use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
 
 /// A server's handler for raw packets on one operation (see [`Builder::route`]).
 type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
@@ -35,6 +35,39 @@ type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Builds a [`Server`]: services, concurrency and connection settings.
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// # #[frpc::service(package = "demo")]
+/// # pub trait Greeter {
+/// #     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// # }
+/// # struct Hello;
+/// # impl Greeter for Hello {
+/// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+/// #         Ok(request)
+/// #     }
+/// # }
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let mut config = frpc::ServerConfig::default();
+///     config.max_connections = 100;
+///     let server = frpc::Server::builder()
+///         .config(config) // replaces the whole configuration: set it first
+///         .concurrency(frpc::Concurrency::Limited(64))
+///         .framing(frpc::Framing::Frisbee)
+///         .add_service(GreeterServer::new(Hello))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///
+///     let reply = GreeterClient::connect(addr).await?.greet(Text { value: "hi".into() }).await?;
+///     assert_eq!(reply.value, "hi");
+///     Ok(())
+/// }
+/// ```
 pub struct Builder {
     services: Vec<Arc<dyn Service>>,
     raw: Vec<(u16, RawHandler)>,
@@ -127,6 +160,7 @@ impl Builder {
                 let route = Route::Method {
                     service: index,
                     kind: method.kind,
+                    name: method.name,
                 };
                 claim(method.op, route, format!("{}.{}", service.name(), method.name))?;
             }
@@ -154,11 +188,88 @@ impl Builder {
         let server = self.build()?;
         server.serve(crate::transport::net::bind(addr).await?).await
     }
+
+    /// Builds and binds `addr` without serving yet: the returned [`Bound`] knows its
+    /// [`local_addr`](Bound::local_addr) (bind `127.0.0.1:0` for a free port) and accepts
+    /// connections once its [`serve`](Bound::serve) future runs. Connections made before that
+    /// wait in the listen backlog, so a client can connect right after `bind` returns.
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let bound = frpc::Server::builder().bind("127.0.0.1:0").await?;
+    /// let addr = bound.local_addr();
+    /// let server = tokio::spawn(bound.serve());
+    /// let client = frpc::Client::connect(addr).await?;
+    /// assert_eq!(client.peer_addr(), addr);
+    /// # server.abort();
+    /// # Ok(()) }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+    /// ```
+    pub async fn bind(self, addr: impl ToSocketAddrs) -> Result<Bound, Error> {
+        let server = self.build()?;
+        server.bind(addr).await
+    }
+}
+
+/// A [`Server`] bound to a TCP listener and not serving yet, from [`Builder::bind`] or
+/// [`Server::bind`]: read its address, then run (or spawn) [`Bound::serve`].
+#[derive(Debug)]
+pub struct Bound {
+    server: Server,
+    listener: TcpListener,
+    local_addr: SocketAddr,
+}
+
+impl Bound {
+    /// The address the listener is bound to (with the port the system picked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The server (a clone shares its counters, as [`Server::connections`]).
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Serves until an accept error that is not transient, as [`Server::serve`]. The future is
+    /// `Send + 'static`: `tokio::spawn(bound.serve())`.
+    pub async fn serve(self) -> Result<(), Error> {
+        self.server.serve(self.listener).await
+    }
+
+    /// Serves until `signal` resolves, then shuts down gracefully, as
+    /// [`Server::serve_with_shutdown`].
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let bound = frpc::Server::builder().bind("127.0.0.1:0").await?;
+    /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    /// let server = tokio::spawn(bound.serve_with_shutdown(async {
+    ///     let _ = stopped.await;
+    /// }));
+    /// stop.send(()).unwrap();
+    /// server.await??;
+    /// # Ok(()) }
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
+    /// ```
+    pub async fn serve_with_shutdown(self, signal: impl Future<Output = ()>) -> Result<(), Error> {
+        self.server.serve_with_shutdown(self.listener, signal).await
+    }
+
+    /// Splits into the server and its listener, to serve them some other way.
+    pub fn into_parts(self) -> (Server, TcpListener) {
+        (self.server, self.listener)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 enum Route {
-    Method { service: usize, kind: MethodKind },
+    Method {
+        service: usize,
+        kind: MethodKind,
+        /// The method's proto name, for spans.
+        name: &'static str,
+    },
     Raw(usize),
 }
 
@@ -174,6 +285,50 @@ struct Shared {
 }
 
 /// An frpc server, built with [`Server::builder`]. Cheap to clone.
+///
+/// [`Builder::bind`] then [`Bound::serve`] (or [`Bound::serve_with_shutdown`]) starts one on a
+/// port the system picks; [`Builder::serve`] binds and serves a fixed address.
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait Greeter {
+///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+///
+/// struct Hello;
+///
+/// impl Greeter for Hello {
+///     async fn greet(&self, _ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+///         Ok(Text { value: format!("hello, {}", request.value) })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .concurrency(frpc::Concurrency::Inline) // handlers run in order on each connection
+///         .add_service(GreeterServer::new(Hello))
+///         .build()?; // checks that no two services claim one operation number
+///     let bound = server.bind("127.0.0.1:0").await?;
+///     let addr = bound.local_addr();
+///     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+///     let serving = tokio::spawn(bound.serve_with_shutdown(async {
+///         let _ = stopped.await;
+///     }));
+///
+///     let client = GreeterClient::connect(addr).await?;
+///     let reply = client.greet(Text { value: "server".into() }).await?;
+///     assert_eq!(reply.value, "hello, server");
+///     assert_eq!(server.connections(), 1);
+///
+///     stop.send(()).unwrap(); // graceful: running calls finish, then connections close
+///     serving.await??;
+///     client.client().closed().await;
+///     Ok(())
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Server {
     shared: Arc<Shared>,
@@ -199,6 +354,17 @@ impl Server {
             #[cfg(feature = "tls")]
             tls: None,
         }
+    }
+
+    /// Binds `addr` for this server without serving yet (see [`Builder::bind`]).
+    pub async fn bind(&self, addr: impl ToSocketAddrs) -> Result<Bound, Error> {
+        let listener = TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        Ok(Bound {
+            server: self.clone(),
+            listener,
+            local_addr,
+        })
     }
 
     /// Number of connections being served.
@@ -256,6 +422,89 @@ impl Server {
         result
     }
 
+    /// Serves one connection over any byte stream (an in-memory [`tokio::io::duplex`] pipe, a
+    /// stream some other library accepted) until it closes; spawn it. [`Context::peer_addr`]
+    /// reports `0.0.0.0:0` on it, and takeover and TLS are TCP only. Counts towards
+    /// [`Server::connections`] (but is served even over `max_connections`: the caller accepted
+    /// it).
+    pub fn serve_io<T>(&self, io: T) -> impl Future<Output = ()> + Send + 'static
+    where
+        T: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        async move {
+            let _counted = Counted::new(&shared);
+            let never = CancellationToken::new();
+            let io = tokio::io::split(io);
+            run_connection(shared.clone(), io, None, NO_PEER_ADDR, never.clone(), never).await;
+        }
+    }
+
+    /// Serves connections from a Unix domain socket listener until an accept error that is not
+    /// transient. [`Context::peer_addr`] reports `0.0.0.0:0`; takeover and TLS are TCP only.
+    /// Clients connect with [`Client::connect_unix`](crate::Client::connect_unix).
+    #[cfg(unix)]
+    pub async fn serve_unix(&self, listener: tokio::net::UnixListener) -> Result<(), Error> {
+        self.serve_unix_with_shutdown(listener, std::future::pending())
+            .await
+    }
+
+    /// [`Server::serve_unix`] until `signal` resolves, then shuts down gracefully as
+    /// [`Server::serve_with_shutdown`] does.
+    #[cfg(unix)]
+    pub async fn serve_unix_with_shutdown(
+        &self,
+        listener: tokio::net::UnixListener,
+        signal: impl Future<Output = ()>,
+    ) -> Result<(), Error> {
+        let shutdown = CancellationToken::new();
+        let force = CancellationToken::new();
+        let connections = TaskTracker::new();
+        tokio::pin!(signal);
+        let result = loop {
+            let accepted = tokio::select! {
+                _ = &mut signal => break Ok(()),
+                accepted = listener.accept() => accepted,
+            };
+            match accepted {
+                Ok((stream, _)) => {
+                    let shared = &self.shared;
+                    if shared.connections.load(Ordering::Relaxed) >= shared.config.max_connections {
+                        tracing::warn!(
+                            limit = shared.config.max_connections,
+                            "refusing a connection over the limit"
+                        );
+                        continue;
+                    }
+                    let counted = Counted::new(shared);
+                    let (shared, shutdown, force) = (shared.clone(), shutdown.clone(), force.clone());
+                    connections.spawn(async move {
+                        let _counted = counted;
+                        let io = stream.into_split();
+                        run_connection(shared, io, None, NO_PEER_ADDR, shutdown, force).await;
+                    });
+                }
+                Err(err) if is_transient(&err) => {
+                    tracing::warn!(error = %err, "accept failed; backing off");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(err) => break Err(Error::Io(err)),
+            }
+        };
+        drop(listener);
+        shutdown.cancel();
+        connections.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still running after the shutdown grace period; closing connections");
+            force.cancel();
+            connections.wait().await;
+        }
+        result
+    }
+
     fn accept(
         &self,
         stream: TcpStream,
@@ -278,6 +527,22 @@ impl Server {
             task.await;
             shared.connections.fetch_sub(1, Ordering::Relaxed);
         });
+    }
+}
+
+/// Counts a connection in [`Server::connections`] while it lives (dropped futures included).
+struct Counted(Arc<Shared>);
+
+impl Counted {
+    fn new(shared: &Arc<Shared>) -> Counted {
+        shared.connections.fetch_add(1, Ordering::Relaxed);
+        Counted(shared.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -403,6 +668,13 @@ impl Handlers for Router {
         match self.service(op) {
             Ok(service) => service.call_streaming(op, self.context(conn), stream),
             Err(status) => Box::pin(std::future::ready(Err(status))),
+        }
+    }
+
+    fn names(&self, op: u16) -> Option<(&'static str, &'static str)> {
+        match self.shared.routes.get(&op)? {
+            Route::Method { service, name, .. } => Some((self.shared.services[*service].name(), name)),
+            Route::Raw(_) => None,
         }
     }
 

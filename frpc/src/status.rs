@@ -10,6 +10,47 @@ use frpc_wire::{DecodeError, FrameError};
 ///
 /// On the wire a status is only its message (polyglot Error), since Go fRPC has no codes. A
 /// *closing* status (Go's `CloseError`) is sent and then the connection is closed.
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait Strict {
+///     async fn check(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+///
+/// struct Svc;
+///
+/// impl Strict for Svc {
+///     async fn check(&self, _ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+///         match request.value.as_str() {
+///             "" => Err(frpc::Status::new("empty value")),
+///             "bye" => Err(frpc::Status::closing("closing the connection")),
+///             _ => Ok(request),
+///         }
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(StrictServer::new(Svc))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///
+///     let client = StrictClient::connect(addr).await?;
+///     let err = client.check(Text::default()).await.unwrap_err();
+///     assert_eq!(err.status().map(frpc::Status::message), Some("empty value"));
+///     // A plain status leaves the connection up; a closing one closes it after the reply.
+///     assert_eq!(client.check(Text { value: "ok".into() }).await?.value, "ok");
+///     let err = client.check(Text { value: "bye".into() }).await.unwrap_err();
+///     assert_eq!(err.status().unwrap().message(), "closing the connection");
+///     client.client().closed().await;
+///     Ok(())
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
     message: String,

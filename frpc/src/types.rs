@@ -2,7 +2,12 @@
 //! A leaf: it imports nothing from the crate.
 
 use std::future::Future;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::pin::Pin;
+
+/// The peer address reported for connections that are not TCP (Unix domain sockets, in-memory
+/// pipes): `0.0.0.0:0`.
+pub(crate) const NO_PEER_ADDR: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
 
 /// A boxed, sendable future: what a service returns for each call.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

@@ -333,7 +333,9 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
     let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
     let client_name = client_name(s);
     let doc = format!(" A client for the `{}` service.", s.full_name);
+    let full_name = &s.full_name;
     let methods = s.methods.iter().map(|m| {
+        let name = &m.proto_name;
         let doc = doc_or(
             &m.comments,
             format!(" Calls `{}` ({}).", m.proto_name, kind_str(m.kind)),
@@ -346,7 +348,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
             MethodKind::Unary => quote! {
                 #doc
                 pub async fn #f(&self, request: #input) -> ::core::result::Result<#output, ::frpc::Error> {
-                    ::frpc::codegen::call_unary(&self.client, #op, &request).await
+                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_unary(&self.client, #op, &request)).await
                 }
             },
             MethodKind::ServerStreaming => quote! {
@@ -355,7 +357,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
                     &self,
                     request: #input,
                 ) -> ::core::result::Result<::frpc::Streaming<#output>, ::frpc::Error> {
-                    ::frpc::codegen::call_server_streaming(&self.client, #op, &request).await
+                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_server_streaming(&self.client, #op, &request)).await
                 }
             },
             MethodKind::ClientStreaming => quote! {
@@ -363,7 +365,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
                 pub async fn #f(
                     &self,
                 ) -> ::core::result::Result<::frpc::ClientStreamingCall<#input, #output>, ::frpc::Error> {
-                    ::frpc::codegen::call_client_streaming(&self.client, #op).await
+                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_client_streaming(&self.client, #op)).await
                 }
             },
             MethodKind::Bidi => quote! {
@@ -371,7 +373,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
                 pub async fn #f(
                     &self,
                 ) -> ::core::result::Result<::frpc::BidiCall<#input, #output>, ::frpc::Error> {
-                    ::frpc::codegen::call_bidi(&self.client, #op).await
+                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_bidi(&self.client, #op)).await
                 }
             },
         }

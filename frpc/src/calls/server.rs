@@ -48,6 +48,20 @@ pub(crate) trait Handlers: Send + Sync + 'static {
     ) -> BoxFuture<Result<(), Status>>;
     /// Runs a raw route; `Some(content)` is sent back under the packet's id and operation.
     fn raw(&self, conn: &Arc<Connection>, packet: Packet) -> BoxFuture<Option<Bytes>>;
+    /// The service's full proto name and the method's name of method `op`, for the call's
+    /// span. Asked only when the span is enabled (a subscriber listens at debug level).
+    fn names(&self, op: u16) -> Option<(&'static str, &'static str)>;
+}
+
+/// Records the service and method names of `op` on a call's span, when anything listens.
+fn record_names(span: &tracing::Span, handlers: &impl Handlers, op: u16) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some((service, method)) = handlers.names(op) {
+        span.record("service", service);
+        span.record("method", method);
+    }
 }
 
 /// Limits shared by every connection of a server.
@@ -115,7 +129,14 @@ impl<H: Handlers> ServerDispatch<H> {
     /// reader, which is the backpressure a flooding peer gets.
     async fn unary(&self, conn: &Arc<Connection>, packet: Packet) {
         let (id, op) = (packet.id, packet.op);
-        let span = tracing::debug_span!("rpc", op, id);
+        let span = tracing::debug_span!(
+            "rpc",
+            op,
+            id,
+            service = tracing::field::Empty,
+            method = tracing::field::Empty
+        );
+        record_names(&span, &self.handlers, op);
         let call = self.handlers.unary(conn, op, packet.content);
         let permits = match self.limits.concurrency {
             Concurrency::Inline => {
@@ -179,7 +200,14 @@ impl<H: Handlers> ServerDispatch<H> {
         };
         let call = self.handlers.streaming(conn, method, stream);
         // Streams always get their own task: they consume packets the reader has yet to read.
-        let span = tracing::debug_span!("stream", method, id);
+        let span = tracing::debug_span!(
+            "stream",
+            op = method,
+            id,
+            service = tracing::field::Empty,
+            method = tracing::field::Empty
+        );
+        record_names(&span, &self.handlers, method);
         self.rpcs.spawn(
             async move {
                 if let Err(status) = call.await {

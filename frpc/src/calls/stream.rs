@@ -301,6 +301,85 @@ impl Drop for StreamGuard {
 ///
 /// Read with [`Streaming::message`] or as a [`futures_core::Stream`]. The peer's `EOF` ends it
 /// (`Ok(None)` / `None`); a peer error is returned as [`Error::Status`] and ends it too.
+///
+/// Servers get one as the `inbound` of client-streaming and bidi methods; clients get one from
+/// server-streaming calls:
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Count { pub n: u32 }
+/// #[frpc::service(package = "demo")]
+/// pub trait Numbers {
+///     /// Server streaming: counts from 0 up to the request's number.
+///     async fn count(
+///         &self,
+///         ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status>;
+///     /// Client streaming: sums what the client sends.
+///     async fn sum(
+///         &self,
+///         ctx: &frpc::Context,
+///         inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status>;
+/// }
+///
+/// struct Svc;
+///
+/// impl Numbers for Svc {
+///     async fn count(
+///         &self,
+///         _ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status> {
+///         for n in 0..request.n {
+///             outbound.send(Count { n }).await?;
+///         }
+///         Ok(()) // the stream ends (EOF); an Err would reach the client as its last item
+///     }
+///
+///     async fn sum(
+///         &self,
+///         _ctx: &frpc::Context,
+///         mut inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status> {
+///         let mut total = 0;
+///         while let Some(item) = inbound.message().await? {
+///             total += item.n;
+///         }
+///         Ok(Count { n: total })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(NumbersServer::new(Svc))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///     let client = NumbersClient::connect(addr).await?;
+///
+///     // Server streaming: the client reads a `Streaming<Count>`.
+///     let mut counts = client.count(Count { n: 3 }).await?;
+///     let mut got = Vec::new();
+///     while let Some(item) = counts.message().await? {
+///         got.push(item.n);
+///     }
+///     assert_eq!(got, [0, 1, 2]);
+///
+///     // Client streaming: the server reads a `Streaming<Count>`.
+///     let mut upload = client.sum().await?;
+///     for n in [1, 2, 3] {
+///         upload.send(Count { n }).await?;
+///     }
+///     assert_eq!(upload.close_and_recv().await?.n, 6);
+///     Ok(())
+/// }
+/// ```
 pub struct Streaming<T> {
     inbound: Inbound,
     guard: Arc<StreamGuard>,
@@ -422,6 +501,78 @@ impl<T: Message> futures_core::Stream for Streaming<T> {
 impl<T> Unpin for Streaming<T> {}
 
 /// Sends messages on a stream: the server's response stream, or the client's request stream.
+///
+/// Server-streaming and bidi methods get one as their `outbound`; each `send` waits while the
+/// connection's write queue is full, and fails once the peer has gone. Cheap to clone (to send
+/// from several tasks):
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Count { pub n: u32 }
+/// #[frpc::service(package = "demo")]
+/// pub trait Numbers {
+///     /// Server streaming: counts from 0 up to the request's number.
+///     async fn count(
+///         &self,
+///         ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status>;
+///     /// Client streaming: sums what the client sends.
+///     async fn sum(
+///         &self,
+///         ctx: &frpc::Context,
+///         inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status>;
+/// }
+///
+/// struct Svc;
+///
+/// impl Numbers for Svc {
+///     async fn count(
+///         &self,
+///         _ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status> {
+///         for n in 0..request.n {
+///             outbound.send(Count { n }).await?;
+///         }
+///         Ok(()) // the stream ends (EOF); an Err would reach the client as its last item
+///     }
+///
+///     async fn sum(
+///         &self,
+///         _ctx: &frpc::Context,
+///         mut inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status> {
+///         let mut total = 0;
+///         while let Some(item) = inbound.message().await? {
+///             total += item.n;
+///         }
+///         Ok(Count { n: total })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(NumbersServer::new(Svc))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///     let client = NumbersClient::connect(addr).await?;
+///
+///     let mut counts = client.count(Count { n: 5 }).await?;
+///     let mut got = Vec::new();
+///     while let Some(item) = counts.message().await? {
+///         got.push(item.n);
+///     }
+///     assert_eq!(got, [0, 1, 2, 3, 4]);
+///     Ok(())
+/// }
+/// ```
 pub struct StreamSender<T> {
     guard: Arc<StreamGuard>,
     _message: PhantomData<fn(T)>,

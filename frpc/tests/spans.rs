@@ -1,0 +1,131 @@
+//! Tracing spans name the service and the method on both sides: the client's `call` span (from
+//! generated code), the server's `rpc` span for unary calls and `stream` span for streams.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use frpc::{Context, Status, StreamSender, Streaming};
+use tracing_subscriber::fmt::format::FmtSpan;
+
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Text {
+    pub value: String,
+}
+
+#[frpc::service(package = "spans")]
+pub trait Traced {
+    async fn unary(&self, ctx: &Context, request: Text) -> Result<Text, Status>;
+    async fn listing(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>)
+    -> Result<(), Status>;
+    async fn chat(
+        &self,
+        ctx: &Context,
+        inbound: Streaming<Text>,
+        outbound: StreamSender<Text>,
+    ) -> Result<(), Status>;
+}
+
+struct Svc;
+
+impl Traced for Svc {
+    async fn unary(&self, _: &Context, request: Text) -> Result<Text, Status> {
+        Ok(request)
+    }
+    async fn listing(&self, _: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
+        outbound.send(request).await?;
+        Ok(())
+    }
+    async fn chat(
+        &self,
+        _: &Context,
+        mut inbound: Streaming<Text>,
+        outbound: StreamSender<Text>,
+    ) -> Result<(), Status> {
+        while let Some(message) = inbound.message().await? {
+            outbound.send(message).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Collects what the subscriber writes.
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn closed_spans(buffer: &Buffer, name: &str) -> Vec<String> {
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    text.lines()
+        .filter(|line| line.contains(&format!("{name}{{")) && line.contains("close"))
+        .map(str::to_owned)
+        .collect()
+}
+
+// Current-thread runtime: the server's tasks run on this thread, under its default subscriber.
+#[tokio::test(flavor = "current_thread")]
+async fn spans_carry_service_and_method_names_on_both_sides() {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let server = frpc::Server::builder()
+        .add_service(TracedServer::new(Svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve_with_shutdown(async {
+        let _ = stopped.await;
+    }));
+    let client = TracedClient::connect(addr).await.unwrap();
+
+    assert_eq!(client.unary(Text::default()).await.unwrap(), Text::default());
+    let mut listing = client.listing(Text::default()).await.unwrap();
+    while listing.message().await.unwrap().is_some() {}
+    let mut chat = client.chat().await.unwrap();
+    chat.send(Text::default()).await.unwrap();
+    assert!(chat.message().await.unwrap().is_some());
+    chat.close_send().await.unwrap();
+    assert!(chat.message().await.unwrap().is_none());
+    // A graceful shutdown returns once every call's task has ended: their spans are closed.
+    stop.send(()).unwrap();
+    serving.await.unwrap().unwrap();
+
+    let calls = closed_spans(&buffer, "call");
+    for (method, op) in [("Unary", 10), ("Listing", 11), ("Chat", 12)] {
+        let fields = format!("call{{service=\"spans.Traced\" method=\"{method}\" op={op}}}");
+        assert!(
+            calls.iter().any(|line| line.contains(&fields)),
+            "no {fields} in {calls:#?}"
+        );
+    }
+    let rpcs = closed_spans(&buffer, "rpc");
+    assert!(
+        rpcs.iter()
+            .any(|line| line.contains("op=10") && line.contains("service=\"spans.Traced\" method=\"Unary\"")),
+        "{rpcs:#?}"
+    );
+    let streams = closed_spans(&buffer, "stream");
+    for (method, op) in [("Listing", 11), ("Chat", 12)] {
+        assert!(
+            streams.iter().any(|line| line.contains(&format!("op={op}"))
+                && line.contains(&format!("service=\"spans.Traced\" method=\"{method}\""))),
+            "no {method} in {streams:#?}"
+        );
+    }
+}
