@@ -108,13 +108,21 @@ impl ClientCalls {
     async fn call(&self, conn: &Connection, op: u16, content: Bytes) -> Reply {
         conn.check_len(content.len())?;
         let (tx, rx) = oneshot::channel();
-        let id = self.register(op, tx, conn)?;
+        let (id, alone) = self.register(op, tx, conn)?;
         let mut pending = PendingCall {
             calls: self,
             key: key(op, id),
             rx: Some(rx),
         };
-        conn.send(Packet::new(id, op, content)).await?;
+        let packet = Packet::new(id, op, content);
+        if alone {
+            // Ping-pong: write it ourselves if the writer is idle (no hand-off to its task).
+            conn.send(packet).await?;
+        } else {
+            // Other calls are in flight: let the writer batch this one with theirs (callers
+            // joined on one task would otherwise make one write each).
+            conn.queue(packet).await?;
+        }
         let rx = pending.rx.as_mut().expect("receiver present until drop");
         let reply = rx.await;
         if reply.is_ok() {
@@ -125,8 +133,8 @@ impl ClientCalls {
     }
 
     /// Picks the method's next free id (Go's pre-increment counter: first id 1) and registers
-    /// the caller under it.
-    fn register(&self, op: u16, tx: oneshot::Sender<Reply>, conn: &Connection) -> Result<u16, Error> {
+    /// the caller under it; also says whether it is the only call in flight.
+    fn register(&self, op: u16, tx: oneshot::Sender<Reply>, conn: &Connection) -> Result<(u16, bool), Error> {
         let mut table = self.lock();
         if table.closed {
             return Err(conn.closed_error());
@@ -137,7 +145,7 @@ impl ClientCalls {
             if !table.calls.contains_key(&key(op, id)) {
                 table.next_ids.insert(op, id);
                 table.calls.insert(key(op, id), tx);
-                return Ok(id);
+                return Ok((id, table.calls.len() == 1));
             }
         }
         Err(Error::closed(format!(

@@ -211,6 +211,16 @@ impl Connection {
                 Err(packet) => packet,
             },
         };
+        self.queue(packet).await
+    }
+
+    /// Sends a packet through the writer task's queue (waiting while it is full), so it can
+    /// leave in one write with others: for senders that know more packets follow.
+    pub(crate) async fn queue(&self, packet: Packet) -> Result<(), Error> {
+        self.check_len(packet.content.len())?;
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
         self.outbound.queued();
         if self.out.send(packet).await.is_err() {
             self.outbound.unqueued();

@@ -7,8 +7,9 @@
 //! nothing is queued or half-written ahead of the packet (`outstanding` is zero, checked under
 //! the lock), so packets leave in the order they were sent. A direct write that the socket only
 //! partly takes leaves the rest to the writer task, which writes it before anything else. Large
-//! contents, a busy writer, and a reader with more input buffered (whose replies batch better
-//! through the queue) all take the queue.
+//! contents, a busy writer, a reader with more input buffered (whose replies batch better
+//! through the queue) and a client call with others in flight (`Connection::queue`: calls joined
+//! on one task would otherwise cost a write each) all take the queue.
 
 use std::io::IoSlice;
 use std::pin::Pin;
