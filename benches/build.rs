@@ -1,4 +1,5 @@
-//! Generates the benchmark service twice from one proto: for frpc and for tonic.
+//! Generates the benchmark service twice from one proto: for frpc and for tonic, both with every
+//! `bytes` field as `bytes::Bytes` (the `Blob` method's payload).
 
 use std::path::PathBuf;
 
@@ -7,11 +8,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (protos, includes) = (["proto/benchmark.proto"], ["proto"]);
     std::fs::create_dir_all(out.join("frpc"))?;
     frpc_codegen::configure()
+        .bytes(["."])
         .out_dir(out.join("frpc"))
         .compile(&protos, &includes)?;
     std::fs::create_dir_all(out.join("tonic"))?;
     let fds = protox::compile(protos, includes)?;
     tonic_prost_build::configure()
+        .bytes(".")
         .out_dir(out.join("tonic"))
         .compile_fds(fds)?;
     Ok(())

@@ -53,6 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     configured().compile(&capture, &capture_inc)?;
     configured().compile(KITCHEN, &["proto"])?;
+    configured().compile(&["proto/blob/blob.proto"], &["proto"])?;
 
     // Client only, server only.
     let client_only = || {

@@ -13,14 +13,14 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use frpc_bench::frameworks::{self, Client, Framework};
 use frpc_bench::pool;
-use frpc_bench::workload::{self, Callers, Limit, Window};
+use frpc_bench::workload::{self, Body, Callers, Limit, Payload, Window};
 use tokio::sync::Mutex;
 
 const FRAMING: frpc::Framing = frpc::Framing::Frisbee;
 
 fn rpc(c: &mut Criterion) {
     let rt = workload::runtime(2);
-    let message = workload::message(32);
+    let body = Body::random(Payload::String, 32);
     for clients in [1, 16] {
         let mut group = c.benchmark_group(format!("{clients}-clients-32B"));
         group
@@ -37,8 +37,8 @@ fn rpc(c: &mut Criterion) {
             });
             group.bench_function(framework.name(), |b| {
                 b.to_async(&rt).iter_custom(|iters| {
-                    let (pool, message) = (pool.clone(), message.clone());
-                    async move { calls(&pool, &message, iters).await }
+                    let (pool, body) = (pool.clone(), body.clone());
+                    async move { calls(&pool, &body, iters).await }
                 })
             });
         }
@@ -48,7 +48,7 @@ fn rpc(c: &mut Criterion) {
 
 /// Makes `iters` calls spread over the pool's clients (one in flight each); returns the wall
 /// time scaled to exactly `iters` calls.
-async fn calls(pool: &Mutex<Vec<Client>>, message: &str, iters: u64) -> Duration {
+async fn calls(pool: &Mutex<Vec<Client>>, body: &Body, iters: u64) -> Duration {
     let mut pool = pool.lock().await;
     let per_client = iters.div_ceil(pool.len() as u64).max(1);
     let limit = Limit {
@@ -56,7 +56,7 @@ async fn calls(pool: &Mutex<Vec<Client>>, message: &str, iters: u64) -> Duration
         calls: per_client,
     };
     let started = std::time::Instant::now();
-    let (clients, outcome) = pool::drive(std::mem::take(&mut *pool), message, 1, Callers::Tasks, limit).await;
+    let (clients, outcome) = pool::drive(std::mem::take(&mut *pool), body, 1, Callers::Tasks, limit).await;
     let elapsed = started.elapsed();
     *pool = clients;
     elapsed.mul_f64(iters as f64 / outcome.calls.max(1) as f64)

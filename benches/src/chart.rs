@@ -1,6 +1,6 @@
 //! The SVG chart: every cell's RPC/s as a ratio to raw (the machine's limit) on one log axis
-//! shared by all panels (so 0.03× and 1.2× are both readable), one panel per workload, calling mode and message size, one group of bars per
-//! client count. Error bars span the samples' min–max; each bar is labelled with its median
+//! shared by all panels (so 0.03× and 1.2× are both readable), one panel per workload, calling
+//! mode, message size and payload, one group of bars per client count. Error bars span the samples' min–max; each bar is labelled with its median
 //! RPC/s and its ratio to tonic, each group with raw's RPC/s. Without raw rows the axis is the
 //! ratio to tonic instead.
 
@@ -21,11 +21,11 @@ const MAX_W: f64 = 1100.0;
 const MIN_W: f64 = 200.0;
 const TOP: f64 = 92.0;
 
-/// A panel: workload, in flight, callers, size.
-type Panel<'a> = (&'a str, usize, &'a str, usize);
+/// A panel: workload, in flight, callers, size, payload.
+type Panel<'a> = (&'a str, usize, &'a str, usize, &'a str);
 
 fn panel_of(row: &Row) -> Panel<'_> {
-    (&row.workload, row.inflight, &row.callers, row.size)
+    (&row.workload, row.inflight, &row.callers, row.size, &row.payload)
 }
 
 /// What the bars are relative to, the frameworks drawn as bars, and the panels in order.
@@ -163,7 +163,7 @@ fn draw_panel(
     let (x0, y0) = at;
     let (left, top) = (x0 + AXIS, y0 + 26.0);
     let right = x0 + layout.panel_w(groups.len()) - 12.0;
-    let (workload, inflight, callers, size) = panel;
+    let (workload, inflight, callers, size, payload) = panel;
     let issued = if inflight > 1 {
         format!(", {callers}")
     } else {
@@ -174,7 +174,7 @@ fn draw_panel(
         "<text x=\"{left}\" y=\"{}\" font-size=\"13\" font-weight=\"bold\">{workload}: {}, \
          {inflight} in flight{issued}</text>",
         y0 + 14.0,
-        report::size_label(size),
+        escape(&report::size_payload_label(size, payload)),
     );
     axis(out, layout, (x0, left, right, top));
     for (gi, &clients) in groups.iter().enumerate() {
@@ -305,5 +305,24 @@ mod tests {
         assert!(svg.contains(">raw 100<"));
         assert!(svg.contains("stroke-dasharray"));
         assert!(svg.contains("#d62728"), "target tick of a 16-client A cell");
+        assert!(svg.contains(">A: 32B, 1 in flight<"));
+    }
+
+    #[test]
+    fn payloads_get_their_own_panels() {
+        let mut rows = Vec::new();
+        for payload in ["string", "bytes"] {
+            for (framework, rps) in [("frpc-inline", 80.0), ("raw", 100.0)] {
+                let mut r = row(framework, 16, &[rps]);
+                (r.size, r.payload) = (1 << 20, payload.into());
+                rows.push(r);
+            }
+        }
+        add_ratios(&mut rows);
+        let svg = svg(&rows, "t");
+        assert!(svg.contains(">A: 1MiB, 1 in flight<"), "{svg}");
+        assert!(svg.contains(">A: 1MiB bytes, 1 in flight<"));
+        // One legend entry, one frpc bar per panel.
+        assert_eq!(svg.matches("<rect x=").count(), 1 + 2);
     }
 }

@@ -14,7 +14,7 @@ use crate::stats::{Change, Summary};
 pub struct Compared {
     /// The framework.
     pub framework: String,
-    /// The cell, as `A 16cl×1 tasks 32B`.
+    /// The cell, as `A 16cl×1 tasks 32B` (`… 1MiB bytes` for the bytes payload).
     pub cell: String,
     /// Median RPC/s, before and after.
     pub rps: Change,
@@ -44,7 +44,7 @@ pub fn cell_label(row: &Row) -> String {
         row.clients,
         row.inflight,
         row.callers,
-        report::size_label(row.size)
+        report::size_payload_label(row.size, &row.payload)
     )
 }
 
@@ -187,5 +187,16 @@ mod tests {
         after[1].clients = 128;
         assert_eq!(compare(&before, &after).len(), 1);
         assert_eq!(unmatched(&before, &after), (1, 1));
+    }
+
+    #[test]
+    fn payloads_are_different_cells() {
+        let before = run(&[1.0], &[1.0]);
+        let mut after = before.clone();
+        after[0].payload = "bytes".into();
+        let compared = compare(&before, &after);
+        assert_eq!(compared.len(), 1, "only raw (string) is in both runs");
+        assert_eq!(unmatched(&before, &after), (1, 1));
+        assert_eq!(cell_label(&after[0]), "A 16cl×1 tasks 32B bytes");
     }
 }

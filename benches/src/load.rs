@@ -11,7 +11,7 @@ use indicatif::ProgressBar;
 use crate::frameworks::Framework;
 use crate::matrix::{self, DEFAULT_REPS, Peer};
 use crate::report::{self, Report, Row};
-use crate::workload::{self, Callers, Cell};
+use crate::workload::{self, Callers, Cell, Payload};
 
 /// Options of `load`.
 #[derive(Debug, Clone, clap::Args)]
@@ -34,6 +34,10 @@ pub struct LoadArgs {
     /// Message size in bytes.
     #[arg(long, default_value_t = 32)]
     pub size: usize,
+    /// The field the message travels in: string (`Benchmark`) or bytes (`Blob`, which Go
+    /// fRPC's benchmark server does not have).
+    #[arg(long, default_value_t = Payload::String)]
+    pub payload: Payload,
     /// Measured seconds per sample.
     #[arg(long, default_value_t = 1.0)]
     pub secs: f64,
@@ -68,6 +72,7 @@ impl LoadArgs {
             inflight: self.inflight,
             callers: self.callers,
             size: self.size,
+            payload: self.payload,
             duration: Duration::from_secs_f64(self.secs),
             warmup: Duration::from_millis(200),
             settle: Duration::from_millis(50),
@@ -123,4 +128,38 @@ pub fn load(args: &LoadArgs) -> Result<(), String> {
         None => print!("{}", report::table(&report.rows)),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        load: LoadArgs,
+    }
+
+    fn cell(line: &[&str]) -> Result<(&'static str, Cell), String> {
+        let cli = Cli::try_parse_from(
+            ["load", "--addr", "127.0.0.1:1"]
+                .into_iter()
+                .chain(line.iter().copied()),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(cli.load.cell())
+    }
+
+    #[test]
+    fn payload_defaults_to_string_and_parses_bytes() {
+        let (workload, default) = cell(&[]).unwrap();
+        assert_eq!(
+            (workload, default.payload, default.size),
+            ("A", Payload::String, 32)
+        );
+        let (_, bytes) = cell(&["--payload", "bytes", "--size", "1048576"]).unwrap();
+        assert_eq!((bytes.payload, bytes.size), (Payload::Bytes, 1 << 20));
+        assert!(cell(&["--payload", "blob"]).is_err());
+    }
 }

@@ -10,7 +10,7 @@ use indicatif::ProgressBar;
 use crate::frameworks::{Client, Framework};
 use crate::pool;
 use crate::report::{self, Row};
-use crate::workload::{self, Callers, Cell, Outcome};
+use crate::workload::{self, Body, Callers, Cell, Outcome, Payload};
 
 /// Samples per framework and cell unless `--reps` says otherwise.
 pub const DEFAULT_REPS: usize = 7;
@@ -23,7 +23,7 @@ pub const FULL_SECS: f64 = 0.5;
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// The reduced matrix: A with 1, 16 and 128 clients at 32 B and 512 B, A with 16 clients at
-    /// 128 KiB and 1 MiB, B with 16 and 128 clients; short samples.
+    /// 128 KiB and 1 MiB (string and bytes payloads), B with 16 and 128 clients; short samples.
     #[arg(long)]
     pub quick: bool,
     /// Client counts of the full matrix.
@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// Message sizes (bytes) of workload A in the full matrix.
     #[arg(long, value_delimiter = ',', default_values_t = [32, 512, 128 << 10, 1 << 20])]
     pub sizes: Vec<usize>,
+    /// Payloads of workload A in the full matrix: string (`Benchmark`, a `string` field) and
+    /// bytes (`Blob`, a `bytes` field as `bytes::Bytes`). Workload B is always string.
+    #[arg(long, value_delimiter = ',', default_values_t = [Payload::String])]
+    pub payloads: Vec<Payload>,
     /// Measured seconds per sample [default: 0.2 with --quick, else 0.5].
     #[arg(long)]
     pub secs: Option<f64>,
@@ -91,12 +95,13 @@ pub const PROBES: [(&str, Framework, Framework); 2] = [
 ];
 
 /// A cell of workload `workload` with the run's sample length.
-fn cell(secs: f64, clients: usize, inflight: usize, callers: Callers, size: usize) -> Cell {
+fn cell(secs: f64, clients: usize, inflight: usize, callers: Callers, size: usize, payload: Payload) -> Cell {
     Cell {
         clients,
         inflight,
         callers,
         size,
+        payload,
         duration: Duration::from_secs_f64(secs),
         warmup: Duration::from_millis(200),
         settle: Duration::from_millis(50),
@@ -104,28 +109,36 @@ fn cell(secs: f64, clients: usize, inflight: usize, callers: Callers, size: usiz
 }
 
 /// The cells to run, as `(workload, cell)`. B runs once per `--callers` mode (A has one call in
-/// flight, where the modes are the same).
+/// flight, where the modes are the same), always with the string payload; A runs once per
+/// payload (`--quick`: the large messages only), each size's payloads side by side.
 pub fn cells(args: &RunArgs) -> Vec<(&'static str, Cell)> {
     let secs = args.secs();
-    let (a_cells, b_clients): (Vec<(usize, usize)>, Vec<usize>) = if args.quick {
-        let small = [32, 512].into_iter().flat_map(|s| [1, 16, 128].map(|c| (c, s)));
-        (
-            small.chain([(16, 128 << 10), (16, 1 << 20)]).collect(),
-            vec![16, 128],
-        )
+    let (a_cells, b_clients): (Vec<(usize, usize, Payload)>, Vec<usize>) = if args.quick {
+        let small = [32, 512]
+            .into_iter()
+            .flat_map(|s| [1, 16, 128].map(|c| (c, s, Payload::String)));
+        let large = [128 << 10, 1 << 20]
+            .into_iter()
+            .flat_map(|s| Payload::ALL.map(|p| (16, s, p)));
+        (small.chain(large).collect(), vec![16, 128])
     } else {
-        let all = args
-            .sizes
-            .iter()
-            .flat_map(|&s| args.clients.iter().map(move |&c| (c, s)));
+        let all = args.sizes.iter().flat_map(|&s| {
+            args.clients
+                .iter()
+                .flat_map(move |&c| args.payloads.iter().map(move |&p| (c, s, p)))
+        });
         (all.collect(), args.clients.clone())
     };
     let mut cells: Vec<(&str, Cell)> = a_cells
         .into_iter()
-        .map(|(clients, size)| ("A", cell(secs, clients, 1, Callers::Tasks, size)))
+        .map(|(clients, size, payload)| ("A", cell(secs, clients, 1, Callers::Tasks, size, payload)))
         .collect();
     for &callers in &args.callers {
-        cells.extend(b_clients.iter().map(|&c| ("B", cell(secs, c, 10, callers, 32))));
+        cells.extend(
+            b_clients
+                .iter()
+                .map(|&c| ("B", cell(secs, c, 10, callers, 32, Payload::String))),
+        );
     }
     cells.retain(|(workload, _)| args.workloads.iter().any(|w| w.eq_ignore_ascii_case(workload)));
     cells
@@ -157,17 +170,17 @@ pub async fn measure(
     framing: frpc::Framing,
     progress: &ProgressBar,
 ) -> Vec<Vec<Outcome>> {
-    let message = workload::message(cell.size);
+    let body = Body::random(cell.payload, cell.size);
     let mut pools: Vec<Vec<Client>> = Vec::with_capacity(peers.len());
     for peer in peers {
         let clients = pool::connect(peer.client, peer.addr, cell.clients, framing).await;
-        pools.push(pool::warm_up(clients, &message, cell).await);
+        pools.push(pool::warm_up(clients, &body, cell).await);
     }
     let mut samples = vec![Vec::with_capacity(reps); peers.len()];
     for rep in 0..reps {
         for i in order(rep, peers.len()) {
             let clients = std::mem::take(&mut pools[i]);
-            let (clients, outcome) = pool::sample(clients, &message, cell, cell.settle).await;
+            let (clients, outcome) = pool::sample(clients, &body, cell, cell.settle).await;
             pools[i] = clients;
             samples[i].push(outcome);
             progress.inc(1);
@@ -191,7 +204,7 @@ pub fn run(args: &RunArgs, cells: &[(&'static str, Cell)], peers: &[Peer]) -> Ve
             cell.clients,
             cell.inflight,
             cell.callers,
-            report::size_label(cell.size)
+            report::size_payload_label(cell.size, cell.payload.name())
         ));
         let samples = rt.block_on(measure(peers, cell, args.reps, args.framing, &progress));
         for (peer, samples) in peers.iter().zip(&samples) {
@@ -221,11 +234,49 @@ mod tests {
     }
 
     #[test]
-    fn quick_matrix_has_twelve_cells() {
+    fn quick_matrix_has_fourteen_cells() {
         let cells = cells(&args(&["--quick"]));
-        assert_eq!(cells.len(), 12);
+        assert_eq!(cells.len(), 14);
         assert_eq!(cells.iter().filter(|(w, _)| *w == "B").count(), 4);
         assert_eq!(cells[0].1.duration, Duration::from_secs_f64(QUICK_SECS));
+        let bytes: Vec<_> = cells
+            .iter()
+            .filter(|(_, c)| c.payload == Payload::Bytes)
+            .map(|(w, c)| (*w, c.clients, c.size))
+            .collect();
+        assert_eq!(bytes, vec![("A", 16, 128 << 10), ("A", 16, 1 << 20)]);
+        let large: Vec<_> = cells.iter().filter(|(_, c)| c.size >= 128 << 10).collect();
+        assert_eq!(large.len(), 4, "each large size in both payloads");
+    }
+
+    #[test]
+    fn payloads_multiply_workload_a_only() {
+        let a = args(&[
+            "--clients",
+            "16",
+            "--sizes",
+            "32,1048576",
+            "--payloads",
+            "string,bytes",
+        ]);
+        let shape: Vec<_> = cells(&a)
+            .iter()
+            .map(|(w, c)| (*w, c.size, c.payload, c.callers))
+            .collect();
+        let (s, b) = (Payload::String, Payload::Bytes);
+        assert_eq!(
+            shape,
+            vec![
+                ("A", 32, s, Callers::Tasks),
+                ("A", 32, b, Callers::Tasks),
+                ("A", 1 << 20, s, Callers::Tasks),
+                ("A", 1 << 20, b, Callers::Tasks),
+                ("B", 32, s, Callers::Tasks),
+                ("B", 32, s, Callers::Joined),
+            ]
+        );
+        assert_eq!(args(&[]).payloads, vec![Payload::String]);
+        assert!(Cli::try_parse_from(["frpc-bench", "--payloads", "blob"]).is_err());
     }
 
     #[test]

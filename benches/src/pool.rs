@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::frameworks::{Client, Framework};
-use crate::workload::{Callers, Cell, Limit, Outcome, Window};
+use crate::workload::{Body, Callers, Cell, Limit, Outcome, Window};
 
 /// Connects `clients` clients to the `framework` server at `addr`.
 pub async fn connect(
@@ -29,7 +29,7 @@ pub async fn connect(
 /// limit; gives the clients back with the total outcome.
 pub async fn drive(
     clients: Vec<Client>,
-    message: &str,
+    body: &Body,
     inflight: usize,
     callers: Callers,
     limit: Limit,
@@ -37,9 +37,9 @@ pub async fn drive(
     let tasks: Vec<_> = clients
         .into_iter()
         .map(|mut client| {
-            let message = message.to_owned();
+            let body = body.clone();
             tokio::spawn(async move {
-                let outcome = client.drive(&message, inflight, callers, limit).await;
+                let outcome = client.drive(&body, inflight, callers, limit).await;
                 (client, outcome)
             })
         })
@@ -57,7 +57,7 @@ pub async fn drive(
 /// `cell.duration` measured; gives the clients back for the next sample.
 pub async fn sample(
     clients: Vec<Client>,
-    message: &str,
+    body: &Body,
     cell: &Cell,
     settle: Duration,
 ) -> (Vec<Client>, Outcome) {
@@ -65,17 +65,15 @@ pub async fn sample(
         window: Window::new(settle, cell.duration),
         calls: u64::MAX,
     };
-    drive(clients, message, cell.inflight, cell.callers, limit).await
+    drive(clients, body, cell.inflight, cell.callers, limit).await
 }
 
 /// Runs `cell`'s load on `clients` for `cell.warmup` without measuring: fresh connections grow
 /// their buffers and windows before the first sample.
-pub async fn warm_up(clients: Vec<Client>, message: &str, cell: &Cell) -> Vec<Client> {
+pub async fn warm_up(clients: Vec<Client>, body: &Body, cell: &Cell) -> Vec<Client> {
     let limit = Limit {
         window: Window::new(Duration::ZERO, cell.warmup),
         calls: u64::MAX,
     };
-    drive(clients, message, cell.inflight, cell.callers, limit)
-        .await
-        .0
+    drive(clients, body, cell.inflight, cell.callers, limit).await.0
 }

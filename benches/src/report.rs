@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::stats::{self, Summary};
-use crate::workload::{Cell, Outcome};
+use crate::workload::{Cell, Outcome, Payload};
 
 /// One framework in one cell, over all of its samples.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -24,6 +24,11 @@ pub struct Row {
     pub callers: String,
     /// Message size in bytes.
     pub size: usize,
+    /// The field the message travels in: `string` or `bytes` (see
+    /// [`Payload`](crate::workload::Payload)). Reports written before the field existed were
+    /// all `string`, which is what reading them gives.
+    #[serde(default = "string_payload")]
+    pub payload: String,
     /// Calls per second of all clients together: the median of the samples.
     pub rps_total: f64,
     /// `rps_total` per client.
@@ -42,8 +47,13 @@ pub struct Row {
     pub x_raw: Option<Summary>,
 }
 
-/// The identity of a cell: workload, clients, in flight, callers and size.
-pub type CellKey<'a> = (&'a str, usize, usize, &'a str, usize);
+/// The identity of a cell: workload, clients, in flight, callers, size and payload.
+pub type CellKey<'a> = (&'a str, usize, usize, &'a str, usize, &'a str);
+
+/// The payload of rows from reports that predate the field.
+fn string_payload() -> String {
+    Payload::String.name().to_owned()
+}
 
 impl Row {
     /// The row of `framework` in `cell` of `workload`, from its samples (ratios still empty:
@@ -66,6 +76,7 @@ impl Row {
             inflight: cell.inflight,
             callers: cell.callers.name().to_owned(),
             size: cell.size,
+            payload: cell.payload.name().to_owned(),
             rps_total: rps.median,
             rps_per_client: rps.median / cell.clients as f64,
             rps,
@@ -85,6 +96,7 @@ impl Row {
             self.inflight,
             &self.callers,
             self.size,
+            &self.payload,
         )
     }
 
@@ -185,6 +197,15 @@ pub fn size_label(size: usize) -> String {
     }
 }
 
+/// A size with its payload, where it is not the default string: `1MiB`, `1MiB bytes`.
+pub fn size_payload_label(size: usize, payload: &str) -> String {
+    if payload == Payload::String.name() {
+        size_label(size)
+    } else {
+        format!("{} {payload}", size_label(size))
+    }
+}
+
 /// A rate in few characters: `950`, `15.2k`, `159k`, `1.2M`.
 pub fn rate_label(v: f64) -> String {
     match v {
@@ -218,12 +239,13 @@ below the target (targets for frpc: A 16/128 cl 32 B/512 B ≥2.5× tonic and �
 /// The table: one line per framework and cell.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {}\n",
+        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {}\n",
         "wl",
         "cl",
         "inf",
         "callrs",
         "size",
+        "payld",
         "framework",
         "RPC/s",
         "min–max",
@@ -235,12 +257,13 @@ pub fn table(rows: &[Row]) -> String {
     );
     for row in rows {
         let line = format!(
-            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {}",
+            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {}",
             row.workload,
             row.clients,
             row.inflight,
             row.callers,
             size_label(row.size),
+            row.payload,
             row.framework,
             row.rps.median,
             format!("{}–{}", rate_label(row.rps.min), rate_label(row.rps.max)),
@@ -267,7 +290,7 @@ pub fn read_json(text: &str) -> Result<Report, String> {
 
 /// CSV, one line per row: the cell, then RPC/s and both ratios as median, min, max.
 pub fn csv(rows: &[Row]) -> String {
-    let mut out = "framework,workload,clients,inflight,callers,size,rps_median,rps_min,rps_max,\
+    let mut out = "framework,workload,clients,inflight,callers,size,payload,rps_median,rps_min,rps_max,\
                    rps_per_client,p50_us,p99_us,x_tonic_median,x_tonic_min,x_tonic_max,\
                    x_raw_median,x_raw_min,x_raw_max\n"
         .to_owned();
@@ -279,13 +302,14 @@ pub fn csv(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{}",
+            "{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{}",
             r.framework,
             r.workload,
             r.clients,
             r.inflight,
             r.callers,
             r.size,
+            r.payload,
             r.rps.median,
             r.rps.min,
             r.rps.max,
@@ -313,6 +337,7 @@ pub(crate) mod tests {
             inflight: 1,
             callers: "tasks".into(),
             size: 32,
+            payload: "string".into(),
             rps_total: rps.median,
             rps_per_client: rps.median / clients as f64,
             rps,
@@ -377,5 +402,38 @@ pub(crate) mod tests {
         assert_eq!(back.rows[0].x_raw, report.rows[0].x_raw);
         assert_eq!(back.rows[1].rps_samples, vec![4.0, 4.0]);
         assert_eq!(back.load_average, Some((1.5, 2.0)));
+        assert_eq!(back.rows[0].payload, "string");
+    }
+
+    #[test]
+    fn rows_without_a_payload_read_as_string() {
+        let mut report = Report {
+            cores: 2,
+            reps: 1,
+            secs: 0.2,
+            load_average: None,
+            rows: vec![row("raw", 16, &[1.0])],
+        };
+        let mut value: serde_json::Value = serde_json::from_str(&json(&report)).unwrap();
+        value["rows"][0].as_object_mut().unwrap().remove("payload");
+        let old = read_json(&value.to_string()).unwrap();
+        assert_eq!(old.rows[0].payload, "string");
+        // The committed report of an earlier run still loads.
+        let committed = read_json(include_str!("../../docs/bench.json")).unwrap();
+        assert!(committed.rows.iter().all(|r| r.payload == "string"));
+        // A bytes row is its own cell, labelled as such everywhere.
+        report.rows[0].payload = "bytes".into();
+        report.rows[0].size = 1 << 20;
+        assert_ne!(report.rows[0].cell(), row("raw", 16, &[1.0]).cell());
+        assert!(table(&report.rows).contains("1MiB bytes  raw"));
+        assert!(
+            csv(&report.rows)
+                .lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("raw,A,16,1,tasks,1048576,bytes,")
+        );
+        assert_eq!(size_payload_label(1 << 20, "bytes"), "1MiB bytes");
+        assert_eq!(size_payload_label(128 << 10, "string"), "128KiB");
     }
 }

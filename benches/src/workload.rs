@@ -9,12 +9,16 @@
 //! ([`Callers::Joined`], like the raw client's pipelining). Both keep the same number of calls
 //! outstanding; they differ in how many wake-ups a burst of replies costs and so in how well
 //! the RPC client's writer can batch.
+//!
+//! The message travels as a proto `string` (`Benchmark`, a [`String`] on both sides) or as a
+//! proto `bytes` (`Blob`, a [`bytes::Bytes`] on both sides): see [`Payload`].
 
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
 use std::time::Duration;
 
+use bytes::Bytes;
 use hdrhistogram::Histogram;
 use rand::Rng;
 use tokio::time::Instant;
@@ -30,6 +34,8 @@ pub struct Cell {
     pub callers: Callers,
     /// Message size in bytes.
     pub size: usize,
+    /// The field the message travels in.
+    pub payload: Payload,
     /// Measured time.
     pub duration: Duration,
     /// Unmeasured load on fresh connections, once per framework and cell.
@@ -144,6 +150,83 @@ impl FromStr for Callers {
     }
 }
 
+/// The field a cell's message travels in. Both are one field of `size` bytes on the wire
+/// (`Request.Message` or `BlobRequest.Data`); they differ in what a framework does with it: a
+/// `String` is copied out of the received frame and checked as UTF-8, a `Bytes` can be a slice
+/// of the frame itself (frpc's decoder hands one out without copying).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Payload {
+    /// `rpc Benchmark(Request) returns (Response)`, `string Message = 1`.
+    #[default]
+    String,
+    /// `rpc Blob(BlobRequest) returns (BlobResponse)`, `bytes Data = 1`, generated as
+    /// `bytes::Bytes`.
+    Bytes,
+}
+
+impl Payload {
+    /// Both payloads.
+    pub const ALL: [Payload; 2] = [Payload::String, Payload::Bytes];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Payload::String => "string",
+            Payload::Bytes => "bytes",
+        }
+    }
+}
+
+impl fmt::Display for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Payload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Payload::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown payload {s:?} (string, bytes)"))
+    }
+}
+
+/// A cell's message, in the type its payload is generated as. Made once per cell; every call
+/// clones it, which copies a `Text` (a request owns its `String`) and only counts a reference to
+/// `Data`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// For [`Payload::String`].
+    Text(String),
+    /// For [`Payload::Bytes`].
+    Data(Bytes),
+}
+
+impl Body {
+    /// A random message of `size` bytes (see [`message`]) for `payload`.
+    pub fn random(payload: Payload, size: usize) -> Body {
+        match payload {
+            Payload::String => Body::Text(message(size)),
+            Payload::Bytes => Body::Data(Bytes::from(message(size).into_bytes())),
+        }
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Body::Text(text) => text.len(),
+            Body::Data(data) => data.len(),
+        }
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// When a client stops: at the end of the window, or after `calls` calls per in-flight slot
 /// (criterion runs a fixed number of iterations).
 #[derive(Debug, Clone, Copy)]
@@ -163,8 +246,8 @@ impl Limit {
 
 /// One call of an RPC client (the frameworks with a call API: frpc and tonic).
 pub trait Caller: Clone + Send + 'static {
-    /// Sends `message` and waits for the echo.
-    fn call(&mut self, message: &str) -> impl Future<Output = ()> + Send;
+    /// Sends `body` (with the method its payload names) and waits for the echo.
+    fn call(&mut self, body: &Body) -> impl Future<Output = ()> + Send;
 }
 
 /// Keeps `inflight` calls outstanding through `caller`, all sharing its connection. With
@@ -172,31 +255,31 @@ pub trait Caller: Clone + Send + 'static {
 /// the goroutines of fRPC's benchmark); with [`Callers::Joined`] all run on the current task.
 pub async fn slots<C: Caller>(
     caller: &C,
-    message: &str,
+    body: &Body,
     inflight: usize,
     callers: Callers,
     limit: Limit,
 ) -> Outcome {
     if callers == Callers::Joined {
-        let all = (0..inflight).map(|_| slot(caller.clone(), message.to_owned(), limit));
+        let all = (0..inflight).map(|_| slot(caller.clone(), body.clone(), limit));
         return Outcome::merge(futures_util::future::join_all(all).await);
     }
     let others: Vec<_> = (1..inflight)
-        .map(|_| tokio::spawn(slot(caller.clone(), message.to_owned(), limit)))
+        .map(|_| tokio::spawn(slot(caller.clone(), body.clone(), limit)))
         .collect();
-    let mut outcomes = vec![slot(caller.clone(), message.to_owned(), limit).await];
+    let mut outcomes = vec![slot(caller.clone(), body.clone(), limit).await];
     for task in others {
         outcomes.push(task.await.expect("call slot"));
     }
     Outcome::merge(outcomes)
 }
 
-async fn slot<C: Caller>(mut caller: C, message: String, limit: Limit) -> Outcome {
+async fn slot<C: Caller>(mut caller: C, body: Body, limit: Limit) -> Outcome {
     let mut outcome = Outcome::new();
     let mut done = 0;
     while limit.more(done) {
         let sent = Instant::now();
-        caller.call(&message).await;
+        caller.call(&body).await;
         limit.window.record(sent, &mut outcome);
         done += 1;
     }

@@ -152,6 +152,11 @@ pub mod money {
 /// `bytes(["."])`, type and field attributes.
 pub mod bytes {
     generated!("bytes");
+
+    /// Two `bytes` fields back to back, for the zero-copy test.
+    pub mod blob {
+        include!(concat!(env!("OUT_DIR"), "/bytes/blob.rs"));
+    }
 }
 
 /// `build_server(false)`.

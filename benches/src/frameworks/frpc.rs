@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use crate::frameworks::echo;
-use crate::workload::{self, Caller, Callers, Limit, Outcome};
+use crate::workload::{self, Body, Caller, Callers, Limit, Outcome};
 
 /// The frpc service and client, generated from `proto/benchmark.proto` by frpc-codegen.
 #[allow(missing_docs)]
@@ -23,6 +23,16 @@ impl pb::BenchmarkService for Bench {
     ) -> Result<pb::Response, frpc::Status> {
         Ok(pb::Response {
             message: echo(request.message),
+        })
+    }
+
+    async fn blob(
+        &self,
+        _ctx: &frpc::Context,
+        request: pb::BlobRequest,
+    ) -> Result<pb::BlobResponse, frpc::Status> {
+        Ok(pb::BlobResponse {
+            data: echo(request.data),
         })
     }
 }
@@ -58,17 +68,26 @@ impl Client {
     }
 
     /// Keeps `inflight` calls outstanding on the one connection, issued as `callers` says.
-    pub async fn drive(&mut self, message: &str, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
-        workload::slots(self, message, inflight, callers, limit).await
+    pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
+        workload::slots(self, body, inflight, callers, limit).await
     }
 }
 
 impl Caller for Client {
-    async fn call(&mut self, message: &str) {
-        let request = pb::Request {
-            message: message.to_owned(),
-        };
-        let reply = self.0.benchmark(request).await.expect("frpc call");
-        debug_assert_eq!(reply.message.len(), message.len());
+    async fn call(&mut self, body: &Body) {
+        match body {
+            Body::Text(message) => {
+                let request = pb::Request {
+                    message: message.clone(),
+                };
+                let reply = self.0.benchmark(request).await.expect("frpc call");
+                debug_assert_eq!(reply.message.len(), message.len());
+            }
+            Body::Data(data) => {
+                let request = pb::BlobRequest { data: data.clone() };
+                let reply = self.0.blob(request).await.expect("frpc call");
+                debug_assert_eq!(reply.data.len(), data.len());
+            }
+        }
     }
 }

@@ -15,18 +15,22 @@ use std::str::FromStr;
 
 use tokio::net::TcpListener;
 
-use crate::workload::{Callers, Limit, Outcome};
+use crate::workload::{Body, Callers, Limit, Outcome};
 
-/// The service logic every framework calls: the message comes back as it went.
-pub fn echo(message: String) -> String {
+/// The service logic every framework calls: the message comes back as it went (a `String` of
+/// `Benchmark` or a `Bytes` of `Blob`, moved, never copied).
+pub fn echo<T>(message: T) -> T {
     message
 }
 
 /// Largest message any framework must carry (tonic's default limit is 4 MiB).
 pub const MAX_MESSAGE: usize = 8 << 20;
 
-/// The operation number of `Benchmark` (the first method of the first service).
-pub const OP: u16 = 10;
+/// The operation number of `Benchmark` (the first method of the first service: 10).
+pub const OP: u16 = frpc::pb::benchmark_service::BENCHMARK;
+
+/// The operation number of `Blob` (the second method: 11).
+pub const BLOB_OP: u16 = frpc::pb::benchmark_service::BLOB;
 
 /// The peers measured in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,13 +118,13 @@ impl Client {
         }
     }
 
-    /// Keeps `inflight` calls carrying `message` outstanding until `limit` says stop, issued as
+    /// Keeps `inflight` calls carrying `body` outstanding until `limit` says stop, issued as
     /// `callers` says (the raw client always pipelines on its one task).
-    pub async fn drive(&mut self, message: &str, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
+    pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
         match self {
-            Client::Frpc(client) => client.drive(message, inflight, callers, limit).await,
-            Client::Tonic(client) => client.drive(message, inflight, callers, limit).await,
-            Client::Raw(client) => client.drive(message, inflight, limit).await,
+            Client::Frpc(client) => client.drive(body, inflight, callers, limit).await,
+            Client::Tonic(client) => client.drive(body, inflight, callers, limit).await,
+            Client::Raw(client) => client.drive(body, inflight, limit).await,
         }
     }
 }

@@ -1,20 +1,22 @@
 //! The reference: plain tokio speaking the same 10-byte header (`magic | id | op | len`) with no
 //! RPC layer. The server reads whatever arrived and writes every whole packet back as it is (same
 //! id and op), batching one read's packets into one write; the client pipelines its `inflight`
-//! packets on one socket and one task. What it reaches is the limit of the machine.
+//! packets on one socket and one task. What it reaches is the limit of the machine. Its
+//! content is what the frpc client sends for the same message: the polyglot `Request` (op
+//! [`OP`]) or, for the bytes payload, the polyglot `BlobRequest` (op [`BLOB_OP`]).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
 use frpc::codegen::Message as _;
 
-use crate::frameworks::{OP, frpc::pb};
-use crate::workload::{Limit, Outcome};
+use crate::frameworks::{BLOB_OP, OP, frpc::pb};
+use crate::workload::{Body, Limit, Outcome};
 
 /// Echoes every whole packet back on every accepted connection, until accepting fails.
 pub async fn serve(listener: TcpListener, framing: frpc::Framing) -> std::io::Result<()> {
@@ -57,23 +59,40 @@ pub struct Client {
     buf: Vec<u8>,
 }
 
+/// The operation and content of a request carrying `body`, byte for byte what the frpc
+/// client sends: the polyglot `Request` to `Benchmark` or `BlobRequest` to `Blob`.
+pub fn request(body: &Body) -> (u16, Bytes) {
+    match body {
+        Body::Text(message) => {
+            let request = pb::Request {
+                message: message.clone(),
+            };
+            (OP, request.to_polyglot())
+        }
+        Body::Data(data) => (BLOB_OP, pb::BlobRequest { data: data.clone() }.to_polyglot()),
+    }
+}
+
 /// Finds packet boundaries in the byte stream without copying content: the header being read
 /// and how much content of the current packet is still to come.
 #[derive(Debug)]
 struct Splitter {
     framing: frpc::Framing,
+    /// The operation of the replies counted.
+    op: u16,
     header: Vec<u8>,
     /// Content bytes of the current packet not yet seen.
     rest: usize,
-    /// Whether the current packet is a reply (op [`OP`]); others, like an frpc server's
+    /// Whether the current packet is a reply (operation `op`); others, like an frpc server's
     /// heartbeat PINGs, are skipped.
     reply: bool,
 }
 
 impl Splitter {
-    fn new(framing: frpc::Framing) -> Splitter {
+    fn new(framing: frpc::Framing, op: u16) -> Splitter {
         Splitter {
             framing,
+            op,
             header: Vec::with_capacity(framing.header_len()),
             rest: 0,
             reply: false,
@@ -95,7 +114,7 @@ impl Splitter {
             bytes = &bytes[n..];
             if let Some(header) = frpc_wire::Header::parse(self.framing, &self.header).expect("raw framing") {
                 self.header.clear();
-                (self.rest, self.reply) = (header.len as usize, header.op == OP);
+                (self.rest, self.reply) = (header.len as usize, header.op == self.op);
                 done += usize::from(self.rest == 0 && self.reply);
             }
         }
@@ -118,15 +137,12 @@ impl Client {
     /// Keeps `inflight` packets outstanding. The server answers in order (the raw echo, or an frpc
     /// server with inline handlers), so a FIFO of send times gives each reply its latency; the
     /// replies one read completes are replaced with one write.
-    pub async fn drive(&mut self, message: &str, inflight: usize, limit: Limit) -> Outcome {
-        let content = pb::Request {
-            message: message.to_owned(),
-        }
-        .to_polyglot();
+    pub async fn drive(&mut self, body: &Body, inflight: usize, limit: Limit) -> Outcome {
+        let (op, content) = request(body);
         let mut packet = BytesMut::new();
         frpc_wire::Header {
             id: 1,
-            op: OP,
+            op,
             len: content.len() as u32,
         }
         .encode(self.framing, &mut packet);
@@ -136,7 +152,7 @@ impl Client {
         let mut budget = limit.calls.saturating_mul(inflight as u64);
         let mut outcome = Outcome::new();
         let mut sent = VecDeque::with_capacity(inflight);
-        let mut splitter = Splitter::new(self.framing);
+        let mut splitter = Splitter::new(self.framing, op);
         let (mut reader, mut writer) = self.stream.split();
 
         let first = inflight.min(budget as usize);
@@ -177,15 +193,38 @@ mod tests {
     #[test]
     fn splitter_counts_replies_across_any_cut_and_skips_pings() {
         let mut stream = BytesMut::new();
-        for (op, len) in [(OP, 3), (frpc_wire::op::PING, 0), (OP, 0), (OP, 5)] {
+        for (op, len) in [(OP, 3), (frpc_wire::op::PING, 0), (BLOB_OP, 2), (OP, 0), (OP, 5)] {
             let header = frpc_wire::Header { id: 1, op, len };
             header.encode(frpc::Framing::Frisbee, &mut stream);
             stream.put_bytes(b'x', len as usize);
         }
         for cut in 0..=stream.len() {
-            let mut splitter = Splitter::new(frpc::Framing::Frisbee);
+            let mut splitter = Splitter::new(frpc::Framing::Frisbee, OP);
             let done = splitter.replies(&stream[..cut]) + splitter.replies(&stream[cut..]);
             assert_eq!(done, 3, "cut at {cut}");
         }
+        let mut blobs = Splitter::new(frpc::Framing::Frisbee, BLOB_OP);
+        assert_eq!(blobs.replies(&stream), 1);
+    }
+
+    #[test]
+    fn requests_are_what_the_frpc_client_sends() {
+        use frpc::codegen::{Decoder, Envelope, decode_envelope};
+        let data = Bytes::from_static(b"\x00\xffblob");
+        let (op, content) = request(&Body::Data(data.clone()));
+        assert_eq!(op, BLOB_OP);
+        match decode_envelope::<pb::BlobRequest>(&mut Decoder::from_bytes(&content)) {
+            Ok(Envelope::Message(decoded)) => assert_eq!(decoded.data, data),
+            other => panic!("not a BlobRequest: {other:?}"),
+        }
+        let (op, content) = request(&Body::Text("text".into()));
+        assert_eq!(op, OP);
+        assert_eq!(
+            content,
+            pb::Request {
+                message: "text".into()
+            }
+            .to_polyglot()
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::frameworks::{MAX_MESSAGE, echo};
-use crate::workload::{self, Caller, Callers, Limit, Outcome};
+use crate::workload::{self, Body, Caller, Callers, Limit, Outcome};
 
 /// The tonic service and client, generated from `proto/benchmark.proto` by tonic-prost-build.
 #[allow(missing_docs, clippy::all)]
@@ -28,6 +28,15 @@ impl BenchmarkService for Bench {
     ) -> Result<tonic::Response<pb::Response>, tonic::Status> {
         Ok(tonic::Response::new(pb::Response {
             message: echo(request.into_inner().message),
+        }))
+    }
+
+    async fn blob(
+        &self,
+        request: tonic::Request<pb::BlobRequest>,
+    ) -> Result<tonic::Response<pb::BlobResponse>, tonic::Status> {
+        Ok(tonic::Response::new(pb::BlobResponse {
+            data: echo(request.into_inner().data),
         }))
     }
 }
@@ -73,17 +82,26 @@ impl Client {
     }
 
     /// Keeps `inflight` calls outstanding on the one channel, issued as `callers` says.
-    pub async fn drive(&mut self, message: &str, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
-        workload::slots(self, message, inflight, callers, limit).await
+    pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
+        workload::slots(self, body, inflight, callers, limit).await
     }
 }
 
 impl Caller for Client {
-    async fn call(&mut self, message: &str) {
-        let request = pb::Request {
-            message: message.to_owned(),
-        };
-        let reply = self.0.benchmark(request).await.expect("tonic call");
-        debug_assert_eq!(reply.get_ref().message.len(), message.len());
+    async fn call(&mut self, body: &Body) {
+        match body {
+            Body::Text(message) => {
+                let request = pb::Request {
+                    message: message.clone(),
+                };
+                let reply = self.0.benchmark(request).await.expect("tonic call");
+                debug_assert_eq!(reply.get_ref().message.len(), message.len());
+            }
+            Body::Data(data) => {
+                let request = pb::BlobRequest { data: data.clone() };
+                let reply = self.0.blob(request).await.expect("tonic call");
+                debug_assert_eq!(reply.get_ref().data.len(), data.len());
+            }
+        }
     }
 }
