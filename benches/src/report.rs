@@ -418,9 +418,9 @@ pub(crate) mod tests {
         value["rows"][0].as_object_mut().unwrap().remove("payload");
         let old = read_json(&value.to_string()).unwrap();
         assert_eq!(old.rows[0].payload, "string");
-        // The committed report of an earlier run still loads.
+        // The committed report (the README's run) loads.
         let committed = read_json(include_str!("../../docs/bench.json")).unwrap();
-        assert!(committed.rows.iter().all(|r| r.payload == "string"));
+        assert!(committed.rows.iter().any(|r| r.payload == "string"));
         // A bytes row is its own cell, labelled as such everywhere.
         report.rows[0].payload = "bytes".into();
         report.rows[0].size = 1 << 20;
