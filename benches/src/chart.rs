@@ -18,7 +18,8 @@ const AXIS: f64 = 40.0;
 const PLOT_H: f64 = 230.0;
 const PANEL_H: f64 = PLOT_H + 95.0;
 const MAX_W: f64 = 1100.0;
-const MIN_W: f64 = 200.0;
+/// Wide enough for the longest panel title ("A: 128KiB bytes, 1 in flight") right of the axis.
+const MIN_W: f64 = 270.0;
 const TOP: f64 = 92.0;
 
 /// A panel: workload, in flight, callers, size, payload.
