@@ -409,16 +409,7 @@ impl Server {
             }
         };
         drop(listener);
-        shutdown.cancel();
-        connections.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("calls still running after the shutdown grace period; closing connections");
-            force.cancel();
-            connections.wait().await;
-        }
+        drain(&connections, &shutdown, &force).await;
         result
     }
 
@@ -492,16 +483,7 @@ impl Server {
             }
         };
         drop(listener);
-        shutdown.cancel();
-        connections.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("calls still running after the shutdown grace period; closing connections");
-            force.cancel();
-            connections.wait().await;
-        }
+        drain(&connections, &shutdown, &force).await;
         result
     }
 
@@ -683,5 +665,20 @@ impl Handlers for Router {
             Some(Route::Raw(index)) => (self.shared.raw[*index])(self.context(conn), packet),
             _ => Box::pin(std::future::ready(None)),
         }
+    }
+}
+
+/// Shuts the served connections down: they stop reading, running calls get [`SHUTDOWN_GRACE`]
+/// to finish, then what is left is closed.
+async fn drain(connections: &TaskTracker, shutdown: &CancellationToken, force: &CancellationToken) {
+    shutdown.cancel();
+    connections.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("calls still running after the shutdown grace period; closing connections");
+        force.cancel();
+        connections.wait().await;
     }
 }
