@@ -59,6 +59,7 @@
 // Leaves: no imports from the crate.
 mod config;
 mod hash;
+mod metadata;
 mod status;
 mod types;
 // Transport: one Frisbee connection (reader, batching writer, heartbeat, socket handback).
@@ -82,8 +83,9 @@ pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
 pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
+pub use metadata::{Metadata, MetadataSlot};
 pub use server::{Bound, Builder, Server};
-pub use status::{Error, Status};
+pub use status::{Code, Error, Status};
 pub use transport::handback::TakeConnection;
 
 #[cfg(feature = "macros")]
