@@ -54,11 +54,25 @@ use crate::transport::handback::TakeConnection;
 ///     Ok(())
 /// }
 /// ```
-#[derive(Clone)]
 pub struct Context {
     inner: Arc<Inner>,
     /// The call's extension state (connections that negotiated extensions only).
     call: Option<CallInfo>,
+}
+
+impl Clone for Context {
+    /// A clone outlives the handler's borrow (a task it spawns holds it), so a call whose
+    /// extension state is made on demand gets it now, while the call is live: the clone's
+    /// [`Context::cancelled`] then sees the client's cancel.
+    fn clone(&self) -> Context {
+        Context {
+            inner: self.inner.clone(),
+            call: self.call.as_ref().map(|call| match call {
+                CallInfo::Lazy { .. } => CallInfo::State(call.state()),
+                CallInfo::State(_) => call.clone(),
+            }),
+        }
+    }
 }
 
 /// The metadata of calls that carry none.

@@ -193,7 +193,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 Ok((header, content)) => (CallInfo::State(Arc::new(CallState::new(header))), content),
                 Err(err) => {
                     let status = Status::invalid_argument(format!("bad request: {err}"));
-                    return send_reply(conn, id, op, Err(status), None).await;
+                    return send_reply(conn, id, op, Err(status), Some((None, bits))).await;
                 }
             },
         };
