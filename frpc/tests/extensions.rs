@@ -30,7 +30,7 @@ pub trait Probe {
     async fn fail(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
     /// Reports that it started, then never finishes.
     async fn hang(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
-    /// Sends an event every 10 ms until stopped.
+    /// Sends an event every 10 ms until stopped; fails with `NOT_FOUND` for request `fail`.
     async fn events(
         &self,
         ctx: &frpc::Context,
@@ -105,9 +105,13 @@ impl Probe for Svc {
     async fn events(
         &self,
         ctx: &frpc::Context,
-        _request: Text,
+        request: Text,
         outbound: frpc::StreamSender<Text>,
     ) -> Result<(), frpc::Status> {
+        if request.value == "fail" {
+            outbound.send(text("partial")).await?;
+            return Err(Status::not_found("nothing more"));
+        }
         let _guard = DropGuard(self.events.clone());
         // A clone sending from a task of its own: its next send after the cancel fails.
         let sender = outbound.clone();
@@ -215,6 +219,12 @@ async fn status_codes_travel_between_frpc_peers_only() {
             let client = connect(&running, framing).await;
             client.negotiated().await;
             let probe = ProbeClient::new(client);
+            let mut stream = probe.events(text("fail")).await.unwrap();
+            assert_eq!(stream.message().await.unwrap().unwrap().value, "partial");
+            let err = stream.message().await.unwrap_err();
+            assert_eq!(err.status().unwrap().message(), "nothing more");
+            let expected = if server_on { Code::NotFound } else { Code::Unknown };
+            assert_eq!(err.code(), expected, "{framing:?}: a stream's error");
             for code in 1..=16u8 {
                 let code = Code::from_u8(code).unwrap();
                 let err = probe.fail(text(&(code as u8).to_string())).await.unwrap_err();

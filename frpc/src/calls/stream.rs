@@ -480,8 +480,9 @@ impl<T: Message> Streaming<T> {
             Poll::Pending => return self.poll_idle(cx),
         };
         self.waiting = false;
-        // An error with a status code (only from an frpc peer that negotiated extensions).
-        let (code, content) = match self.guard.ext.bits != 0 && ext::has_prefix(&content) {
+        // An error with a status code, from an frpc server that accepted our offer (perhaps
+        // after this stream opened). No fRPC message starts with the header byte.
+        let (code, content) = match ext::has_prefix(&content) {
             false => (None, content),
             true => match ext::split(&content) {
                 Ok((header, body)) => (header.code, body),
