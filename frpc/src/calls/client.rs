@@ -223,7 +223,7 @@ impl ClientCalls {
         }
         let body = reply.unwrap_or_else(|_| Err(conn.closed_error()))?;
         // Only a client that offered gets extension headers (and no fRPC content starts so).
-        if !ext::has_prefix(&body) || self.ext.is_resolved() && self.ext.accepted() == 0 {
+        if !(self.ext.offered() && ext::has_prefix(&body)) {
             return Ok(UnaryReply {
                 body,
                 code: None,

@@ -222,6 +222,7 @@ pub(crate) struct Negotiation {
     state: AtomicU32,
     resolved: Notify,
     probed: AtomicBool,
+    offered: bool,
 }
 
 const RESOLVED: u32 = 1 << 31;
@@ -233,7 +234,13 @@ impl Negotiation {
             state: AtomicU32::new(if offer { 0 } else { RESOLVED }),
             resolved: Notify::new(),
             probed: AtomicBool::new(!offer),
+            offered: offer,
         }
+    }
+
+    /// Whether this client offered extensions (then any reply may carry a header).
+    pub(crate) fn offered(&self) -> bool {
+        self.offered
     }
 
     /// The accepted extensions (none while pending).
@@ -246,14 +253,20 @@ impl Negotiation {
         self.state.load(Ordering::Acquire) & RESOLVED != 0
     }
 
-    /// The server's ACCEPT arrived (a second one, or one after a PONG, is ignored).
+    /// The server's ACCEPT arrived. A second one is ignored; one after a PONG (a server that
+    /// answers PINGs ahead of its other packets, as Go's read loop would) still counts, for the
+    /// calls that start from then on.
     pub(crate) fn accept(&self, bits: u32) {
+        if !self.offered {
+            return;
+        }
         let state = RESOLVED | (bits & SUPPORTED);
-        if self
+        let updated = self
             .state
-            .compare_exchange(0, state, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                (current & !RESOLVED == 0).then_some(state)
+            });
+        if updated.is_ok() {
             self.resolved.notify_waiters();
         }
     }
