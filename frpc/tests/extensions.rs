@@ -21,7 +21,7 @@ fn text(value: &str) -> Text {
     Text { value: value.into() }
 }
 
-/// Operations: echo 10, fail 11, hang 12, events 13.
+/// Operations: echo 10, fail 11, hang 12, events 13, chat 14.
 #[frpc::service(package = "ext")]
 pub trait Probe {
     /// Echoes the request; the reply lists the request metadata (`key=value;` in order) and
@@ -36,6 +36,13 @@ pub trait Probe {
         &self,
         ctx: &frpc::Context,
         request: Text,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
+    /// Bidi: echoes each message; reports when it starts and when it is dropped.
+    async fn chat(
+        &self,
+        ctx: &frpc::Context,
+        inbound: frpc::Streaming<Text>,
         outbound: frpc::StreamSender<Text>,
     ) -> Result<(), frpc::Status>;
 }
@@ -135,6 +142,30 @@ impl Probe for Svc {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         Ok(())
+    }
+
+    async fn chat(
+        &self,
+        ctx: &frpc::Context,
+        mut inbound: frpc::Streaming<Text>,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status> {
+        let _guard = DropGuard(self.events.clone());
+        let watcher = ctx.clone();
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            watcher.cancelled().await;
+            let _ = events.send(Event::CtxCancelled);
+        });
+        let _ = self.events.send(Event::Started {
+            deadline: ctx.deadline(),
+            metadata: ctx.metadata().clone(),
+        });
+        while let Some(message) = inbound.message().await? {
+            outbound.send(message).await?;
+        }
+        // The client ended its side: wait for more work that never comes.
+        std::future::pending().await
     }
 }
 
@@ -780,4 +811,30 @@ fn unhex(text: &str) -> Vec<u8> {
     text.split_whitespace()
         .map(|b| u8::from_str_radix(b, 16).unwrap())
         .collect()
+}
+
+/// Dropping a bidi call (without `close_send`) or a client-streaming-like handle mid-way
+/// cancels the server's handler too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_bidi_call_cancels_its_handler() {
+    for framing in FRAMINGS {
+        for close_first in [false, true] {
+            let mut running = serve(framing, Concurrency::PerRpc, true).await;
+            let client = connect(&running, framing).await;
+            assert!(client.negotiated().await);
+            let probe = ProbeClient::new(client.clone());
+            let mut chat = probe.chat().await.unwrap();
+            chat.send(text("a")).await.unwrap();
+            assert_eq!(chat.message().await.unwrap().unwrap().value, "a");
+            assert!(matches!(running.next().await, Event::Started { .. }));
+            if close_first {
+                // The handler outlives the client's EOF (it waits for nothing); the drop still
+                // cancels it.
+                chat.close_send().await.unwrap();
+            }
+            drop(chat);
+            running.dropped_and_cancelled().await;
+            assert_eq!(probe.echo(text("after")).await.unwrap().value, "after|");
+        }
+    }
 }
