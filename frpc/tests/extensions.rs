@@ -674,6 +674,7 @@ async fn a_hostile_reply_header_fails_only_its_call() {
         let probe = ProbeClient::new(client.clone());
         let err = probe.echo(text("a")).await.unwrap_err();
         assert!(err.to_string().contains("extension header"), "{err}");
+        assert_eq!(err.code(), Code::Internal);
         assert_eq!(probe.echo(text("b")).await.unwrap().value, "fine");
         drop((probe, client));
         peer.await.unwrap();

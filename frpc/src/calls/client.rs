@@ -19,7 +19,7 @@ use super::stream::StreamTable;
 use crate::config::ConnectionConfig;
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
-use crate::status::{Code, Error};
+use crate::status::{Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
 
 type Reply = Result<Bytes, Error>;
@@ -230,7 +230,10 @@ impl ClientCalls {
                 metadata: None,
             });
         }
-        let (header, body) = ext::split(&body).map_err(|err| Error::closed(format!("bad reply: {err}")))?;
+        // A malformed header fails this call only (the connection stays up): an INTERNAL status,
+        // since the server sent something no frpc server sends.
+        let (header, body) = ext::split(&body)
+            .map_err(|err| Error::Status(Status::internal(format!("malformed reply: {err}"))))?;
         Ok(UnaryReply {
             body,
             code: header.code,

@@ -488,7 +488,8 @@ impl<T: Message> Streaming<T> {
                 Ok((header, body)) => (header.code, body),
                 Err(err) => {
                     self.finish();
-                    return Poll::Ready(Err(Error::closed(format!("bad stream message: {err}"))));
+                    let status = Status::internal(format!("malformed stream message: {err}"));
+                    return Poll::Ready(Err(Error::Status(status)));
                 }
             },
         };
