@@ -492,6 +492,35 @@ mod tests {
             .join(" ")
     }
 
+    /// Random bytes behind the header byte: an answer, never a panic; a success leaves a body
+    /// inside the input.
+    #[test]
+    fn random_headers_never_panic() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let mut bytes = vec![PREFIX];
+            // Small values make plausible types and lengths.
+            bytes.extend((0..len).map(|_| match next() % 4 {
+                0 => 0,
+                1 => (next() % 4) as u8,
+                _ => next() as u8,
+            }));
+            let content = Bytes::from(bytes);
+            if let Ok((_, body)) = split(&content) {
+                assert!(body.len() < content.len());
+            }
+            let _ = parse_hello(&content);
+            let _ = parse_cancel(&content);
+        }
+    }
+
     #[test]
     fn every_truncation_is_an_error_not_a_panic() {
         let mut metadata = Metadata::new();
