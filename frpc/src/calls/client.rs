@@ -313,12 +313,14 @@ struct PendingCall<'a> {
 
 impl Drop for PendingCall<'_> {
     fn drop(&mut self) {
-        let Some(rx) = self.rx.take() else { return };
+        let Some(mut rx) = self.rx.take() else { return };
+        // A reply that landed but was never read: the call is over, nothing to cancel.
+        let answered = rx.try_recv().is_ok();
         drop(rx);
-        if self.cancel && !self.conn.is_closed() {
+        if self.cancel && !answered && !self.conn.is_closed() {
             // Sent while our entry still holds the id, so no newer call can have taken it.
-            // Best effort: with the write queue full the server hears of it when the reply
-            // lands nowhere. A cancel for a call that already finished is ignored.
+            // Best effort: with the write queue full the cancel is not sent (the reply then
+            // lands nowhere). A cancel for a call that already finished is ignored.
             let (op, id) = ((self.key >> 16) as u16, self.key as u16);
             let _ = self.conn.try_send(ext::cancel(op, id));
         }
