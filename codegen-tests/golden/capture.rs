@@ -384,6 +384,19 @@ impl EchoServiceClient {
         self.client = self.client.with_timeout(timeout);
         self
     }
+    /// Adds request metadata to every call made through this client (for one call:
+    /// `client.clone().with_metadata(md).method(request)`); see
+    /// `frpc::Client::with_metadata`.
+    pub fn with_metadata(mut self, metadata: ::frpc::Metadata) -> Self {
+        self.client = self.client.with_metadata(metadata);
+        self
+    }
+    /// Leaves the response metadata of each unary call made through this client in
+    /// `slot`; see `frpc::Client::with_response_metadata`.
+    pub fn with_response_metadata(mut self, slot: &::frpc::MetadataSlot) -> Self {
+        self.client = self.client.with_response_metadata(slot);
+        self
+    }
     /// Calls `Echo` (unary).
     pub async fn echo(
         &self,

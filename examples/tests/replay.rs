@@ -110,10 +110,21 @@ async fn go_client_bytes_get_go_server_bytes_back() {
 }
 
 /// Plays the Go server's side of a capture: checks each packet our client writes against the
-/// Go client's bytes and answers with the Go server's bytes.
-async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Vec<Captured>) {
+/// Go client's bytes and answers with the Go server's bytes. With `offer`, the client's first
+/// packet must be its extension offer (docs/extensions.md), which a Go server ignores: nothing
+/// after it differs from what the Go client wrote.
+async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Vec<Captured>, offer: bool) {
     let (stream, _) = listener.accept().await.unwrap();
     let mut framed = Framed::new(stream, PacketCodec::new(framing));
+    if offer {
+        let got = next_packet(&mut framed, "offer").await;
+        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 0, 0x0f][..]);
+        assert_eq!(
+            hex::encode(wire_bytes(framing, &got)),
+            hex::encode(wire_bytes(framing, &offer)),
+            "the extension offer"
+        );
+    }
     for captured in packets.iter().filter(|c| !c.scenario.starts_with("idle")) {
         if captured.from_client {
             let got = next_packet(&mut framed, &captured.scenario).await;
@@ -133,19 +144,24 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     assert_eq!(wire_bytes(framing, &pong), wire_bytes(framing, &Packet::pong()));
 }
 
+/// With extensions off our client writes exactly the Go client's bytes; with them on (the
+/// default) it writes its offer first and then exactly the Go client's bytes.
 #[tokio::test]
 async fn our_client_writes_the_go_client_bytes() {
-    for file in CAPTURES {
-        let (framing, packets) = load(file);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let peer = tokio::spawn(scripted_go_server(listener, framing, packets));
-        let mut config = ClientConfig::default();
-        config.connection = quiet(config.connection);
-        config.connection.framing = framing;
-        let client = pb::EchoServiceClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
-        run_capture_client(&client).await;
-        peer.await.unwrap();
+    for extensions in [false, true] {
+        for file in CAPTURES {
+            let (framing, packets) = load(file);
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let peer = tokio::spawn(scripted_go_server(listener, framing, packets, extensions));
+            let mut config = ClientConfig::default();
+            config.connection = quiet(config.connection);
+            config.connection.framing = framing;
+            config.extensions = extensions;
+            let client = pb::EchoServiceClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
+            run_capture_client(&client).await;
+            peer.await.unwrap();
+        }
     }
 }
 

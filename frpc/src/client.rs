@@ -14,10 +14,12 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 
-use crate::calls::client::ClientCalls;
+use crate::calls::client::{CallOptions, ClientCalls, UnaryReply};
+use crate::calls::ext;
 use crate::calls::raw::{PacketSender, RawPackets, check_op};
 use crate::calls::stream::{self, ClientSide, StreamSender, Streaming};
 use crate::config::ClientConfig;
+use crate::metadata::{Metadata, MetadataSlot};
 use crate::status::Error;
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
@@ -73,6 +75,11 @@ pub struct Client {
     handle: Arc<Handle>,
     timeout: Option<Duration>,
     stream_idle_timeout: Option<Duration>,
+    /// Request metadata of this handle's calls (see [`Client::with_metadata`]).
+    metadata: Option<Arc<Metadata>>,
+    strict_metadata: bool,
+    /// Where response metadata goes (see [`Client::with_response_metadata`]).
+    response: Option<MetadataSlot>,
 }
 
 impl fmt::Debug for Client {
@@ -212,7 +219,7 @@ impl Client {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let calls = ClientCalls::new(&config.connection);
+        let calls = ClientCalls::new(&config.connection, config.extensions);
         let (conn, _tasks) = Connection::spawn(
             (read, write),
             join,
@@ -221,11 +228,120 @@ impl Client {
             calls.dispatch(),
             Options::default(),
         );
+        if config.extensions {
+            // The first packet: nothing is queued yet, so it goes before any call or PING.
+            let _ = conn.try_send(ext::hello(ext::OFFER, ext::SUPPORTED));
+        }
         Client {
             handle: Arc::new(Handle { conn, calls }),
             timeout: config.timeout,
             stream_idle_timeout: config.stream_idle_timeout,
+            metadata: None,
+            strict_metadata: config.strict_metadata,
+            response: None,
         }
+    }
+
+    /// A handle to the same connection whose calls and streams carry `metadata` as request
+    /// metadata (added to what this handle already carries, replacing keys set in both): use
+    /// it for a client's default metadata, and again for one call's. Generated clients take the
+    /// handle with `FooClient::new`. Metadata reaches [`crate::Context::metadata`] on an frpc
+    /// server that negotiated extensions; to a Go server (or with extensions off) it is not
+    /// sent and the call goes ahead, unless `ClientConfig::strict_metadata` is set. A call
+    /// with metadata made right after connecting waits for the server's answer to the
+    /// extension offer (one round trip, once per connection).
+    ///
+    /// ```
+    /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+    /// # pub struct Text { pub value: String }
+    /// #[frpc::service(package = "demo")]
+    /// pub trait Auth {
+    ///     async fn whoami(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// }
+    ///
+    /// struct Svc;
+    ///
+    /// impl Auth for Svc {
+    ///     async fn whoami(&self, ctx: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+    ///         let Some(token) = ctx.metadata().get("authorization") else {
+    ///             return Err(frpc::Status::unauthenticated("no token"));
+    ///         };
+    ///         let mut response = frpc::Metadata::new();
+    ///         response.insert("request-id", "r-1").unwrap();
+    ///         ctx.set_response_metadata(response);
+    ///         Ok(Text { value: token.to_owned() })
+    ///     }
+    /// }
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let server = frpc::Server::builder()
+    ///         .add_service(AuthServer::new(Svc))
+    ///         .bind("127.0.0.1:0")
+    ///         .await?;
+    ///     let addr = server.local_addr();
+    ///     tokio::spawn(server.serve());
+    ///
+    ///     let client = frpc::Client::connect(addr).await?;
+    ///     let err = AuthClient::new(client.clone()).whoami(Text::default()).await.unwrap_err();
+    ///     assert_eq!(err.code(), frpc::Code::Unauthenticated);
+    ///
+    ///     let mut md = frpc::Metadata::new();
+    ///     md.insert("authorization", "Bearer 42")?;
+    ///     let response = frpc::MetadataSlot::new();
+    ///     let auth = AuthClient::new(client.with_metadata(md).with_response_metadata(&response));
+    ///     assert_eq!(auth.whoami(Text::default()).await?.value, "Bearer 42");
+    ///     assert_eq!(response.take().unwrap().get("request-id"), Some("r-1"));
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn with_metadata(&self, metadata: Metadata) -> Client {
+        let metadata = match &self.metadata {
+            None => metadata,
+            Some(current) => {
+                let mut merged = Metadata::clone(current);
+                merged.merge(&metadata);
+                merged
+            }
+        };
+        Client {
+            metadata: Some(Arc::new(metadata)),
+            ..self.clone()
+        }
+    }
+
+    /// The request metadata this handle's calls carry.
+    pub fn metadata(&self) -> Option<&Metadata> {
+        self.metadata.as_deref()
+    }
+
+    /// A handle to the same connection whose unary calls leave their response metadata in
+    /// `slot` (see [`Client::with_metadata`] for an example).
+    pub fn with_response_metadata(&self, slot: &MetadataSlot) -> Client {
+        Client {
+            response: Some(slot.clone()),
+            ..self.clone()
+        }
+    }
+
+    /// Whether the server accepted frpc's extensions on this connection (`false` while its
+    /// answer is pending, and for Go servers).
+    pub fn extensions_accepted(&self) -> bool {
+        self.handle.calls.negotiation().accepted() != 0
+    }
+
+    /// Waits until it is known whether the server takes frpc's extensions (its answer to the
+    /// offer, or a PONG showing it ignored the offer: at most about one round trip) and
+    /// returns [`Client::extensions_accepted`]. Calls never need this; tests and tools do.
+    pub async fn negotiated(&self) -> bool {
+        let calls = &self.handle.calls;
+        if !calls.negotiation().is_resolved() {
+            if calls.negotiation().take_probe() {
+                let _ = self.handle.conn.try_send(frpc_wire::Packet::ping());
+            }
+            calls.negotiation().resolved().await;
+        }
+        self.extensions_accepted()
     }
 
     /// A handle to the same connection whose calls time out after `timeout`.
@@ -281,7 +397,19 @@ impl Client {
             keep_alive: Some(self.handle.clone()),
             idle: self.stream_idle_timeout,
         };
-        stream::open(&self.handle.conn, self.handle.calls.streams(), op, client).await
+        let (conn, calls) = (&self.handle.conn, &self.handle.calls);
+        let metadata = self.metadata.as_deref();
+        let bits = match metadata {
+            None => calls.negotiation().accepted(),
+            Some(_) => calls.extensions_for(conn, metadata, self.strict_metadata).await?,
+        };
+        let header = metadata
+            .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
+            .map(|metadata| ext::Header {
+                metadata: Some(metadata.clone()),
+                ..ext::Header::default()
+            });
+        stream::open(conn, calls.streams(), op, client, bits, header).await
     }
 
     /// Runs `work` (opening a stream, say) within this handle's call timeout, if any.
@@ -337,9 +465,18 @@ impl Client {
         take.await
     }
 
-    /// Sends one unary request and waits for the reply's content.
-    pub(crate) async fn unary(&self, op: u16, content: Bytes) -> Result<Bytes, Error> {
+    /// Sends one unary request and waits for the reply.
+    pub(crate) async fn unary(&self, op: u16, content: Bytes) -> Result<UnaryReply, Error> {
         let handle = &self.handle;
-        handle.calls.unary(&handle.conn, op, content, self.timeout).await
+        let options = CallOptions {
+            timeout: self.timeout,
+            metadata: self.metadata.as_deref(),
+            strict: self.strict_metadata,
+        };
+        let mut reply = handle.calls.unary(&handle.conn, op, content, options).await?;
+        if let Some(slot) = &self.response {
+            slot.set(reply.metadata.take());
+        }
+        Ok(reply)
     }
 }

@@ -19,7 +19,7 @@ use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streamin
 use crate::client::Client;
 use crate::context::Context;
 pub use crate::service::{MethodDesc, Service};
-use crate::status::{Error, Status};
+use crate::status::{Code, Error, Status};
 pub use crate::types::{BoxFuture, MethodKind};
 
 /// The frpc release series generated code was written for. Every file frpc-codegen 0.1
@@ -34,7 +34,9 @@ fn decode_request<Req: Message>(content: &Bytes) -> Result<Req, Status> {
     match decode_envelope::<Req>(&mut Decoder::from_bytes(content)) {
         Ok(Envelope::Message(request)) => Ok(request),
         Ok(Envelope::Error(text)) => Err(Status::new(format!("the request was an error: {text}"))),
-        Err(err) => Err(Status::new(format!("cannot decode the request: {err}"))),
+        Err(err) => Err(Status::invalid_argument(format!(
+            "cannot decode the request: {err}"
+        ))),
     }
 }
 
@@ -123,22 +125,26 @@ where
 }
 
 pub fn unimplemented_unary(op: u16) -> BoxFuture<Result<Bytes, Status>> {
-    Box::pin(std::future::ready(Err(Status::new(format!(
+    Box::pin(std::future::ready(Err(Status::unimplemented(format!(
         "unimplemented operation {op}"
     )))))
 }
 
 pub fn unimplemented_streaming(op: u16) -> BoxFuture<Result<(), Status>> {
-    Box::pin(std::future::ready(Err(Status::new(format!(
+    Box::pin(std::future::ready(Err(Status::unimplemented(format!(
         "unimplemented streaming method {op}"
     )))))
 }
 
-/// Decodes a unary reply: a message, or the remote error.
-fn decode_reply<Resp: Message>(content: &Bytes) -> Result<Resp, Error> {
+/// Decodes a unary reply: a message, or the remote error (with its code, when it came with
+/// one).
+fn decode_reply<Resp: Message>(content: &Bytes, code: Option<Code>) -> Result<Resp, Error> {
     match decode_envelope::<Resp>(&mut Decoder::from_bytes(content))? {
         Envelope::Message(response) => Ok(response),
-        Envelope::Error(text) => Err(Error::Status(Status::new(text))),
+        Envelope::Error(text) => Err(Error::Status(Status::with_code(
+            code.unwrap_or(Code::Unknown),
+            text,
+        ))),
     }
 }
 
@@ -162,7 +168,7 @@ pub async fn call_unary<Req: Message, Resp: Message>(
     request: &Req,
 ) -> Result<Resp, Error> {
     let reply = client.unary(op, request.to_polyglot()).await?;
-    decode_reply(&reply)
+    decode_reply(&reply.body, reply.code)
 }
 
 pub async fn call_server_streaming<Req: Message, Resp: Message>(

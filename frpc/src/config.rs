@@ -111,6 +111,16 @@ pub struct ClientConfig {
     /// write queue), before failing with [`crate::Error::Timeout`], which ends the stream.
     /// Default: `None` (streams wait as long as the connection lives, like Go).
     pub stream_idle_timeout: Option<Duration>,
+    /// Offer frpc's extensions (cancellation, deadlines, status codes, metadata; see
+    /// `docs/extensions.md`) with one packet right after connecting. A Go fRPC server ignores
+    /// the offer and everything stays plain fRPC; an frpc server answers, and from its answer
+    /// on both sides use them. `false`: the client writes exactly what a Go client writes.
+    /// Default: `true`.
+    pub extensions: bool,
+    /// A call carrying metadata to a peer that does not take it (a Go server, or extensions
+    /// off on either side) fails with [`crate::Error::Metadata`] instead of going out without
+    /// its metadata. Default: `false`.
+    pub strict_metadata: bool,
 }
 
 impl Default for ClientConfig {
@@ -120,6 +130,8 @@ impl Default for ClientConfig {
             timeout: None,
             connect_timeout: Duration::from_secs(10),
             stream_idle_timeout: None,
+            extensions: true,
+            strict_metadata: false,
         }
     }
 }
@@ -171,6 +183,10 @@ pub struct ServerConfig {
     /// RPCs running at once on one connection; while at the limit, the connection is not read
     /// (TCP backpressure). Default: 4096.
     pub max_inflight_per_connection: usize,
+    /// Answer an frpc client's extension offer (cancellation, deadlines, status codes,
+    /// metadata; see `docs/extensions.md`). Go clients never offer, so they always get plain
+    /// fRPC. `false`: offers are ignored as a Go server ignores them. Default: `true`.
+    pub extensions: bool,
 }
 
 impl Default for ServerConfig {
@@ -180,6 +196,7 @@ impl Default for ServerConfig {
             concurrency: Concurrency::PerRpc,
             max_connections: 10_000,
             max_inflight_per_connection: 4096,
+            extensions: true,
         }
     }
 }

@@ -6,13 +6,20 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::ext::CallInfo;
 use crate::calls::raw::PacketSender;
+use crate::metadata::Metadata;
 use crate::status::Error;
 use crate::transport::connection::Connection;
 use crate::transport::handback::TakeConnection;
 
-/// The context of a server-side call: the peer and a cancellation signal. Cheap to clone (one
-/// per connection, shared by its calls).
+/// The context of a server-side call: the peer, a cancellation signal and, from an frpc client
+/// that negotiated extensions, the call's own cancellation, deadline and metadata. Cheap to
+/// clone.
+///
+/// On a plain fRPC connection (a Go client, or extensions off) [`Context::cancelled`] fires
+/// only when the connection closes or the server shuts down, [`Context::deadline`] is `None`
+/// and [`Context::metadata`] is empty.
 ///
 /// ```
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
@@ -47,10 +54,29 @@ use crate::transport::handback::TakeConnection;
 ///     Ok(())
 /// }
 /// ```
-#[derive(Clone)]
 pub struct Context {
     inner: Arc<Inner>,
+    /// The call's extension state (connections that negotiated extensions only).
+    call: Option<CallInfo>,
 }
+
+impl Clone for Context {
+    /// A clone outlives the handler's borrow (a task it spawns holds it), so a call whose
+    /// extension state is made on demand gets it now, while the call is live: the clone's
+    /// [`Context::cancelled`] then sees the client's cancel.
+    fn clone(&self) -> Context {
+        Context {
+            inner: self.inner.clone(),
+            call: self.call.as_ref().map(|call| match call {
+                CallInfo::Lazy { .. } => CallInfo::State(call.state()),
+                CallInfo::State(_) => call.clone(),
+            }),
+        }
+    }
+}
+
+/// The metadata of calls that carry none.
+static NO_METADATA: Metadata = Metadata::new_const();
 
 struct Inner {
     conn: Arc<Connection>,
@@ -69,7 +95,42 @@ impl Context {
     pub(crate) fn new(conn: Arc<Connection>, shutdown: CancellationToken) -> Context {
         Context {
             inner: Arc::new(Inner { conn, shutdown }),
+            call: None,
         }
+    }
+
+    /// This connection's context for one call with extension state.
+    pub(crate) fn with_call(&self, call: CallInfo) -> Context {
+        Context {
+            inner: self.inner.clone(),
+            call: Some(call),
+        }
+    }
+
+    /// When the client stops waiting for this call: its timeout, sent by an frpc client with
+    /// extensions. When it passes, the handler is dropped (its [`Context::cancelled`] fires for
+    /// tasks it spawned) and the client gets a [`crate::Code::DeadlineExceeded`] status.
+    /// `None` for calls without a timeout, streams, and plain fRPC clients (Go).
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.call.as_ref()?.deadline().map(|deadline| deadline.into_std())
+    }
+
+    /// The request metadata an frpc client sent with this call (empty when none, and always
+    /// from Go clients).
+    pub fn metadata(&self) -> &Metadata {
+        self.call
+            .as_ref()
+            .and_then(CallInfo::metadata)
+            .unwrap_or(&NO_METADATA)
+    }
+
+    /// Sets the response metadata of this unary call, sent with its reply (success or error)
+    /// to an frpc client with extensions; returns `false` when the client does not take
+    /// metadata (a Go client), where nothing is sent. Setting it again replaces it.
+    pub fn set_response_metadata(&self, metadata: Metadata) -> bool {
+        let Some(call) = &self.call else { return false };
+        *call.state().response.lock().unwrap_or_else(|e| e.into_inner()) = Some(metadata);
+        true
     }
 
     /// A sender for raw packets to this client, to keep and use later (pub/sub).
@@ -95,17 +156,32 @@ impl Context {
         self.inner.conn.peer()
     }
 
-    /// Whether the connection has closed or the server is shutting down.
+    /// Whether the connection has closed, the server is shutting down, or (with extensions)
+    /// the client cancelled this call or its deadline passed.
     pub fn is_cancelled(&self) -> bool {
-        self.inner.conn.is_closed() || self.inner.shutdown.is_cancelled()
+        self.inner.conn.is_closed()
+            || self.inner.shutdown.is_cancelled()
+            || self.call.as_ref().is_some_and(CallInfo::is_cancelled)
     }
 
-    /// Resolves when the connection closes or the server starts shutting down: a long handler
-    /// can `select!` on it to stop work nobody will receive.
+    /// Resolves when the connection closes or the server starts shutting down, and, from an
+    /// frpc client with extensions, when the client cancels this call (drops its future or
+    /// stream, or its timeout fires) or the call's deadline passes: a long handler, or a task
+    /// it spawned, can `select!` on it to stop work nobody will receive. (On cancellation the
+    /// handler's own future is dropped anyway, except under [`crate::Concurrency::Inline`],
+    /// where a running handler holds up the connection's reader, so the cancel is read only
+    /// once it returns; its deadline still ends it.)
     pub async fn cancelled(&self) {
+        let call = async {
+            match &self.call {
+                Some(call) => call.state().cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = self.inner.conn.closed() => {}
             _ = self.inner.shutdown.cancelled() => {}
+            _ = call => {}
         }
     }
 }

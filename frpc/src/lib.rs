@@ -13,6 +13,11 @@
 //! - Streams: [`Streaming`] in, [`StreamSender`] out, [`ClientStreamingCall`] and [`BidiCall`]
 //!   on the client.
 //! - Heartbeats like Go's (PING every 500 ms, a silent peer dropped after 5 s).
+//! - Extensions beyond fRPC between frpc peers, negotiated per connection and invisible to Go
+//!   peers (`docs/extensions.md`): cancellation ([`Context::cancelled`] fires and the handler is
+//!   dropped when the client gives up), deadlines ([`Context::deadline`]), status codes
+//!   ([`Code`], [`Status::code`]) and [`Metadata`] ([`Client::with_metadata`],
+//!   [`Context::metadata`]).
 //!
 //! A service, a server on a free port and a client calling it. With a .proto, `build.rs` runs
 //! `frpc_codegen::compile` and `frpc::include_proto!("package")` brings in the same trait,
@@ -61,6 +66,8 @@ mod config;
 mod hash;
 mod status;
 mod types;
+// Metadata: imports only the leaf `status`.
+mod metadata;
 // Transport: one Frisbee connection (reader, batching writer, heartbeat, socket handback).
 mod transport;
 // Calls: client in-flight table, server dispatch and concurrency, streams, raw packets.
@@ -82,8 +89,9 @@ pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
 pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
+pub use metadata::{Metadata, MetadataSlot};
 pub use server::{Bound, Builder, Server};
-pub use status::{Error, Status};
+pub use status::{Code, Error, Status};
 pub use transport::handback::TakeConnection;
 
 #[cfg(feature = "macros")]

@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::calls::ext::{self, CallInfo};
 use crate::calls::server::{Handlers, Limits, ServerDispatch, Target};
 use crate::calls::stream::ServerStream;
 use crate::config::{Concurrency, ServerConfig};
@@ -134,7 +135,8 @@ impl Builder {
     }
 
     /// Checks the routes and builds the server. Two services claiming one operation number
-    /// (two .proto files both numbering from 10, say) are refused here rather than mis-routed.
+    /// (two .proto files both numbering from 10, say) are refused here rather than mis-routed,
+    /// and so is any claim of operation 0xFFFF (65535), which frpc's extensions use.
     ///
     /// An invalid configuration (see [`ServerConfig`] and [`crate::ConnectionConfig`]) is
     /// refused here with [`Error::Config`] naming the field.
@@ -145,6 +147,12 @@ impl Builder {
             if op::is_reserved(op) {
                 return Err(Error::Config(format!(
                     "{what} uses operation {op}, reserved by Frisbee (0-9)"
+                )));
+            }
+            if op == ext::OP {
+                return Err(Error::Config(format!(
+                    "{what} uses operation {op} (0xFFFF), reserved for frpc's extension \
+                     negotiation (see docs/extensions.md)"
                 )));
             }
             match routes.insert(op, route) {
@@ -609,10 +617,14 @@ struct Router {
 }
 
 impl Router {
-    fn context(&self, conn: &Arc<Connection>) -> Context {
-        self.context
-            .get_or_init(|| Context::new(conn.clone(), self.shutdown.clone()))
-            .clone()
+    fn context(&self, conn: &Arc<Connection>, call: Option<CallInfo>) -> Context {
+        let context = self
+            .context
+            .get_or_init(|| Context::new(conn.clone(), self.shutdown.clone()));
+        match call {
+            None => context.clone(),
+            Some(call) => context.with_call(call),
+        }
     }
 
     /// The service of method `op` (the dispatcher asks only for operations [`Handlers::target`]
@@ -620,7 +632,7 @@ impl Router {
     fn service(&self, op: u16) -> Result<&Arc<dyn Service>, Status> {
         match self.shared.routes.get(&op) {
             Some(Route::Method { service, .. }) => Ok(&self.shared.services[*service]),
-            _ => Err(Status::new(format!("unknown operation {op}"))),
+            _ => Err(Status::unimplemented(format!("unknown operation {op}"))),
         }
     }
 }
@@ -634,9 +646,15 @@ impl Handlers for Router {
         })
     }
 
-    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+    fn unary(
+        &self,
+        conn: &Arc<Connection>,
+        op: u16,
+        request: Bytes,
+        call: Option<CallInfo>,
+    ) -> BoxFuture<Result<Bytes, Status>> {
         match self.service(op) {
-            Ok(service) => service.call_unary(op, self.context(conn), request),
+            Ok(service) => service.call_unary(op, self.context(conn, call), request),
             Err(status) => Box::pin(std::future::ready(Err(status))),
         }
     }
@@ -646,9 +664,10 @@ impl Handlers for Router {
         conn: &Arc<Connection>,
         op: u16,
         stream: ServerStream,
+        call: Option<CallInfo>,
     ) -> BoxFuture<Result<(), Status>> {
         match self.service(op) {
-            Ok(service) => service.call_streaming(op, self.context(conn), stream),
+            Ok(service) => service.call_streaming(op, self.context(conn, call), stream),
             Err(status) => Box::pin(std::future::ready(Err(status))),
         }
     }
@@ -662,7 +681,7 @@ impl Handlers for Router {
 
     fn raw(&self, conn: &Arc<Connection>, packet: Packet) -> BoxFuture<Option<Bytes>> {
         match self.shared.routes.get(&packet.op) {
-            Some(Route::Raw(index)) => (self.shared.raw[*index])(self.context(conn), packet),
+            Some(Route::Raw(index)) => (self.shared.raw[*index])(self.context(conn, None), packet),
             _ => Box::pin(std::future::ready(None)),
         }
     }

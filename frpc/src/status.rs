@@ -1,6 +1,7 @@
-//! Errors: [`Status`] is what a handler returns and what travels on the wire (text only, as in
-//! Go fRPC); [`Error`] is what a caller gets back, telling apart where a failure came from.
-//! A leaf: it imports nothing from the crate.
+//! Errors: [`Status`] is what a handler returns and what travels on the wire (its text, as in
+//! Go fRPC, plus a [`Code`] between frpc peers that negotiated extensions); [`Error`] is what a
+//! caller gets back, telling apart where a failure came from. A leaf: it imports nothing from
+//! the crate.
 
 use std::fmt;
 
@@ -8,8 +9,12 @@ use frpc_wire::{DecodeError, FrameError};
 
 /// An RPC failure as the remote side reported it, or as a handler returns it.
 ///
-/// On the wire a status is only its message (polyglot Error), since Go fRPC has no codes. A
-/// *closing* status (Go's `CloseError`) is sent and then the connection is closed.
+/// On the wire a status is its message (polyglot Error), exactly as Go fRPC sends it. Between
+/// frpc peers that negotiated extensions (see `docs/extensions.md`) its [`Code`] travels too;
+/// from a Go peer, or without extensions, a status arrives as [`Code::Unknown`] with its text.
+/// [`Status::new`] makes an `Unknown` status; [`Status::not_found`] and its siblings (one per
+/// code) make the others. A *closing* status (Go's `CloseError`) is sent and then the
+/// connection is closed.
 ///
 /// ```
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
@@ -53,23 +58,77 @@ use frpc_wire::{DecodeError, FrameError};
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
+    code: Code,
     message: String,
     close: bool,
 }
 
+macro_rules! constructors {
+    ($($(#[$doc:meta])* $name:ident => $code:ident,)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(message: impl Into<String>) -> Status {
+                Status::with_code(Code::$code, message)
+            }
+        )*
+    };
+}
+
 impl Status {
-    /// A status carrying `message`.
+    /// A status carrying `message`, with [`Code::Unknown`] (the code every Go fRPC error has).
     pub fn new(message: impl Into<String>) -> Status {
+        Status::with_code(Code::Unknown, message)
+    }
+
+    /// A status with `code` and `message`.
+    pub fn with_code(code: Code, message: impl Into<String>) -> Status {
         Status {
+            code,
             message: message.into(),
             close: false,
         }
     }
 
+    constructors! {
+        /// A [`Code::Cancelled`] status.
+        cancelled => Cancelled,
+        /// A [`Code::Unknown`] status (the same as [`Status::new`]).
+        unknown => Unknown,
+        /// A [`Code::InvalidArgument`] status.
+        invalid_argument => InvalidArgument,
+        /// A [`Code::DeadlineExceeded`] status.
+        deadline_exceeded => DeadlineExceeded,
+        /// A [`Code::NotFound`] status.
+        not_found => NotFound,
+        /// A [`Code::AlreadyExists`] status.
+        already_exists => AlreadyExists,
+        /// A [`Code::PermissionDenied`] status.
+        permission_denied => PermissionDenied,
+        /// A [`Code::ResourceExhausted`] status.
+        resource_exhausted => ResourceExhausted,
+        /// A [`Code::FailedPrecondition`] status.
+        failed_precondition => FailedPrecondition,
+        /// A [`Code::Aborted`] status.
+        aborted => Aborted,
+        /// A [`Code::OutOfRange`] status.
+        out_of_range => OutOfRange,
+        /// A [`Code::Unimplemented`] status.
+        unimplemented => Unimplemented,
+        /// A [`Code::Internal`] status.
+        internal => Internal,
+        /// A [`Code::Unavailable`] status.
+        unavailable => Unavailable,
+        /// A [`Code::DataLoss`] status.
+        data_loss => DataLoss,
+        /// A [`Code::Unauthenticated`] status.
+        unauthenticated => Unauthenticated,
+    }
+
     /// A status that, returned by a unary handler, is sent to the caller and then closes the
-    /// connection (Go fRPC's `NewCloseError`).
+    /// connection (Go fRPC's `NewCloseError`). Its code is [`Code::Unknown`].
     pub fn closing(message: impl Into<String>) -> Status {
         Status {
+            code: Code::Unknown,
             message: message.into(),
             close: true,
         }
@@ -78,6 +137,11 @@ impl Status {
     /// The error text.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The status code ([`Code::Unknown`] for statuses from Go peers).
+    pub fn code(&self) -> Code {
+        self.code
     }
 
     /// Whether the connection closes after this status is sent.
@@ -92,7 +156,114 @@ impl Status {
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".to_owned());
-        Status::new(format!("handler panicked: {message}"))
+        Status::internal(format!("handler panicked: {message}"))
+    }
+}
+
+/// A status code: gRPC's 17 codes, with gRPC's names and numbers.
+///
+/// ```
+/// use frpc::{Code, Status};
+///
+/// let status = Status::not_found("no such user");
+/// assert_eq!(status.code(), Code::NotFound);
+/// assert_eq!(status.code() as u8, 5);
+/// assert_eq!(Code::from_u8(5), Some(Code::NotFound));
+/// assert_eq!(status.code().to_string(), "NOT_FOUND");
+/// assert_eq!(Status::new("boom").code(), Code::Unknown);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Code {
+    /// Not an error (never carried by a [`Status`] built by frpc).
+    Ok = 0,
+    /// The operation was cancelled, typically by the caller.
+    Cancelled = 1,
+    /// Unknown error; every error from a Go fRPC peer has this code.
+    Unknown = 2,
+    /// The client specified an invalid argument.
+    InvalidArgument = 3,
+    /// The deadline expired before the operation could complete.
+    DeadlineExceeded = 4,
+    /// Some requested entity was not found.
+    NotFound = 5,
+    /// The entity a client attempted to create already exists.
+    AlreadyExists = 6,
+    /// The caller may not execute the operation.
+    PermissionDenied = 7,
+    /// Some resource has been exhausted (a quota, a size limit).
+    ResourceExhausted = 8,
+    /// The system is not in a state required for the operation.
+    FailedPrecondition = 9,
+    /// The operation was aborted (a concurrency conflict, say).
+    Aborted = 10,
+    /// The operation was attempted past the valid range.
+    OutOfRange = 11,
+    /// The operation is not implemented or supported.
+    Unimplemented = 12,
+    /// An internal invariant was broken.
+    Internal = 13,
+    /// The service is currently unavailable (the connection closed, say).
+    Unavailable = 14,
+    /// Unrecoverable data loss or corruption.
+    DataLoss = 15,
+    /// The request has no valid authentication credentials.
+    Unauthenticated = 16,
+}
+
+impl Code {
+    const ALL: [Code; 17] = [
+        Code::Ok,
+        Code::Cancelled,
+        Code::Unknown,
+        Code::InvalidArgument,
+        Code::DeadlineExceeded,
+        Code::NotFound,
+        Code::AlreadyExists,
+        Code::PermissionDenied,
+        Code::ResourceExhausted,
+        Code::FailedPrecondition,
+        Code::Aborted,
+        Code::OutOfRange,
+        Code::Unimplemented,
+        Code::Internal,
+        Code::Unavailable,
+        Code::DataLoss,
+        Code::Unauthenticated,
+    ];
+
+    /// The code with number `value` (0–16), if any.
+    pub fn from_u8(value: u8) -> Option<Code> {
+        Code::ALL.get(usize::from(value)).copied()
+    }
+
+    /// gRPC's name for the code (`NOT_FOUND`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Ok => "OK",
+            Code::Cancelled => "CANCELLED",
+            Code::Unknown => "UNKNOWN",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Code::FailedPrecondition => "FAILED_PRECONDITION",
+            Code::Aborted => "ABORTED",
+            Code::OutOfRange => "OUT_OF_RANGE",
+            Code::Unimplemented => "UNIMPLEMENTED",
+            Code::Internal => "INTERNAL",
+            Code::Unavailable => "UNAVAILABLE",
+            Code::DataLoss => "DATA_LOSS",
+            Code::Unauthenticated => "UNAUTHENTICATED",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -105,11 +276,12 @@ impl fmt::Display for Status {
 impl std::error::Error for Status {}
 
 impl From<Error> for Status {
-    /// Lets a handler use `?` on client calls and inbound streams.
+    /// Lets a handler use `?` on client calls and inbound streams. A remote status is kept as
+    /// it is; any other error becomes a status with [`Error::code`] and the error's text.
     fn from(err: Error) -> Status {
         match err {
             Error::Status(status) => status,
-            other => Status::new(other.to_string()),
+            other => Status::with_code(other.code(), other.to_string()),
         }
     }
 }
@@ -173,6 +345,14 @@ pub enum Error {
     /// The framing layer failed (bad magic, oversize packet).
     #[error(transparent)]
     Frame(FrameError),
+    /// The call or stream was cancelled: the peer cancelled it (a server stream's `send` after
+    /// the client dropped the stream), or it was cancelled locally.
+    #[error("cancelled")]
+    Cancelled,
+    /// Metadata was refused: an invalid key or value, or (with
+    /// `ClientConfig::strict_metadata`) a peer that does not take metadata.
+    #[error("metadata: {0}")]
+    Metadata(String),
 }
 
 impl Error {
@@ -181,6 +361,26 @@ impl Error {
         match self {
             Error::Status(status) => Some(status),
             _ => None,
+        }
+    }
+
+    /// The status code this error maps to: a remote status's own code; `Unavailable` for a
+    /// closed connection, a failed connect or socket error; `DeadlineExceeded` for a timeout;
+    /// `ResourceExhausted` for a message over the limit or an overflowing stream; `Internal`
+    /// for a message that cannot be decoded or a framing failure; `Unimplemented` for an unknown
+    /// operation; `InvalidArgument` for a bad configuration or bad metadata; `Cancelled` for a
+    /// cancelled call.
+    pub fn code(&self) -> Code {
+        match self {
+            Error::Status(status) => status.code(),
+            Error::Timeout(_) => Code::DeadlineExceeded,
+            Error::ConnectionClosed { .. } | Error::Connect { .. } | Error::Io(_) => Code::Unavailable,
+            Error::Bind { .. } => Code::Unavailable,
+            Error::Decode(_) | Error::Frame(_) => Code::Internal,
+            Error::TooLarge { .. } | Error::StreamOverflow(_) => Code::ResourceExhausted,
+            Error::UnknownOperation(_) => Code::Unimplemented,
+            Error::Config(_) | Error::Metadata(_) => Code::InvalidArgument,
+            Error::Cancelled => Code::Cancelled,
         }
     }
 

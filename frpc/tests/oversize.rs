@@ -62,6 +62,8 @@ async fn peer_with_one_big_reply(framing: Framing) -> std::net::SocketAddr {
             let reply = match packet.op {
                 op::PING => Packet::pong(),
                 op::PONG => continue,
+                // An frpc client's extension offer: ignored, as a Go server does.
+                0xFFFF => continue,
                 _ if first => {
                     first = false;
                     Packet::new(packet.id, packet.op, Text::new("b".repeat(4096)).to_polyglot())

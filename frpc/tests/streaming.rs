@@ -206,7 +206,8 @@ impl RawPeer {
             .unwrap();
     }
 
-    /// The next packet that is not a heartbeat.
+    /// The next packet that is not a heartbeat, nor an frpc client's extension offer (op
+    /// 0xFFFF), which this peer ignores as a Go server does.
     async fn next(&mut self) -> frpc::wire::Packet {
         use futures_util::StreamExt;
         loop {
@@ -215,7 +216,7 @@ impl RawPeer {
                 .expect("a packet within 5 s")
                 .expect("the connection stays open")
                 .unwrap();
-            if packet.op > frpc::wire::op::PONG {
+            if packet.op > frpc::wire::op::PONG && packet.op != 0xFFFF {
                 return packet;
             }
         }

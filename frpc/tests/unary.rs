@@ -282,10 +282,12 @@ async fn two_services_on_one_operation_are_refused_at_build() {
     );
 }
 
+/// The next packet that is not a heartbeat (PINGs answered), nor the client's extension offer
+/// (op 0xFFFF), which this peer ignores as a Go server does.
 async fn next_non_ping(framed: &mut Framed<tokio::net::TcpStream, PacketCodec>) -> Packet {
     loop {
         let packet = framed.next().await.expect("a packet").expect("a valid packet");
-        if packet.op > frpc_wire::op::PONG {
+        if packet.op > frpc_wire::op::PONG && packet.op != 0xFFFF {
             return packet;
         }
         if packet.op == frpc_wire::op::PING {

@@ -37,13 +37,25 @@ impl pb::BenchmarkService for Bench {
     }
 }
 
+/// Whether frpc's extensions (docs/extensions.md) are on: yes (the default), unless the
+/// environment sets `FRPC_BENCH_EXTENSIONS=off`, for both the client and the server (the
+/// servers the benchmark starts inherit it), to measure what negotiating them costs.
+fn extensions() -> bool {
+    std::env::var("FRPC_BENCH_EXTENSIONS").map_or(true, |value| value != "off")
+}
+
 /// Serves the benchmark service until an error.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     framing: frpc::Framing,
     concurrency: frpc::Concurrency,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let config = frpc::ServerConfig {
+        extensions: extensions(),
+        ..Default::default()
+    };
     let server = frpc::Server::builder()
+        .config(config)
         .framing(framing)
         .concurrency(concurrency)
         .add_service(pb::BenchmarkServiceServer::new(Bench))
@@ -61,6 +73,7 @@ impl Client {
     pub async fn connect(addr: SocketAddr, framing: frpc::Framing) -> Client {
         let mut config = frpc::ClientConfig::default();
         config.connection.framing = framing;
+        config.extensions = extensions();
         let client = frpc::Client::connect_with(addr, config)
             .await
             .expect("frpc connect");

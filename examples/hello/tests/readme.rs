@@ -36,6 +36,8 @@ fn the_readme_shows_these_files_verbatim() {
         ("src/main.rs", "rust"),
         ("src/bin/rust_first.rs", "rust"),
         ("src/bin/traced.rs", "rust"),
+        ("src/bin/cancel.rs", "rust"),
+        ("src/bin/metadata.rs", "rust"),
     ] {
         let text = read(file);
         assert!(
@@ -95,4 +97,17 @@ fn the_traced_example_prints_both_sides_spans_with_names() {
         has(r#"service="echo.EchoService" method="Echo"}: frpc::calls::server"#),
         "{out}"
     );
+}
+
+#[test]
+fn the_cancellation_example_sees_the_cancel_on_the_server() {
+    assert_eq!(
+        run(env!("CARGO_BIN_EXE_cancel")),
+        "client: DEADLINE_EXCEEDED\nserver: the client cancelled the job\n"
+    );
+}
+
+#[test]
+fn the_metadata_example_sends_and_receives_metadata() {
+    assert_eq!(run(env!("CARGO_BIN_EXE_metadata")), "hi r-3\nUNAUTHENTICATED\n");
 }

@@ -13,11 +13,13 @@ use bytes::Bytes;
 use frpc_wire::{Header, Packet, op};
 use tokio::sync::oneshot;
 
+use super::ext::{self, Negotiation};
 use super::raw::RawRoutes;
 use super::stream::StreamTable;
 use crate::config::ConnectionConfig;
 use crate::hash::IdMap;
-use crate::status::Error;
+use crate::metadata::Metadata;
+use crate::status::{Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
 
 type Reply = Result<Bytes, Error>;
@@ -29,6 +31,29 @@ pub(crate) struct ClientCalls {
     inflight: Mutex<Table>,
     streams: Arc<StreamTable>,
     raw: RawRoutes,
+    ext: Negotiation,
+}
+
+/// What a unary call carries beside its request.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallOptions<'a> {
+    /// The whole call's timeout (sent to the server when it takes deadlines).
+    pub(crate) timeout: Option<Duration>,
+    /// Request metadata.
+    pub(crate) metadata: Option<&'a Metadata>,
+    /// Fail instead of dropping metadata the peer does not take.
+    pub(crate) strict: bool,
+}
+
+/// A unary reply: the fRPC content and what an extension header said.
+#[derive(Debug)]
+pub(crate) struct UnaryReply {
+    /// The polyglot message or error.
+    pub(crate) body: Bytes,
+    /// The status code of an error reply, when the server sent one.
+    pub(crate) code: Option<Code>,
+    /// Response metadata, when the server sent some.
+    pub(crate) metadata: Option<Metadata>,
 }
 
 #[derive(Debug, Default)]
@@ -44,8 +69,10 @@ fn key(op: u16, id: u16) -> u32 {
 }
 
 impl ClientCalls {
-    pub(crate) fn new(config: &ConnectionConfig) -> Arc<ClientCalls> {
+    /// The calls of a client that offers extensions when `offer` is set.
+    pub(crate) fn new(config: &ConnectionConfig, offer: bool) -> Arc<ClientCalls> {
         Arc::new(ClientCalls {
+            ext: Negotiation::new(offer),
             inflight: Mutex::default(),
             streams: Arc::new(StreamTable::new(
                 config.max_streams,
@@ -75,6 +102,48 @@ impl ClientCalls {
         &self.raw
     }
 
+    /// Where extension negotiation stands.
+    pub(crate) fn negotiation(&self) -> &Negotiation {
+        &self.ext
+    }
+
+    /// The extensions to use for a call carrying `metadata`: what is accepted now, except that
+    /// a call with metadata first waits for the answer to the offer (at most a round trip,
+    /// once per connection; it sends a PING whose PONG tells a peer that ignored the offer).
+    /// Strict calls fail when the peer does not take metadata.
+    pub(crate) async fn extensions_for(
+        &self,
+        conn: &Connection,
+        metadata: Option<&Metadata>,
+        strict: bool,
+    ) -> Result<u32, Error> {
+        let bits = self.ext.accepted();
+        let Some(metadata) = metadata.filter(|m| !m.is_empty()) else {
+            return Ok(bits);
+        };
+        let bits = match self.ext.is_resolved() {
+            true => bits,
+            false => {
+                if self.ext.take_probe() {
+                    let _ = conn.try_send(Packet::ping());
+                }
+                self.ext.resolved().await;
+                if conn.is_closed() {
+                    return Err(conn.closed_error());
+                }
+                self.ext.accepted()
+            }
+        };
+        if strict && bits & ext::EXT_METADATA == 0 {
+            return Err(Error::Metadata(format!(
+                "the peer does not take metadata ({} keys not sent): a Go fRPC server, or \
+                 extensions off on one side",
+                metadata.len()
+            )));
+        }
+        Ok(bits)
+    }
+
     /// Number of unary calls waiting for a reply.
     pub(crate) fn inflight(&self) -> usize {
         self.lock().calls.len()
@@ -93,10 +162,10 @@ impl ClientCalls {
         conn: &Connection,
         op: u16,
         content: Bytes,
-        timeout: Option<Duration>,
-    ) -> Reply {
-        let call = self.call(conn, op, content);
-        match timeout {
+        options: CallOptions<'_>,
+    ) -> Result<UnaryReply, Error> {
+        let call = self.call(conn, op, content, options);
+        match options.timeout {
             None => call.await,
             // Dropping the call on timeout removes its entry (`PendingCall`).
             Some(limit) => tokio::time::timeout(limit, call)
@@ -105,14 +174,45 @@ impl ClientCalls {
         }
     }
 
-    async fn call(&self, conn: &Connection, op: u16, content: Bytes) -> Reply {
+    async fn call(
+        &self,
+        conn: &Connection,
+        op: u16,
+        content: Bytes,
+        options: CallOptions<'_>,
+    ) -> Result<UnaryReply, Error> {
+        let mut bits = self.ext.accepted();
+        if options.metadata.is_some() {
+            bits = self
+                .extensions_for(conn, options.metadata, options.strict)
+                .await?;
+        }
+        let content = match bits {
+            0 => content,
+            _ => {
+                let header = ext::Header {
+                    timeout: options.timeout.filter(|_| bits & ext::EXT_DEADLINE != 0),
+                    metadata: options
+                        .metadata
+                        .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
+                        .cloned(),
+                    code: None,
+                };
+                match header.is_empty() {
+                    true => content,
+                    false => header.encode(&content),
+                }
+            }
+        };
         conn.check_len(content.len())?;
         let (tx, rx) = oneshot::channel();
         let (id, alone) = self.register(op, tx, conn)?;
         let mut pending = PendingCall {
             calls: self,
+            conn,
             key: key(op, id),
             rx: Some(rx),
+            cancel: bits & ext::EXT_CANCEL != 0,
         };
         let packet = Packet::new(id, op, content);
         if alone {
@@ -129,7 +229,24 @@ impl ClientCalls {
             // The dispatcher removed the entry when it handed the reply over.
             pending.rx = None;
         }
-        reply.unwrap_or_else(|_| Err(conn.closed_error()))
+        let body = reply.unwrap_or_else(|_| Err(conn.closed_error()))?;
+        // Only a client that offered gets extension headers (and no fRPC content starts so).
+        if !(self.ext.offered() && ext::has_prefix(&body)) {
+            return Ok(UnaryReply {
+                body,
+                code: None,
+                metadata: None,
+            });
+        }
+        // A malformed header fails this call only (the connection stays up): an INTERNAL status,
+        // since the server sent something no frpc server sends.
+        let (header, body) = ext::split(&body)
+            .map_err(|err| Error::Status(Status::internal(format!("malformed reply: {err}"))))?;
+        Ok(UnaryReply {
+            body,
+            code: header.code,
+            metadata: header.metadata,
+        })
     }
 
     /// Picks the method's next free id (Go's pre-increment counter: first id 1) and registers
@@ -180,6 +297,7 @@ impl ClientCalls {
 
     /// Fails every pending call at once and refuses new ones.
     fn fail_all(&self, err: &Error) {
+        self.ext.close();
         let calls = {
             let mut table = self.lock();
             table.closed = true;
@@ -191,17 +309,29 @@ impl ClientCalls {
     }
 }
 
-/// Removes a call's entry when the caller stops waiting (timeout, or its future dropped).
+/// Removes a call's entry when the caller stops waiting (timeout, or its future dropped), and
+/// with the cancellation extension tells the server.
 struct PendingCall<'a> {
     calls: &'a ClientCalls,
+    conn: &'a Connection,
     key: u32,
     rx: Option<oneshot::Receiver<Reply>>,
+    cancel: bool,
 }
 
 impl Drop for PendingCall<'_> {
     fn drop(&mut self) {
-        let Some(rx) = self.rx.take() else { return };
+        let Some(mut rx) = self.rx.take() else { return };
+        // A reply that landed but was never read: the call is over, nothing to cancel.
+        let answered = rx.try_recv().is_ok();
         drop(rx);
+        if self.cancel && !answered && !self.conn.is_closed() {
+            // Sent while our entry still holds the id, so no newer call can have taken it.
+            // Best effort: with the write queue full the cancel is not sent (the reply then
+            // lands nowhere). A cancel for a call that already finished is ignored.
+            let (op, id) = ((self.key >> 16) as u16, self.key as u16);
+            let _ = self.conn.try_send(ext::cancel(op, id));
+        }
         let mut table = self.calls.lock();
         // Only our own entry: once our receiver is gone its sender reports closed, while a newer
         // call that reused the id after our reply landed still has a live receiver.
@@ -228,6 +358,14 @@ impl Dispatch for ClientDispatch {
             }
             return;
         }
+        if packet.op == ext::OP {
+            if packet.id == ext::ACCEPT
+                && let Some((_, bits)) = ext::parse_hello(&packet.content)
+            {
+                calls.ext.accept(bits);
+            }
+            return;
+        }
         if let Some(tx) = calls.raw.get(packet.op) {
             let _ = tx.send(packet).await;
             return;
@@ -250,6 +388,10 @@ impl Dispatch for ClientDispatch {
             max,
         };
         self.calls.fail(header.op, header.id, err);
+    }
+
+    fn pong(&self) {
+        self.calls.ext.pong();
     }
 
     fn closed(&self, err: &Error) {

@@ -65,6 +65,11 @@ pub(crate) fn check_op(op: u16) -> Result<(), Error> {
             "operation {op} is reserved by Frisbee (0-9)"
         )));
     }
+    if op == super::ext::OP {
+        return Err(Error::Config(format!(
+            "operation {op} (0xFFFF) is reserved for frpc's extension negotiation"
+        )));
+    }
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use frpc_wire::polyglot::{self, Decoder};
@@ -16,9 +16,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::stream::{ServerStream, StreamTable};
+use super::ext::{self, CallInfo, CallState, Registry};
+use super::stream::{ServerStream, StreamExt, StreamTable};
 use crate::config::{Concurrency, ServerConfig};
-use crate::status::{Error, Status};
+use crate::metadata::Metadata;
+use crate::status::{Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
 use crate::types::BoxFuture;
 
@@ -37,14 +39,22 @@ pub(crate) enum Target {
 pub(crate) trait Handlers: Send + Sync + 'static {
     /// What serves `op`, if anything.
     fn target(&self, op: u16) -> Option<Target>;
-    /// Runs a unary method: the request content in, the encoded response out.
-    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
+    /// Runs a unary method: the request content in, the encoded response out. `call` is the
+    /// call's extension state, on connections that negotiated extensions.
+    fn unary(
+        &self,
+        conn: &Arc<Connection>,
+        op: u16,
+        request: Bytes,
+        call: Option<CallInfo>,
+    ) -> BoxFuture<Result<Bytes, Status>>;
     /// Runs a streaming method on a stream the client opened.
     fn streaming(
         &self,
         conn: &Arc<Connection>,
         op: u16,
         stream: ServerStream,
+        call: Option<CallInfo>,
     ) -> BoxFuture<Result<(), Status>>;
     /// Runs a raw route; `Some(content)` is sent back under the packet's id and operation.
     fn raw(&self, conn: &Arc<Connection>, packet: Packet) -> BoxFuture<Option<Bytes>>;
@@ -75,6 +85,8 @@ pub(crate) struct Limits {
     stream_buffer: usize,
     /// Open streams across every connection.
     pub(crate) open_streams: Arc<AtomicUsize>,
+    /// Whether offers of extensions are answered.
+    extensions: bool,
 }
 
 impl Limits {
@@ -90,6 +102,7 @@ impl Limits {
             max_streams: config.connection.max_streams,
             stream_buffer: config.connection.stream_buffer,
             open_streams: Arc::default(),
+            extensions: config.extensions,
         }
     }
 }
@@ -102,6 +115,17 @@ pub(crate) struct ServerDispatch<H> {
     inflight: Arc<Semaphore>,
     streams: Arc<StreamTable>,
     rpcs: TaskTracker,
+    /// The extensions the client's offer got (`ANSWERED` once answered).
+    accepted: AtomicU32,
+    /// Calls of a connection with extensions that CANCEL may find.
+    registry: Arc<Registry>,
+}
+
+/// Marks [`ServerDispatch::accepted`] once an offer was answered (later ones are ignored).
+const ANSWERED: u32 = 1 << 31;
+
+fn call_key(op: u16, id: u16) -> u32 {
+    (u32::from(op) << 16) | u32::from(id)
 }
 
 impl<H: Handlers> ServerDispatch<H> {
@@ -117,7 +141,142 @@ impl<H: Handlers> ServerDispatch<H> {
             )),
             limits,
             rpcs,
+            accepted: AtomicU32::new(0),
+            registry: Arc::default(),
         }
+    }
+
+    /// The extensions this connection uses (0: plain fRPC).
+    fn extensions(&self) -> u32 {
+        self.accepted.load(Ordering::Relaxed) & !ANSWERED
+    }
+
+    /// A packet on the extension operation: an OFFER (answered once, when extensions are on)
+    /// or a CANCEL. Anything else, or anything malformed, is ignored.
+    async fn extension(&self, conn: &Arc<Connection>, packet: Packet) {
+        match packet.id {
+            ext::OFFER if self.limits.extensions => {
+                let Some((_, offered)) = ext::parse_hello(&packet.content) else {
+                    return tracing::debug!("ignoring a malformed extension offer");
+                };
+                // Only the reader writes it; a second offer keeps the first answer.
+                if self.accepted.load(Ordering::Relaxed) & ANSWERED != 0 {
+                    return tracing::debug!("ignoring a second extension offer");
+                }
+                let bits = offered & ext::SUPPORTED;
+                self.accepted.store(ANSWERED | bits, Ordering::Relaxed);
+                let _ = conn.send(ext::hello(ext::ACCEPT, bits)).await;
+            }
+            ext::CANCEL if self.extensions() & ext::EXT_CANCEL != 0 => {
+                let Some((op_, id)) = ext::parse_cancel(&packet.content) else {
+                    return tracing::debug!("ignoring a malformed cancel");
+                };
+                if op_ == op::STREAM {
+                    return self.streams.cancel(id);
+                }
+                self.registry.cancel(call_key(op_, id));
+            }
+            _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
+        }
+    }
+
+    /// A unary call on a connection with extensions: its header read, and while it runs in a
+    /// task, findable by CANCEL and bounded by its deadline. A call without a header that
+    /// finishes at once costs nothing more than a plain one.
+    async fn unary_ext(&self, conn: &Arc<Connection>, packet: Packet, bits: u32, span: tracing::Span) {
+        let (id, op) = (packet.id, packet.op);
+        let key = call_key(op, id);
+        let (info, content) = match ext::has_prefix(&packet.content) {
+            false => (self.lazy(key), packet.content),
+            true => match ext::split(&packet.content) {
+                Ok((header, content)) if header.is_empty() => (self.lazy(key), content),
+                Ok((header, content)) => (CallInfo::State(Arc::new(CallState::new(header))), content),
+                Err(err) => {
+                    let status = Status::invalid_argument(format!("bad request: {err}"));
+                    return send_reply(conn, id, op, Err(status), Some((None, bits))).await;
+                }
+            },
+        };
+        let call = self.handlers.unary(conn, op, content, Some(info.clone()));
+        let permits = match self.limits.concurrency {
+            Concurrency::Inline => {
+                // The reader runs the handler, so no CANCEL is read meanwhile; a deadline still
+                // ends it.
+                let job = async {
+                    let result = match info.deadline() {
+                        None => catch(call).await,
+                        Some(_) => match guarded(call, &info.state()).await {
+                            Some(result) => result,
+                            None => return,
+                        },
+                    };
+                    self.reply_ext(conn, id, op, result, &info, bits).await;
+                };
+                return conn.busy(job.instrument(span)).await;
+            }
+            Concurrency::PerRpc => None,
+            Concurrency::Limited(_) => match self.global_permit().await {
+                Some(global) => Some(global),
+                None => return,
+            },
+        };
+        let mut call = call;
+        let first = span.in_scope(|| poll_once(&mut call));
+        if let Some(result) = first {
+            return self.reply_ext(conn, id, op, result, &info, bits).await;
+        }
+        let Ok(local) = self.inflight.clone().acquire_owned().await else {
+            return;
+        };
+        let state = info.state();
+        self.registry.insert(key, state.clone());
+        let registry = self.registry.clone();
+        let conn = conn.clone();
+        let job = async move {
+            let result = guarded(call, &state).await;
+            registry.finish(key, Some(&state));
+            if let Some(result) = result {
+                let response = state.take_response();
+                send_reply(&conn, id, op, result, Some((response, bits))).await;
+            }
+        };
+        self.rpcs.spawn(
+            async move {
+                job.await;
+                drop((local, permits));
+            }
+            .instrument(span),
+        );
+    }
+
+    /// The state of a call without a header: made only if someone asks.
+    fn lazy(&self, key: u32) -> CallInfo {
+        CallInfo::Lazy {
+            registry: self.registry.clone(),
+            key,
+        }
+    }
+
+    /// Replies to a call of a connection with extensions that finished on the reader.
+    async fn reply_ext(
+        &self,
+        conn: &Connection,
+        id: u16,
+        op: u16,
+        result: Result<Bytes, Status>,
+        info: &CallInfo,
+        bits: u32,
+    ) {
+        let key = call_key(op, id);
+        let response = match info {
+            CallInfo::State(state) => state.take_response(),
+            // Registered only if the handler asked for its cancellation or set metadata.
+            CallInfo::Lazy { .. } => self
+                .registry
+                .finish(key, None)
+                .and_then(|state| state.take_response()),
+        };
+        send_reply(conn, id, op, result, Some((response, bits))).await;
     }
 
     /// Runs a unary call as the concurrency mode says.
@@ -137,7 +296,11 @@ impl<H: Handlers> ServerDispatch<H> {
             method = tracing::field::Empty
         );
         record_names(&span, &self.handlers, op);
-        let call = self.handlers.unary(conn, op, packet.content);
+        let bits = self.extensions();
+        if bits != 0 {
+            return self.unary_ext(conn, packet, bits, span).await;
+        }
+        let call = self.handlers.unary(conn, op, packet.content, None);
         let permits = match self.limits.concurrency {
             Concurrency::Inline => {
                 let job = reply(conn.clone(), id, op, call).instrument(span);
@@ -152,7 +315,7 @@ impl<H: Handlers> ServerDispatch<H> {
         let mut call = call;
         let first = span.in_scope(|| poll_once(&mut call));
         if let Some(result) = first {
-            return send_reply(conn, id, op, result).await;
+            return send_reply(conn, id, op, result, None).await;
         }
         let Ok(local) = self.inflight.clone().acquire_owned().await else {
             return;
@@ -184,6 +347,17 @@ impl<H: Handlers> ServerDispatch<H> {
 
     /// Opens a stream the client started with `first`, the stream-open message.
     async fn open_stream(&self, conn: &Arc<Connection>, id: u16, first: Bytes) {
+        let bits = self.extensions();
+        let (header, first) = match bits != 0 && ext::has_prefix(&first) {
+            false => (None, first),
+            true => match ext::split(&first) {
+                Ok((header, first)) => (Some(header), first),
+                Err(err) => {
+                    let status = Status::invalid_argument(format!("bad stream open: {err}"));
+                    return ServerStream::refuse(conn, id, status).await;
+                }
+            },
+        };
         let Ok(method) = Decoder::from_bytes(&first).u16() else {
             // A late message, EOF or error of a stream we already finished (a handler that
             // replied before reading to the end): dropped, as Go does. Closing it instead would
@@ -194,11 +368,17 @@ impl<H: Handlers> ServerDispatch<H> {
             let status = Status::new(format!("unknown streaming method {method}"));
             return ServerStream::refuse(conn, id, status).await;
         }
-        let stream = match ServerStream::accept(conn, &self.streams, id) {
+        let state = (bits != 0).then(|| Arc::new(CallState::new(header.unwrap_or_default())));
+        let ext = StreamExt {
+            bits,
+            cancel: state.as_ref().map(|state| state.cancel.clone()),
+        };
+        let stream = match ServerStream::accept(conn, &self.streams, id, ext) {
             Ok(stream) => stream,
             Err(err) => return ServerStream::refuse(conn, id, Status::new(err.to_string())).await,
         };
-        let call = self.handlers.streaming(conn, method, stream);
+        let info = state.clone().map(CallInfo::State);
+        let call = self.handlers.streaming(conn, method, stream, info);
         // Streams always get their own task: they consume packets the reader has yet to read.
         let span = tracing::debug_span!(
             "stream",
@@ -208,9 +388,22 @@ impl<H: Handlers> ServerDispatch<H> {
             method = tracing::field::Empty
         );
         record_names(&span, &self.handlers, method);
+        let conn = conn.clone();
         self.rpcs.spawn(
             async move {
-                if let Err(status) = call.await {
+                let result = match &state {
+                    None => call.await,
+                    // Cancelled by the client: the handler is dropped, nothing more is sent.
+                    Some(state) => match guarded(call, state).await {
+                        Some(result) => result,
+                        None => return tracing::debug!("stream cancelled by the client"),
+                    },
+                };
+                if let Err(status) = result {
+                    if status.code() == Code::DeadlineExceeded && state.is_some() {
+                        // The handler was dropped at its deadline: end the stream for it.
+                        ServerStream::refuse(&conn, id, status.clone()).await;
+                    }
                     tracing::debug!(%status, "streaming call failed");
                 }
             }
@@ -226,6 +419,9 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
                 self.open_stream(conn, packet.id, first).await;
             }
             return;
+        }
+        if packet.op == ext::OP {
+            return self.extension(conn, packet).await;
         }
         match self.handlers.target(packet.op) {
             Some(Target::Unary) => self.unary(conn, packet).await,
@@ -277,22 +473,73 @@ fn poll_once(call: &mut BoxFuture<Result<Bytes, Status>>) -> Option<Result<Bytes
 
 /// Runs a unary call and queues its reply under the request's id and operation.
 async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: BoxFuture<Result<Bytes, Status>>) {
-    let result = AssertUnwindSafe(call)
+    let result = catch(call).await;
+    send_reply(&conn, id, op, result, None).await;
+}
+
+/// Runs a call, turning a panic into an error status.
+async fn catch(call: BoxFuture<Result<Bytes, Status>>) -> Result<Bytes, Status> {
+    AssertUnwindSafe(call)
         .catch_unwind()
         .await
-        .unwrap_or_else(|panic| Err(Status::from_panic(panic)));
-    send_reply(&conn, id, op, result).await;
+        .unwrap_or_else(|panic| Err(Status::from_panic(panic)))
+}
+
+/// Runs a call of a connection with extensions until it finishes (`Some`), the client cancels
+/// it (`None`: the handler is dropped) or its deadline passes (the handler is dropped, its
+/// token fired, and the result is a `DeadlineExceeded` status).
+async fn guarded<T>(call: BoxFuture<Result<T, Status>>, state: &CallState) -> Option<Result<T, Status>> {
+    let deadline = async {
+        match state.deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
+        }
+    };
+    let call = AssertUnwindSafe(call).catch_unwind();
+    tokio::select! {
+        biased;
+        _ = state.cancel.cancelled() => None,
+        result = call => Some(result.unwrap_or_else(|panic| Err(Status::from_panic(panic)))),
+        _ = deadline => {
+            state.cancel.cancel();
+            Some(Err(Status::deadline_exceeded("deadline exceeded")))
+        }
+    }
 }
 
 /// Queues a call's reply: the response, or the error (closing the connection after it when the
-/// status says so).
-async fn send_reply(conn: &Connection, id: u16, op: u16, result: Result<Bytes, Status>) {
-    let (content, close) = match result {
-        Ok(content) => (content, false),
+/// status says so). With extensions (`ext`: the response metadata the handler set and the
+/// connection's extensions), an extension header in front carries the status code and the
+/// response metadata.
+async fn send_reply(
+    conn: &Connection,
+    id: u16,
+    op: u16,
+    result: Result<Bytes, Status>,
+    ext: Option<(Option<Metadata>, u32)>,
+) {
+    let (content, close, code) = match result {
+        Ok(content) => (content, false, Code::Ok),
         Err(status) => (
             polyglot::error_to_bytes(status.message()),
             status.closes_connection(),
+            status.code(),
         ),
+    };
+    let content = match ext {
+        None => content,
+        Some((response, bits)) => {
+            let header = ext::Header {
+                timeout: None,
+                metadata: response.filter(|_| bits & ext::EXT_METADATA != 0),
+                code: Some(code)
+                    .filter(|code| bits & ext::EXT_STATUS != 0 && !matches!(code, Code::Ok | Code::Unknown)),
+            };
+            match header.is_empty() {
+                true => content,
+                false => header.encode(&content),
+            }
+        }
     };
     let content = match conn.check_len(content.len()) {
         Ok(()) => content,

@@ -31,7 +31,7 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
@@ -40,8 +40,10 @@ use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{self, Decoder, EOF_MESSAGE, Envelope, Message, encode};
 use frpc_wire::{Packet, op};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use crate::status::{Error, Status};
+use super::ext;
+use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
 
 /// Why an inbound stream ended without an `EOF`.
@@ -57,6 +59,8 @@ enum EndReason {
 struct Route {
     tx: mpsc::Sender<Bytes>,
     end: Arc<OnceLock<EndReason>>,
+    /// Fired by the peer's CANCEL (server streams on connections with extensions).
+    cancel: Option<CancellationToken>,
 }
 
 #[derive(Debug, Default)]
@@ -120,14 +124,23 @@ impl StreamTable {
             }
         }
         table.next_id = id;
-        Ok((id, self.insert(&mut table, id)))
+        Ok((id, self.insert(&mut table, id, None)))
     }
 
-    /// Registers a stream the peer opened.
-    pub(crate) fn accept(&self, id: u16) -> Result<Inbound, Error> {
+    /// Registers a stream the peer opened; `cancel` fires when the peer cancels it.
+    pub(crate) fn accept(&self, id: u16, cancel: Option<CancellationToken>) -> Result<Inbound, Error> {
         let mut table = self.lock();
         self.check_open(&table)?;
-        Ok(self.insert(&mut table, id))
+        Ok(self.insert(&mut table, id, cancel))
+    }
+
+    /// The peer cancelled stream `id`: fires its token (a stream nobody here knows, or one
+    /// without a token, is left alone).
+    pub(crate) fn cancel(&self, id: u16) {
+        let table = self.lock();
+        if let Some(token) = table.routes.get(&id).and_then(|route| route.cancel.as_ref()) {
+            token.cancel();
+        }
     }
 
     fn check_open(&self, table: &Table) -> Result<(), Error> {
@@ -146,10 +159,15 @@ impl StreamTable {
         Ok(())
     }
 
-    fn insert(&self, table: &mut Table, id: u16) -> Inbound {
+    fn insert(&self, table: &mut Table, id: u16, cancel: Option<CancellationToken>) -> Inbound {
         let (tx, rx) = mpsc::channel(self.buffer);
         let end = Arc::new(OnceLock::new());
-        if table.routes.insert(id, Route { tx, end: end.clone() }).is_none() {
+        let route = Route {
+            tx,
+            end: end.clone(),
+            cancel,
+        };
+        if table.routes.insert(id, route).is_none() {
             self.gauge.fetch_add(1, Ordering::Relaxed);
         }
         Inbound { rx, end }
@@ -261,6 +279,14 @@ pub(crate) struct ClientSide {
     pub(crate) idle: Option<Duration>,
 }
 
+/// The extensions a stream uses: the bits negotiated when it opened and, on the server, the
+/// token the client's CANCEL fires.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamExt {
+    pub(crate) bits: u32,
+    pub(crate) cancel: Option<CancellationToken>,
+}
+
 /// Removes the stream from the table when the last handle to it goes.
 #[derive(Debug)]
 struct StreamGuard {
@@ -271,6 +297,9 @@ struct StreamGuard {
     end: Arc<OnceLock<EndReason>>,
     /// Dropped after the entry is removed (fields drop after `Drop::drop`).
     client: ClientSide,
+    ext: StreamExt,
+    /// Set once the peer ended the stream (EOF or error): nothing left to cancel.
+    finished: AtomicBool,
 }
 
 impl StreamGuard {
@@ -280,6 +309,7 @@ impl StreamGuard {
         id: u16,
         inbound: &Inbound,
         client: ClientSide,
+        ext: StreamExt,
     ) -> StreamGuard {
         StreamGuard {
             conn: conn.clone(),
@@ -287,12 +317,27 @@ impl StreamGuard {
             id,
             end: inbound.end.clone(),
             client,
+            ext,
+            finished: AtomicBool::new(false),
         }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.ext.cancel.as_ref().is_some_and(|token| token.is_cancelled())
     }
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
+        // A client stream dropped before the server ended it: with the cancellation extension,
+        // tell the server (its handler is dropped). Sent while the table still holds the id.
+        if self.ext.bits & ext::EXT_CANCEL != 0
+            && self.client.keep_alive.is_some()
+            && !self.finished.load(Ordering::Relaxed)
+            && !self.conn.is_closed()
+        {
+            let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
+        }
         self.table.remove(self.id, &self.end);
     }
 }
@@ -429,27 +474,47 @@ impl<T: Message> Streaming<T> {
         let content = match self.inbound.rx.poll_recv(cx) {
             Poll::Ready(Some(content)) => content,
             Poll::Ready(None) => {
-                self.done = true;
+                self.finish();
                 return Poll::Ready(Err(self.end_error()));
             }
             Poll::Pending => return self.poll_idle(cx),
         };
         self.waiting = false;
+        // An error with a status code, from an frpc server that accepted our offer (perhaps
+        // after this stream opened). No fRPC message starts with the header byte.
+        let (code, content) = match ext::has_prefix(&content) {
+            false => (None, content),
+            true => match ext::split(&content) {
+                Ok((header, body)) => (header.code, body),
+                Err(err) => {
+                    self.finish();
+                    let status = Status::internal(format!("malformed stream message: {err}"));
+                    return Poll::Ready(Err(Error::Status(status)));
+                }
+            },
+        };
         Poll::Ready(
             match polyglot::decode_envelope::<T>(&mut Decoder::from_bytes(&content)) {
                 Ok(Envelope::Message(message)) => Ok(Some(message)),
                 Ok(Envelope::Error(text)) => {
                     // Anything after the first EOF (Go may send two) is ignored.
-                    self.done = true;
+                    self.finish();
                     if text == "EOF" {
                         Ok(None)
                     } else {
-                        Err(Error::Status(Status::new(text)))
+                        let code = code.unwrap_or(Code::Unknown);
+                        Err(Error::Status(Status::with_code(code, text)))
                     }
                 }
                 Err(err) => Err(Error::Decode(err)),
             },
         )
+    }
+
+    /// The stream is over on the peer's side.
+    fn finish(&mut self) {
+        self.done = true;
+        self.guard.finished.store(true, Ordering::Relaxed);
     }
 
     /// Pending, or the idle timeout once no message came for that long since this wait began.
@@ -622,6 +687,9 @@ impl<T: Message> StreamSender<T> {
     }
 
     async fn send_raw(&self, content: Bytes) -> Result<(), Error> {
+        if self.guard.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
         let send = self
             .guard
             .conn
@@ -640,7 +708,16 @@ impl<T: Message> StreamSender<T> {
     }
 
     async fn send_error(&self, status: &Status) -> Result<(), Error> {
-        self.send_raw(polyglot::error_to_bytes(status.message())).await
+        let content = polyglot::error_to_bytes(status.message());
+        let content = match self.guard.ext.bits & ext::EXT_STATUS != 0 && status.code() != Code::Unknown {
+            false => content,
+            true => ext::Header {
+                code: Some(status.code()),
+                ..ext::Header::default()
+            }
+            .encode(&content),
+        };
+        self.send_raw(content).await
     }
 }
 
@@ -656,9 +733,17 @@ impl ServerStream {
         conn: &Arc<Connection>,
         table: &Arc<StreamTable>,
         id: u16,
+        ext: StreamExt,
     ) -> Result<ServerStream, Error> {
-        let inbound = table.accept(id)?;
-        let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, ClientSide::default()));
+        let inbound = table.accept(id, ext.cancel.clone())?;
+        let guard = Arc::new(StreamGuard::new(
+            conn,
+            table,
+            id,
+            &inbound,
+            ClientSide::default(),
+            ext,
+        ));
         Ok(ServerStream { inbound, guard })
     }
 
@@ -692,17 +777,25 @@ impl ServerStream {
     }
 }
 
-/// Opens a stream from the client side: registers it, then sends the open message.
+/// Opens a stream from the client side: registers it, then sends the open message (behind
+/// `header`, the extension header, when there is one).
 pub(crate) async fn open<Req: Message, Resp: Message>(
     conn: &Arc<Connection>,
     table: &Arc<StreamTable>,
     method: u16,
     client: ClientSide,
+    bits: u32,
+    header: Option<ext::Header>,
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
     let (id, inbound) = table.open_local()?;
-    let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, client));
+    let ext = StreamExt { bits, cancel: None };
+    let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, client, ext));
     let sender = StreamSender::new(guard.clone());
-    sender.send_raw(open_message(method)).await?;
+    let open = match header {
+        Some(header) => header.encode(&open_message(method)),
+        None => open_message(method),
+    };
+    sender.send_raw(open).await?;
     Ok((sender, Streaming::new(inbound, guard)))
 }
 
@@ -740,7 +833,11 @@ impl<Req: Message, Resp: Message> ClientStreamingCall<Req, Resp> {
         self.closed = true;
         self.sender.send_eof().await?;
         match self.inbound.message().await? {
-            Some(response) => Ok(response),
+            Some(response) => {
+                // The server is done (its EOF follows): nothing to cancel.
+                self.inbound.finish();
+                Ok(response)
+            }
             None => Err(Error::closed("the server ended the stream without a response")),
         }
     }

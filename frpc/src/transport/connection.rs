@@ -46,6 +46,8 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     /// A packet whose content is over the limit arrived: its header, while the transport
     /// discards its content (so the connection survives and the request can be answered).
     fn oversize(&self, conn: &Arc<Connection>, header: Header) -> impl Future<Output = ()> + Send;
+    /// A PONG arrived (the answer to one of our PINGs).
+    fn pong(&self) {}
     /// The connection closed with `err`: called once, synchronously, by whoever closed it, so
     /// waiting calls and streams fail at once.
     fn closed(&self, err: &Error);
@@ -428,7 +430,7 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame)
             // on a peer that stops reading would stop reading too.
             let _ = conn.try_send(Packet::pong());
         }
-        op::PONG => {}
+        op::PONG => dispatch.pong(),
         _ => dispatch.packet(conn, packet).await,
     }
 }

@@ -1,0 +1,557 @@
+//! Extensions beyond fRPC between frpc peers (cancellation, deadlines, status codes, metadata):
+//! the bytes (`docs/extensions.md` is their spec), the client's negotiation state and a server
+//! call's state. Calls floor: the client's and the server's dispatchers use it.
+//!
+//! Everything is negotiated per connection: the client sends an OFFER on [`OP`], an frpc
+//! server answers with an ACCEPT on the same operation, and only then does the client add
+//! anything to its calls. A Go peer never sees an extension byte beyond the one OFFER it
+//! ignores.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use frpc_wire::Packet;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::hash::IdMap;
+use crate::metadata::Metadata;
+use crate::status::Code;
+
+/// The operation of every extension packet. fRPC's generator numbers methods from 10 upward,
+/// one number per method of a .proto file, so it reaches 65535 only with 65,526 methods in one
+/// file; the server builder refuses a service or raw route claiming it, and the client refuses
+/// raw receivers on it.
+pub(crate) const OP: u16 = 0xFFFF;
+/// The version this implementation speaks.
+pub(crate) const VERSION: u8 = 1;
+
+/// Packet ids on [`OP`]: what the packet is.
+pub(crate) const OFFER: u16 = 1;
+/// The server's answer to an OFFER.
+pub(crate) const ACCEPT: u16 = 2;
+/// Cancels a call or stream.
+pub(crate) const CANCEL: u16 = 3;
+
+/// Extension bits (the u32 of OFFER and ACCEPT).
+pub(crate) const EXT_CANCEL: u32 = 1 << 0;
+/// A unary call's timeout travels with it.
+pub(crate) const EXT_DEADLINE: u32 = 1 << 1;
+/// Error replies carry a status code.
+pub(crate) const EXT_STATUS: u32 = 1 << 2;
+/// Calls carry request metadata, replies response metadata.
+pub(crate) const EXT_METADATA: u32 = 1 << 3;
+/// Everything this version knows.
+pub(crate) const SUPPORTED: u32 = EXT_CANCEL | EXT_DEADLINE | EXT_STATUS | EXT_METADATA;
+
+/// First byte of a content that starts with an extension header. No fRPC content starts with
+/// it: a message envelope starts with `00`, `06` or `08`, a stream-open message with `09`.
+pub(crate) const PREFIX: u8 = 0xFE;
+
+/// Header field types.
+const FIELD_END: u8 = 0;
+const FIELD_TIMEOUT: u8 = 1;
+const FIELD_METADATA: u8 = 2;
+const FIELD_STATUS: u8 = 3;
+
+/// An OFFER (client) or ACCEPT (server) packet: version, then the extension bits (u32 BE).
+pub(crate) fn hello(id: u16, bits: u32) -> Packet {
+    let mut content = BytesMut::with_capacity(5);
+    content.put_u8(VERSION);
+    content.put_u32(bits);
+    Packet::new(id, OP, content.freeze())
+}
+
+/// Reads an OFFER or ACCEPT: the version and the bits. Later versions may append bytes, which
+/// are ignored. `None` for a content too short (ignored like an unknown packet).
+pub(crate) fn parse_hello(content: &[u8]) -> Option<(u8, u32)> {
+    let (&version, rest) = content.split_first()?;
+    let bits = rest.get(..4)?;
+    match version {
+        0 => None,
+        _ => Some((version, u32::from_be_bytes(bits.try_into().ok()?))),
+    }
+}
+
+/// A CANCEL for the unary call (`op`, `id`), or for stream `id` when `op` is 2 (STREAM).
+pub(crate) fn cancel(op: u16, id: u16) -> Packet {
+    let mut content = BytesMut::with_capacity(4);
+    content.put_u16(op);
+    content.put_u16(id);
+    Packet::new(CANCEL, OP, content.freeze())
+}
+
+/// Reads a CANCEL: the operation and id it targets.
+pub(crate) fn parse_cancel(content: &[u8]) -> Option<(u16, u16)> {
+    let bytes = content.get(..4)?;
+    Some((
+        u16::from_be_bytes([bytes[0], bytes[1]]),
+        u16::from_be_bytes([bytes[2], bytes[3]]),
+    ))
+}
+
+/// What an extension header carries.
+#[derive(Debug, Default)]
+pub(crate) struct Header {
+    /// How long the caller waits for the reply (requests).
+    pub(crate) timeout: Option<Duration>,
+    /// Request or response metadata.
+    pub(crate) metadata: Option<Metadata>,
+    /// The status code of an error reply.
+    pub(crate) code: Option<Code>,
+}
+
+impl Header {
+    /// Whether there is nothing to send.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.timeout.is_none() && self.metadata.is_none() && self.code.is_none()
+    }
+
+    /// `PREFIX`, the fields, `FIELD_END`, then `body`.
+    pub(crate) fn encode(&self, body: &[u8]) -> Bytes {
+        let mut buf = BytesMut::with_capacity(16 + body.len());
+        buf.put_u8(PREFIX);
+        if let Some(timeout) = self.timeout {
+            // Rounded up to whole milliseconds, at most u32::MAX (49 days).
+            let ms = timeout.as_nanos().div_ceil(1_000_000).min(u128::from(u32::MAX)) as u32;
+            field(&mut buf, FIELD_TIMEOUT, &ms.to_be_bytes());
+        }
+        if let Some(code) = self.code {
+            field(&mut buf, FIELD_STATUS, &[code as u8]);
+        }
+        if let Some(metadata) = &self.metadata {
+            let mut value = BytesMut::new();
+            for (key, bytes) in metadata.iter() {
+                value.put_u8(key.len() as u8); // keys are 1-255 bytes (checked on insert)
+                value.put_slice(key.as_bytes());
+                value.put_u32(bytes.len() as u32);
+                value.put_slice(bytes);
+            }
+            field(&mut buf, FIELD_METADATA, &value);
+        }
+        buf.put_u8(FIELD_END);
+        buf.put_slice(body);
+        buf.freeze()
+    }
+}
+
+fn field(buf: &mut BytesMut, kind: u8, value: &[u8]) {
+    buf.put_u8(kind);
+    buf.put_u32(value.len() as u32);
+    buf.put_slice(value);
+}
+
+/// Whether `content` starts with an extension header.
+pub(crate) fn has_prefix(content: &[u8]) -> bool {
+    content.first() == Some(&PREFIX)
+}
+
+/// Splits an extension header off `content` (which [`has_prefix`]): the header and the fRPC
+/// content behind it. Unknown field types are skipped; a truncated or malformed header is an
+/// error (never a panic).
+pub(crate) fn split(content: &Bytes) -> Result<(Header, Bytes), String> {
+    let mut header = Header::default();
+    let mut at = 1;
+    loop {
+        let kind = *content
+            .get(at)
+            .ok_or("extension header: truncated before its end")?;
+        at += 1;
+        if kind == FIELD_END {
+            return Ok((header, content.slice(at..)));
+        }
+        let len = content
+            .get(at..at + 4)
+            .ok_or("extension header: truncated field length")?;
+        let len = u32::from_be_bytes(len.try_into().map_err(|_| "bad length")?) as usize;
+        at += 4;
+        let value = content
+            .get(at..at.checked_add(len).ok_or("extension header: field too long")?)
+            .ok_or("extension header: truncated field")?;
+        match kind {
+            FIELD_TIMEOUT => {
+                let ms: [u8; 4] = value.try_into().map_err(|_| "extension header: bad timeout")?;
+                header.timeout = Some(Duration::from_millis(u64::from(u32::from_be_bytes(ms))));
+            }
+            FIELD_STATUS => {
+                let [code] = value else {
+                    return Err("extension header: bad status field".into());
+                };
+                // An unknown (newer) code reads as Unknown.
+                header.code = Some(Code::from_u8(*code).unwrap_or(Code::Unknown));
+            }
+            FIELD_METADATA => {
+                header.metadata = Some(parse_metadata(&content.slice(at..at + len))?);
+            }
+            _ => {} // a later version's field
+        }
+        at += len;
+    }
+}
+
+fn parse_metadata(value: &Bytes) -> Result<Metadata, String> {
+    let mut metadata = Metadata::new();
+    let mut at = 0;
+    while at < value.len() {
+        let key_len = usize::from(value[at]);
+        at += 1;
+        let key = value.get(at..at + key_len).ok_or("metadata: truncated key")?;
+        let key = std::str::from_utf8(key).map_err(|_| "metadata: key is not ASCII")?;
+        at += key_len;
+        let len = value.get(at..at + 4).ok_or("metadata: truncated value length")?;
+        let len = u32::from_be_bytes(len.try_into().map_err(|_| "bad length")?) as usize;
+        at += 4;
+        let end = at.checked_add(len).filter(|end| *end <= value.len());
+        let end = end.ok_or("metadata: truncated value")?;
+        metadata
+            .insert_raw(key, value.slice(at..end))
+            .map_err(|err| err.to_string())?;
+        at = end;
+    }
+    Ok(metadata)
+}
+
+/// Negotiation as the client sees it. It starts pending; the server's ACCEPT makes it
+/// accepted, and a PONG arriving before any ACCEPT makes it plain (an frpc server answers the
+/// OFFER before it answers any PING sent after it; a Go server never answers it).
+#[derive(Debug)]
+pub(crate) struct Negotiation {
+    /// `RESOLVED` once known, with the accepted bits below it.
+    state: AtomicU32,
+    resolved: Notify,
+    probed: AtomicBool,
+    offered: bool,
+}
+
+const RESOLVED: u32 = 1 << 31;
+
+impl Negotiation {
+    /// Pending when the client offers, plain (resolved, nothing accepted) when it does not.
+    pub(crate) fn new(offer: bool) -> Negotiation {
+        Negotiation {
+            state: AtomicU32::new(if offer { 0 } else { RESOLVED }),
+            resolved: Notify::new(),
+            probed: AtomicBool::new(!offer),
+            offered: offer,
+        }
+    }
+
+    /// Whether this client offered extensions (then any reply may carry a header).
+    pub(crate) fn offered(&self) -> bool {
+        self.offered
+    }
+
+    /// The accepted extensions (none while pending).
+    pub(crate) fn accepted(&self) -> u32 {
+        self.state.load(Ordering::Acquire) & !RESOLVED
+    }
+
+    /// Whether the answer (or its absence) is known.
+    pub(crate) fn is_resolved(&self) -> bool {
+        self.state.load(Ordering::Acquire) & RESOLVED != 0
+    }
+
+    /// The server's ACCEPT arrived. A second one is ignored; one after a PONG (a server that
+    /// answers PINGs ahead of its other packets, as Go's read loop would) still counts, for the
+    /// calls that start from then on.
+    pub(crate) fn accept(&self, bits: u32) {
+        if !self.offered {
+            return;
+        }
+        let state = RESOLVED | (bits & SUPPORTED);
+        let updated = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
+                (current & !RESOLVED == 0).then_some(state)
+            });
+        if updated.is_ok() {
+            self.resolved.notify_waiters();
+        }
+    }
+
+    /// A PONG arrived: if no ACCEPT came before it, the server ignored the offer.
+    pub(crate) fn pong(&self) {
+        if self
+            .state
+            .compare_exchange(0, RESOLVED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            self.resolved.notify_waiters();
+        }
+    }
+
+    /// Whether this call should send a PING to learn the answer (once per connection).
+    pub(crate) fn take_probe(&self) -> bool {
+        !self.probed.swap(true, Ordering::AcqRel)
+    }
+
+    /// Waits until the answer is known.
+    pub(crate) async fn resolved(&self) {
+        loop {
+            let notified = self.resolved.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_resolved() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Unblocks waiters when the connection closes (they then fail on the closed connection).
+    pub(crate) fn close(&self) {
+        self.pong();
+    }
+}
+
+/// A server call's extension state (only on connections that negotiated extensions).
+#[derive(Debug, Default)]
+pub(crate) struct CallState {
+    /// Fires when the client cancels the call or its deadline passes.
+    pub(crate) cancel: CancellationToken,
+    /// When the client stops waiting.
+    pub(crate) deadline: Option<tokio::time::Instant>,
+    /// The request metadata.
+    pub(crate) metadata: Metadata,
+    /// What the handler sets for the reply.
+    pub(crate) response: Mutex<Option<Metadata>>,
+}
+
+impl CallState {
+    /// The state of a call with `header`.
+    pub(crate) fn new(header: Header) -> CallState {
+        CallState {
+            cancel: CancellationToken::new(),
+            deadline: header
+                .timeout
+                .map(|timeout| tokio::time::Instant::now() + timeout),
+            metadata: header.metadata.unwrap_or_default(),
+            response: Mutex::new(None),
+        }
+    }
+
+    /// Takes the response metadata the handler set.
+    pub(crate) fn take_response(&self) -> Option<Metadata> {
+        self.response.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// A server call's extension state, as its context holds it: made up front for a call whose
+/// header carries a deadline or metadata, and only on demand (when the handler asks for its
+/// cancellation, or goes on in a task) for the others, so a call that finishes at once
+/// allocates nothing for extensions.
+#[derive(Debug, Clone)]
+pub(crate) enum CallInfo {
+    /// The state, made up front.
+    State(Arc<CallState>),
+    /// The state, looked up (or made) in the connection's registry under the call's key.
+    Lazy { registry: Arc<Registry>, key: u32 },
+}
+
+impl CallInfo {
+    /// The call's state, made (and registered) now if it is lazy.
+    pub(crate) fn state(&self) -> Arc<CallState> {
+        match self {
+            CallInfo::State(state) => state.clone(),
+            CallInfo::Lazy { registry, key } => registry.state(*key),
+        }
+    }
+
+    /// The deadline, if the header had one.
+    pub(crate) fn deadline(&self) -> Option<tokio::time::Instant> {
+        match self {
+            CallInfo::State(state) => state.deadline,
+            CallInfo::Lazy { .. } => None,
+        }
+    }
+
+    /// The request metadata, if the header had some.
+    pub(crate) fn metadata(&self) -> Option<&Metadata> {
+        match self {
+            CallInfo::State(state) => Some(&state.metadata),
+            CallInfo::Lazy { .. } => None,
+        }
+    }
+
+    /// Whether the call was cancelled (never makes the state).
+    pub(crate) fn is_cancelled(&self) -> bool {
+        match self {
+            CallInfo::State(state) => state.cancel.is_cancelled(),
+            CallInfo::Lazy { registry, key } => registry.is_cancelled(*key),
+        }
+    }
+}
+
+/// The states of one server connection's calls that someone may cancel: calls running in
+/// tasks, and lazy calls whose handler asked for their cancellation. CANCEL looks them up here.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    calls: Mutex<IdMap<u32, Arc<CallState>>>,
+    /// Entries in `calls`: a call that finished at once looks only at this.
+    len: AtomicUsize,
+}
+
+impl Registry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, IdMap<u32, Arc<CallState>>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The state registered under `key`, registering a fresh one if there is none.
+    pub(crate) fn state(&self, key: u32) -> Arc<CallState> {
+        let mut calls = self.lock();
+        let state = calls.entry(key).or_insert_with(|| {
+            self.len.fetch_add(1, Ordering::Relaxed);
+            Arc::new(CallState::new(Header::default()))
+        });
+        state.clone()
+    }
+
+    /// Registers `state` under `key` (a call going on in a task).
+    pub(crate) fn insert(&self, key: u32, state: Arc<CallState>) {
+        if self.lock().insert(key, state).is_none() {
+            self.len.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn is_cancelled(&self, key: u32) -> bool {
+        self.lock()
+            .get(&key)
+            .is_some_and(|state| state.cancel.is_cancelled())
+    }
+
+    /// The client's CANCEL for `key`.
+    pub(crate) fn cancel(&self, key: u32) {
+        if let Some(state) = self.lock().get(&key) {
+            state.cancel.cancel();
+        }
+    }
+
+    /// The call under `key` finished: forgets its state, if it is `state` (a newer call may
+    /// have reused the key once the client let go of the older one) or, with `state` `None`,
+    /// whatever is there. Returns the state removed.
+    pub(crate) fn finish(&self, key: u32, state: Option<&Arc<CallState>>) -> Option<Arc<CallState>> {
+        if self.len.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let mut calls = self.lock();
+        let ours = calls
+            .get(&key)
+            .is_some_and(|entry| state.is_none_or(|state| Arc::ptr_eq(entry, state)));
+        if !ours {
+            return None;
+        }
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        calls.remove(&key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips() {
+        let mut metadata = Metadata::new();
+        metadata.insert("user", "ann").unwrap();
+        metadata.insert_bin("trace-bin", vec![0u8, 255]).unwrap();
+        let header = Header {
+            timeout: Some(Duration::from_micros(1500)),
+            metadata: Some(metadata.clone()),
+            code: Some(Code::NotFound),
+        };
+        let content = header.encode(&[8, 0]);
+        assert!(has_prefix(&content));
+        let (back, body) = split(&content).unwrap();
+        assert_eq!(back.timeout, Some(Duration::from_millis(2)));
+        assert_eq!(back.metadata, Some(metadata));
+        assert_eq!(back.code, Some(Code::NotFound));
+        assert_eq!(&body[..], &[8, 0]);
+    }
+
+    #[test]
+    fn exact_bytes() {
+        let header = Header {
+            timeout: Some(Duration::from_millis(250)),
+            ..Header::default()
+        };
+        assert_eq!(
+            hex(&header.encode(&[0x08, 0x00])),
+            "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
+        );
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 0f");
+        assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Random bytes behind the header byte: an answer, never a panic; a success leaves a body
+    /// inside the input.
+    #[test]
+    fn random_headers_never_panic() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let mut bytes = vec![PREFIX];
+            // Small values make plausible types and lengths.
+            bytes.extend((0..len).map(|_| match next() % 4 {
+                0 => 0,
+                1 => (next() % 4) as u8,
+                _ => next() as u8,
+            }));
+            let content = Bytes::from(bytes);
+            if let Ok((_, body)) = split(&content) {
+                assert!(body.len() < content.len());
+            }
+            let _ = parse_hello(&content);
+            let _ = parse_cancel(&content);
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        let mut metadata = Metadata::new();
+        metadata.insert("k", "v").unwrap();
+        let header = Header {
+            timeout: Some(Duration::from_secs(1)),
+            metadata: Some(metadata),
+            code: Some(Code::Internal),
+        };
+        let full = header.encode(&[]);
+        for len in 1..full.len() {
+            assert!(split(&full.slice(..len)).is_err(), "truncated at {len}");
+        }
+        assert!(split(&full).is_ok());
+        // Hostile lengths, unknown fields, bad keys.
+        for bad in [
+            &[0xfe, 2, 0xff, 0xff, 0xff, 0xff][..],
+            &[0xfe, 1, 0, 0, 0, 3, 1, 2, 3, 0],
+            &[0xfe, 3, 0, 0, 0, 0, 0],
+            &[0xfe, 2, 0, 0, 0, 6, 1, b'K', 0, 0, 0, 0, 0],
+            &[0xfe, 2, 0, 0, 0, 5, 9, b'k', 0, 0, 0, 0],
+        ] {
+            assert!(split(&Bytes::copy_from_slice(bad)).is_err(), "{bad:?}");
+        }
+        let unknown = Bytes::from_static(&[0xfe, 9, 0, 0, 0, 1, 7, 0, 8, 0]);
+        let (header, body) = split(&unknown).unwrap();
+        assert!(header.is_empty());
+        assert_eq!(&body[..], &[8, 0]);
+        assert_eq!(parse_hello(&[1, 0, 0]), None);
+        assert_eq!(parse_hello(&[0, 0, 0, 0, 1]), None);
+        assert_eq!(parse_hello(&[2, 0, 0, 0, 1, 99]), Some((2, 1)));
+        assert_eq!(parse_cancel(&[0, 10, 0]), None);
+    }
+}

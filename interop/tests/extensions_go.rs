@@ -1,0 +1,128 @@
+//! frpc's extensions (docs/extensions.md) against real Go frisbee-go servers, both framings: the
+//! Go server ignores the offer, so everything stays plain fRPC and works; metadata is left out
+//! (or refused when strict); errors arrive as `Code::Unknown` with Go's text; a dropped call
+//! sends no cancel and leaves the connection usable.
+
+use std::time::Duration;
+
+use frpc::{Code, Error, Framing, Metadata};
+use frpc_examples::capture::pb::{EchoServiceClient, Request, SearchResponse, request::Corpus};
+use frpc_interop::{GoServer, client_config};
+
+const CALL: Duration = Duration::from_secs(20);
+
+async fn bounded<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(CALL, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {CALL:?}"))
+}
+
+fn request(message: &str) -> Request {
+    Request {
+        message: message.into(),
+        corpus: Corpus::Web as i32,
+    }
+}
+
+fn metadata() -> Metadata {
+    let mut md = Metadata::new();
+    md.insert("authorization", "Bearer 42").unwrap();
+    md
+}
+
+async fn go_server_ignores_the_offer(framing: Framing) {
+    let server = GoServer::start(framing).await;
+    let config = client_config(framing);
+    assert!(config.extensions, "extensions are on by default");
+    let client = frpc::Client::connect_with(server.addr(), config).await.unwrap();
+    assert!(
+        !bounded("negotiation", client.negotiated()).await,
+        "a Go server never accepts"
+    );
+    let echo = EchoServiceClient::new(client.clone());
+    let reply = bounded("Echo", echo.echo(request("hi"))).await.unwrap();
+    assert_eq!(reply.message, "hi");
+    // Go's errors are text only: Unknown.
+    let err = bounded("Testy", echo.testy(SearchResponse::default()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.status().map(|s| (s.code(), s.message())),
+        Some((Code::Unknown, "boom"))
+    );
+}
+
+async fn metadata_is_left_out_for_a_go_server(framing: Framing) {
+    let server = GoServer::start(framing).await;
+    // No `negotiated()` first: the call with metadata settles it itself.
+    let client = frpc::Client::connect_with(server.addr(), client_config(framing))
+        .await
+        .unwrap();
+    let echo = EchoServiceClient::new(client.with_metadata(metadata()));
+    let reply = bounded("Echo", echo.echo(request("with metadata")))
+        .await
+        .unwrap();
+    assert_eq!(reply.message, "with metadata");
+    let mut strict = client_config(framing);
+    strict.strict_metadata = true;
+    let client = frpc::Client::connect_with(server.addr(), strict).await.unwrap();
+    let err = bounded(
+        "strict Echo",
+        EchoServiceClient::new(client.with_metadata(metadata())).echo(request("x")),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, Error::Metadata(_)), "{err}");
+    let reply = bounded("Echo", EchoServiceClient::new(client).echo(request("plain")))
+        .await
+        .unwrap();
+    assert_eq!(reply.message, "plain");
+}
+
+async fn dropped_calls_and_streams_keep_the_connection(framing: Framing) {
+    let server = GoServer::start(framing).await;
+    let client = frpc::Client::connect_with(server.addr(), client_config(framing))
+        .await
+        .unwrap();
+    assert!(!bounded("negotiation", client.negotiated()).await);
+    let echo = EchoServiceClient::new(client.clone());
+    // A call dropped before its reply, and a stream dropped mid-way.
+    drop(echo.echo(request("dropped")));
+    let call = echo.echo(request("abandoned"));
+    let _ = tokio::time::timeout(Duration::from_micros(1), call).await;
+    let mut search = bounded("Search", echo.search(SearchResponse::default()))
+        .await
+        .unwrap();
+    let _ = bounded("first result", search.message()).await.unwrap();
+    drop(search);
+    let reply = bounded("Echo", echo.echo(request("still fine"))).await.unwrap();
+    assert_eq!(reply.message, "still fine");
+    assert!(!client.is_closed());
+}
+
+macro_rules! both_framings {
+    ($($name:ident),* $(,)?) => {
+        mod legacy_v0_10 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Framing::Legacy).await;
+                }
+            )*
+        }
+        mod frisbee_v0_11 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Framing::Frisbee).await;
+                }
+            )*
+        }
+    };
+}
+
+both_framings! {
+    go_server_ignores_the_offer,
+    metadata_is_left_out_for_a_go_server,
+    dropped_calls_and_streams_keep_the_connection,
+}
