@@ -88,7 +88,7 @@ impl LoadArgs {
             .next()
             .ok_or_else(|| format!("{} resolves to nothing", self.addr))?;
         let client = match self.client {
-            Framework::FrpcInline | Framework::FrpcPerRpc => "frpc",
+            Framework::FrpcInline | Framework::FrpcPerRpc | Framework::FrpcPlain => "frpc",
             other => other.name(),
         };
         Ok(Peer {

@@ -111,7 +111,10 @@ impl Row {
 
     /// Whether this row is one of the frpc servers with its own client.
     fn is_frpc(&self) -> bool {
-        self.framework == "frpc-inline" || self.framework == "frpc-per-rpc"
+        matches!(
+            self.framework.as_str(),
+            "frpc-inline" | "frpc-per-rpc" | "frpc-plain"
+        )
     }
 }
 

@@ -137,4 +137,11 @@ mod tests {
         assert!(resolved(&["--framework", "tonic", "--concurrency", "inline"]).is_err());
         assert!(resolved(&["--framework", "grpc"]).is_err());
     }
+
+    #[test]
+    fn frpc_plain_is_served_when_named_but_not_run_by_default() {
+        assert_eq!(resolved(&["--framework", "frpc-plain"]), Ok(Framework::FrpcPlain));
+        assert!(resolved(&["--framework", "frpc-plain", "--concurrency", "per-rpc"]).is_err());
+        assert!(!Framework::ALL.contains(&Framework::FrpcPlain));
+    }
 }

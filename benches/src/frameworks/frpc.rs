@@ -37,21 +37,16 @@ impl pb::BenchmarkService for Bench {
     }
 }
 
-/// Whether frpc's extensions (docs/extensions.md) are on: yes (the default), unless the
-/// environment sets `FRPC_BENCH_EXTENSIONS=off`, for both the client and the server (the
-/// servers the benchmark starts inherit it), to measure what negotiating them costs.
-fn extensions() -> bool {
-    std::env::var("FRPC_BENCH_EXTENSIONS").map_or(true, |value| value != "off")
-}
-
-/// Serves the benchmark service until an error.
+/// Serves the benchmark service until an error, accepting frpc's extensions (docs/extensions.md)
+/// or not.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     framing: frpc::Framing,
     concurrency: frpc::Concurrency,
+    extensions: bool,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let config = frpc::ServerConfig {
-        extensions: extensions(),
+        extensions,
         ..Default::default()
     };
     let server = frpc::Server::builder()
@@ -69,11 +64,11 @@ pub async fn serve(
 pub struct Client(pb::BenchmarkServiceClient);
 
 impl Client {
-    /// Connects to `addr`.
-    pub async fn connect(addr: SocketAddr, framing: frpc::Framing) -> Client {
+    /// Connects to `addr`, offering frpc's extensions or not.
+    pub async fn connect(addr: SocketAddr, framing: frpc::Framing, extensions: bool) -> Client {
         let mut config = frpc::ClientConfig::default();
         config.connection.framing = framing;
-        config.extensions = extensions();
+        config.extensions = extensions;
         let client = frpc::Client::connect_with(addr, config)
             .await
             .expect("frpc connect");

@@ -39,6 +39,10 @@ pub enum Framework {
     FrpcInline,
     /// frpc with `Concurrency::PerRpc`.
     FrpcPerRpc,
+    /// frpc with `Concurrency::Inline` and its extensions (docs/extensions.md) switched off on
+    /// both sides: plain fRPC, as with a Go peer. Not in the default run; next to frpc-inline it
+    /// shows what negotiating the extensions costs.
+    FrpcPlain,
     /// tonic with its defaults plus TCP_NODELAY.
     Tonic,
     /// The same 10-byte header echoed by plain tokio: the machine's limit.
@@ -54,11 +58,21 @@ impl Framework {
         Framework::Raw,
     ];
 
+    /// Every framework `--frameworks` accepts.
+    pub const KNOWN: [Framework; 5] = [
+        Framework::FrpcInline,
+        Framework::FrpcPerRpc,
+        Framework::FrpcPlain,
+        Framework::Tonic,
+        Framework::Raw,
+    ];
+
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
             Framework::FrpcInline => "frpc-inline",
             Framework::FrpcPerRpc => "frpc-per-rpc",
+            Framework::FrpcPlain => "frpc-plain",
             Framework::Tonic => "tonic",
             Framework::Raw => "raw",
         }
@@ -74,10 +88,12 @@ impl fmt::Display for Framework {
 impl FromStr for Framework {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Framework::ALL
+        Framework::KNOWN
             .into_iter()
             .find(|f| f.name() == s)
-            .ok_or_else(|| format!("unknown framework {s:?} (frpc-inline, frpc-per-rpc, tonic, raw)"))
+            .ok_or_else(|| {
+                format!("unknown framework {s:?} (frpc-inline, frpc-per-rpc, frpc-plain, tonic, raw)")
+            })
     }
 }
 
@@ -88,8 +104,9 @@ pub async fn serve(
     framing: ::frpc::Framing,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     match framework {
-        Framework::FrpcInline => frpc::serve(listener, framing, ::frpc::Concurrency::Inline).await,
-        Framework::FrpcPerRpc => frpc::serve(listener, framing, ::frpc::Concurrency::PerRpc).await,
+        Framework::FrpcInline => frpc::serve(listener, framing, ::frpc::Concurrency::Inline, true).await,
+        Framework::FrpcPerRpc => frpc::serve(listener, framing, ::frpc::Concurrency::PerRpc, true).await,
+        Framework::FrpcPlain => frpc::serve(listener, framing, ::frpc::Concurrency::Inline, false).await,
         Framework::Tonic => tonic::serve(listener).await,
         Framework::Raw => Ok(raw::serve(listener, framing).await?),
     }
@@ -111,8 +128,9 @@ impl Client {
     pub async fn connect(framework: Framework, addr: SocketAddr, framing: ::frpc::Framing) -> Client {
         match framework {
             Framework::FrpcInline | Framework::FrpcPerRpc => {
-                Client::Frpc(frpc::Client::connect(addr, framing).await)
+                Client::Frpc(frpc::Client::connect(addr, framing, true).await)
             }
+            Framework::FrpcPlain => Client::Frpc(frpc::Client::connect(addr, framing, false).await),
             Framework::Tonic => Client::Tonic(tonic::Client::connect(addr).await),
             Framework::Raw => Client::Raw(raw::Client::connect(addr, framing).await),
         }
