@@ -202,17 +202,22 @@ impl<H: Handlers> ServerDispatch<H> {
             Concurrency::Inline => {
                 // The reader runs the handler, so no CANCEL is read meanwhile; a deadline still
                 // ends it.
-                let job = async {
-                    let result = match info.deadline() {
-                        None => catch(call).await,
-                        Some(_) => match guarded(call, &info.state()).await {
+                // The handler and the reply are awaited one after the other rather than in
+                // one future holding both (and a deadline's timer, boxed as few calls have
+                // one): a larger future costs a larger copy on every call.
+                let _busy = conn.mark_busy();
+                let result = match info.deadline() {
+                    None => catch(call).instrument(span.clone()).await,
+                    Some(_) => {
+                        let state = info.state();
+                        match Box::pin(guarded(call, &state)).instrument(span.clone()).await {
                             Some(result) => result,
                             None => return,
-                        },
-                    };
-                    self.reply_ext(conn, id, op, result, &info, bits).await;
+                        }
+                    }
                 };
-                return conn.busy(job.instrument(span)).await;
+                let reply = self.reply_ext(conn, id, op, result, &info, bits);
+                return reply.instrument(span).await;
             }
             Concurrency::PerRpc => None,
             Concurrency::Limited(_) => match self.global_permit().await {
@@ -286,20 +291,8 @@ impl<H: Handlers> ServerDispatch<H> {
     /// task, no hand-off and no wake-up; one that is still pending moves to a task of its own,
     /// so a slow handler never holds up the calls behind it. Waiting for a permit stops the
     /// reader, which is the backpressure a flooding peer gets.
-    async fn unary(&self, conn: &Arc<Connection>, packet: Packet) {
+    async fn unary(&self, conn: &Arc<Connection>, packet: Packet, span: tracing::Span) {
         let (id, op) = (packet.id, packet.op);
-        let span = tracing::debug_span!(
-            "rpc",
-            op,
-            id,
-            service = tracing::field::Empty,
-            method = tracing::field::Empty
-        );
-        record_names(&span, &self.handlers, op);
-        let bits = self.extensions();
-        if bits != 0 {
-            return self.unary_ext(conn, packet, bits, span).await;
-        }
         let call = self.handlers.unary(conn, op, packet.content, None);
         let permits = match self.limits.concurrency {
             Concurrency::Inline => {
@@ -325,6 +318,20 @@ impl<H: Handlers> ServerDispatch<H> {
             job.await;
             drop((local, permits));
         });
+    }
+
+    /// The span of a unary call, named after its service and method.
+    fn rpc_span(&self, packet: &Packet) -> tracing::Span {
+        let (id, op) = (packet.id, packet.op);
+        let span = tracing::debug_span!(
+            "rpc",
+            op,
+            id,
+            service = tracing::field::Empty,
+            method = tracing::field::Empty
+        );
+        record_names(&span, &self.handlers, op);
+        span
     }
 
     /// A permit of `Limited(n)`'s server-wide cap.
@@ -424,7 +431,15 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             return self.extension(conn, packet).await;
         }
         match self.handlers.target(packet.op) {
-            Some(Target::Unary) => self.unary(conn, packet).await,
+            // Two arms, not one that branches: the extension path's future is then never
+            // nested in (and moved with) the plain one's.
+            Some(Target::Unary) => {
+                let span = self.rpc_span(&packet);
+                match self.extensions() {
+                    0 => self.unary(conn, packet, span).await,
+                    bits => self.unary_ext(conn, packet, bits, span).await,
+                }
+            }
             Some(Target::Raw) => self.raw(conn, packet).await,
             Some(Target::Streaming) => tracing::debug!(
                 op = packet.op,

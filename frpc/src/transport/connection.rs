@@ -306,15 +306,29 @@ impl Connection {
 
     /// Runs `f` marked as busy, so a long inline handler is not mistaken for an idle peer.
     pub(crate) async fn busy<T>(&self, f: impl Future<Output = T>) -> T {
+        let _busy = self.mark_busy();
+        f.await
+    }
+
+    /// Marks the connection busy until the guard is dropped (see [`Connection::busy`]), for
+    /// callers that await several futures in turn and would rather not nest them in one.
+    pub(crate) fn mark_busy(&self) -> Busy<'_> {
         self.busy.store(true, Ordering::Relaxed);
-        let out = f.await;
-        self.busy.store(false, Ordering::Relaxed);
-        self.activity.store(true, Ordering::Relaxed);
-        out
+        Busy(self)
     }
 
     fn reading_stopped(&self) -> bool {
         self.is_closed() || self.stopping.load(Ordering::Acquire)
+    }
+}
+
+/// The connection is busy while this lives; dropping it counts as activity.
+pub(crate) struct Busy<'a>(&'a Connection);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.store(false, Ordering::Relaxed);
+        self.0.activity.store(true, Ordering::Relaxed);
     }
 }
 
