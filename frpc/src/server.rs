@@ -401,21 +401,12 @@ impl Server {
         let shutdown = CancellationToken::new();
         let force = CancellationToken::new();
         let connections = TaskTracker::new();
-        tokio::pin!(signal);
-        let result = loop {
-            let accepted = tokio::select! {
-                _ = &mut signal => break Ok(()),
-                accepted = listener.accept() => accepted,
-            };
-            match accepted {
-                Ok((stream, _)) => self.accept(stream, &connections, &shutdown, &force),
-                Err(err) if is_transient(&err) => {
-                    tracing::warn!(error = %err, "accept failed; backing off");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(err) => break Err(Error::Io(err)),
-            }
-        };
+        let result = accept_until(
+            || listener.accept(),
+            signal,
+            |(stream, _)| self.accept(stream, &connections, &shutdown, &force),
+        )
+        .await;
         drop(listener);
         drain(&connections, &shutdown, &force).await;
         result
@@ -459,40 +450,28 @@ impl Server {
         let shutdown = CancellationToken::new();
         let force = CancellationToken::new();
         let connections = TaskTracker::new();
-        tokio::pin!(signal);
-        let result = loop {
-            let accepted = tokio::select! {
-                _ = &mut signal => break Ok(()),
-                accepted = listener.accept() => accepted,
-            };
-            match accepted {
-                Ok((stream, _)) => {
-                    let shared = &self.shared;
-                    if shared.connections.load(Ordering::Relaxed) >= shared.config.max_connections {
-                        tracing::warn!(
-                            limit = shared.config.max_connections,
-                            "refusing a connection over the limit"
-                        );
-                        continue;
-                    }
-                    let counted = Counted::new(shared);
-                    let (shared, shutdown, force) = (shared.clone(), shutdown.clone(), force.clone());
-                    connections.spawn(async move {
-                        let _counted = counted;
-                        let io = stream.into_split();
-                        run_connection(shared, io, None, NO_PEER_ADDR, shutdown, force).await;
-                    });
-                }
-                Err(err) if is_transient(&err) => {
-                    tracing::warn!(error = %err, "accept failed; backing off");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(err) => break Err(Error::Io(err)),
-            }
-        };
+        let result = accept_until(
+            || listener.accept(),
+            signal,
+            |(stream, _)| self.accept_unix(stream, &connections, &shutdown, &force),
+        )
+        .await;
         drop(listener);
         drain(&connections, &shutdown, &force).await;
         result
+    }
+
+    /// A [`Counted`] for one more connection, or `None` (logged) at `max_connections`.
+    fn admit(&self) -> Option<Counted> {
+        let shared = &self.shared;
+        if shared.connections.load(Ordering::Relaxed) >= shared.config.max_connections {
+            tracing::warn!(
+                limit = shared.config.max_connections,
+                "refusing a connection over the limit"
+            );
+            return None;
+        }
+        Some(Counted::new(shared))
     }
 
     fn accept(
@@ -502,20 +481,27 @@ impl Server {
         shutdown: &CancellationToken,
         force: &CancellationToken,
     ) {
-        let shared = &self.shared;
-        if shared.connections.load(Ordering::Relaxed) >= shared.config.max_connections {
-            tracing::warn!(
-                limit = shared.config.max_connections,
-                "refusing a connection over the limit"
-            );
-            return;
-        }
-        shared.connections.fetch_add(1, Ordering::Relaxed);
-        let task = serve_connection(shared.clone(), stream, shutdown.clone(), force.clone());
-        let shared = shared.clone();
+        let Some(counted) = self.admit() else { return };
+        let task = serve_connection(self.shared.clone(), stream, shutdown.clone(), force.clone());
         connections.spawn(async move {
+            let _counted = counted;
             task.await;
-            shared.connections.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+
+    #[cfg(unix)]
+    fn accept_unix(
+        &self,
+        stream: tokio::net::UnixStream,
+        connections: &TaskTracker,
+        shutdown: &CancellationToken,
+        force: &CancellationToken,
+    ) {
+        let Some(counted) = self.admit() else { return };
+        let (shared, shutdown, force) = (self.shared.clone(), shutdown.clone(), force.clone());
+        connections.spawn(async move {
+            let _counted = counted;
+            run_connection(shared, stream.into_split(), None, NO_PEER_ADDR, shutdown, force).await;
         });
     }
 }
@@ -533,6 +519,34 @@ impl Counted {
 impl Drop for Counted {
     fn drop(&mut self) {
         self.0.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Accepts with `accept` until `signal` resolves or accepting fails for good, handing each
+/// accepted stream to `serve`; transient failures (out of file descriptors, a connection reset
+/// before it was accepted) back off 20 ms and go on.
+async fn accept_until<S, F>(
+    accept: impl Fn() -> F,
+    signal: impl Future<Output = ()>,
+    mut serve: impl FnMut(S),
+) -> Result<(), Error>
+where
+    F: Future<Output = std::io::Result<S>>,
+{
+    tokio::pin!(signal);
+    loop {
+        let accepted = tokio::select! {
+            _ = &mut signal => return Ok(()),
+            accepted = accept() => accepted,
+        };
+        match accepted {
+            Ok(stream) => serve(stream),
+            Err(err) if is_transient(&err) => {
+                tracing::warn!(error = %err, "accept failed; backing off");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => return Err(Error::Io(err)),
+        }
     }
 }
 

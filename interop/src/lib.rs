@@ -424,3 +424,27 @@ pub fn other(framing: Framing) -> Framing {
         Framing::Frisbee => Framing::Legacy,
     }
 }
+
+/// Turns `async fn name(framing: Framing)` tests of the calling module into two tokio tests
+/// each, `legacy_v0_10::name` and `frisbee_v0_11::name`.
+#[macro_export]
+macro_rules! both_framings {
+    ($($name:ident),* $(,)?) => {
+        mod legacy_v0_10 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(::frpc::Framing::Legacy).await;
+                }
+            )*
+        }
+        mod frisbee_v0_11 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(::frpc::Framing::Frisbee).await;
+                }
+            )*
+        }
+    };
+}

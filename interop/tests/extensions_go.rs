@@ -100,28 +100,7 @@ async fn dropped_calls_and_streams_keep_the_connection(framing: Framing) {
     assert!(!client.is_closed());
 }
 
-macro_rules! both_framings {
-    ($($name:ident),* $(,)?) => {
-        mod legacy_v0_10 {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Framing::Legacy).await;
-                }
-            )*
-        }
-        mod frisbee_v0_11 {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Framing::Frisbee).await;
-                }
-            )*
-        }
-    };
-}
-
-both_framings! {
+frpc_interop::both_framings! {
     go_server_ignores_the_offer,
     metadata_is_left_out_for_a_go_server,
     dropped_calls_and_streams_keep_the_connection,

@@ -269,28 +269,7 @@ async fn other_framing_is_refused(framing: Framing) {
     );
 }
 
-macro_rules! both_framings {
-    ($($name:ident),* $(,)?) => {
-        mod legacy_v0_10 {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Framing::Legacy).await;
-                }
-            )*
-        }
-        mod frisbee_v0_11 {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Framing::Frisbee).await;
-                }
-            )*
-        }
-    };
-}
-
-both_framings! {
+frpc_interop::both_framings! {
     echo,
     testy_error_is_status_boom,
     search,

@@ -202,10 +202,7 @@ impl Connection {
     /// Sends a packet: written at once when the writer is idle and nothing is queued ahead,
     /// queued otherwise (waiting while the writer's queue is full).
     pub(crate) async fn send(&self, packet: Packet) -> Result<(), Error> {
-        self.check_len(packet.content.len())?;
-        if self.is_closed() {
-            return Err(self.closed_error());
-        }
+        self.admit(&packet)?;
         let packet = match self.more_input.load(Ordering::Relaxed) {
             true => packet,
             false => match self.outbound.try_direct(packet) {
@@ -213,16 +210,27 @@ impl Connection {
                 Err(packet) => packet,
             },
         };
-        self.queue(packet).await
+        self.enqueue(packet).await
     }
 
     /// Sends a packet through the writer task's queue (waiting while it is full), so it can
     /// leave in one write with others: for senders that know more packets follow.
     pub(crate) async fn queue(&self, packet: Packet) -> Result<(), Error> {
+        self.admit(&packet)?;
+        self.enqueue(packet).await
+    }
+
+    /// Whether `packet` may go out: within the size limit, on an open connection.
+    fn admit(&self, packet: &Packet) -> Result<(), Error> {
         self.check_len(packet.content.len())?;
-        if self.is_closed() {
-            return Err(self.closed_error());
+        match self.is_closed() {
+            true => Err(self.closed_error()),
+            false => Ok(()),
         }
+    }
+
+    /// Puts an admitted packet in the writer's queue.
+    async fn enqueue(&self, packet: Packet) -> Result<(), Error> {
         self.outbound.queued();
         if self.out.send(packet).await.is_err() {
             self.outbound.unqueued();
