@@ -42,6 +42,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .out_dir(out.join("default"))
         .compile(SPLIT, &["proto"])?;
 
+    // One schema in two versions (tests/evolution.rs): a v1 client against a v2 server.
+    for version in ["v1", "v2"] {
+        frpc_codegen::configure()
+            .out_dir(out.join(format!("evolve_{version}")))
+            .compile(&[format!("proto/evolve/{version}/evolve.proto")], &["proto"])?;
+    }
+
     // Every `bytes` as `bytes::Bytes`, and attributes on types and fields.
     let configured = || {
         frpc_codegen::configure()

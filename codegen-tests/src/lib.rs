@@ -63,6 +63,16 @@ pub mod default {
     }
 }
 
+/// `proto/evolve/v1`: the first version of a schema that evolves (`tests/evolution.rs`).
+pub mod evolve_v1 {
+    include!(concat!(env!("OUT_DIR"), "/evolve_v1/evolve.rs"));
+}
+
+/// `proto/evolve/v2`: fields reordered, a field and an enum value added.
+pub mod evolve_v2 {
+    include!(concat!(env!("OUT_DIR"), "/evolve_v2/evolve.rs"));
+}
+
 /// `extern_path`s, message/enum/server/client attributes, a descriptor set and an include file
 /// (see `build.rs`), generated from a `FileDescriptorSet` with `compile_fds`.
 pub mod adopters {

@@ -66,7 +66,7 @@ fn message(input: &DeriveInput, proto_name: String, data: &DataStruct) -> syn::R
         fields,
         oneofs: Vec::new(),
     };
-    errors.finish(message_impl(&msg))
+    errors.finish(message_impl(&msg, false))
 }
 
 /// A unit-only enum → `impl EnumIndex` (declaration indices) and the `i32` conversions prost

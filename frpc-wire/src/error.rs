@@ -106,4 +106,8 @@ pub enum DecodeError {
     /// Any other schema-level violation.
     #[error("{0}")]
     Invalid(&'static str),
+    /// A protobuf-encoded message (frpc's negotiated protobuf encoding) could not be decoded,
+    /// or its type has no protobuf encoding.
+    #[error("protobuf: {0}")]
+    Protobuf(String),
 }

@@ -219,7 +219,11 @@ impl Client {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let calls = ClientCalls::new(&config.connection, config.extensions);
+        let offer = match config.extensions {
+            true => ext::supported(config.protobuf),
+            false => 0,
+        };
+        let calls = ClientCalls::new(&config.connection, offer);
         let (conn, _tasks) = Connection::spawn(
             (read, write),
             join,
@@ -228,9 +232,9 @@ impl Client {
             calls.dispatch(),
             Options::default(),
         );
-        if config.extensions {
+        if offer != 0 {
             // The first packet: nothing is queued yet, so it goes before any call or PING.
-            let _ = conn.try_send(ext::hello(ext::OFFER, ext::SUPPORTED));
+            let _ = conn.try_send(ext::hello(ext::OFFER, offer));
         }
         Client {
             handle: Arc::new(Handle { conn, calls }),
@@ -328,6 +332,12 @@ impl Client {
     /// answer is pending, and for Go servers).
     pub fn extensions_accepted(&self) -> bool {
         self.handle.calls.negotiation().accepted() != 0
+    }
+
+    /// Whether messages of calls and streams started now travel in protobuf (the server
+    /// accepted the protobuf extension; see `docs/extensions.md`).
+    pub fn protobuf_accepted(&self) -> bool {
+        self.handle.calls.negotiation().accepted() & ext::EXT_PROTOBUF != 0
     }
 
     /// Waits until it is known whether the server takes frpc's extensions (its answer to the

@@ -14,6 +14,7 @@ pub use {prost, prost_types};
 
 use futures_util::FutureExt;
 
+use crate::calls::codec;
 pub use crate::calls::stream::ServerStream;
 use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 use crate::client::Client;
@@ -30,8 +31,14 @@ pub use crate::types::{BoxFuture, MethodKind};
 /// release (`REQUIRES_FRPC_0_2`, …); frpc-codegen derives the same name from its own version.
 pub const REQUIRES_FRPC_0_1: () = ();
 
+/// Decodes a generated message's protobuf encoding (its `Message::decode_protobuf`): prost
+/// reads `bytes::Bytes` fields as zero-copy slices of `buf`.
+pub fn decode_protobuf<M: prost::Message + Default>(buf: Bytes) -> Result<M, DecodeError> {
+    M::decode(buf).map_err(|err| DecodeError::Protobuf(err.to_string()))
+}
+
 fn decode_request<Req: Message>(content: &Bytes) -> Result<Req, Status> {
-    match decode_envelope::<Req>(&mut Decoder::from_bytes(content)) {
+    match codec::decode::<Req>(content) {
         Ok(Envelope::Message(request)) => Ok(request),
         Ok(Envelope::Error(text)) => Err(Status::new(format!("the request was an error: {text}"))),
         Err(err) => Err(Status::invalid_argument(format!(
@@ -55,9 +62,12 @@ where
     Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
 {
     Box::pin(async move {
+        // The reply goes in the encoding the request came in (protobuf only from a client
+        // that negotiated it).
+        let protobuf = codec::is_protobuf(&request);
         let request = decode_request::<Req>(&request)?;
         let response = f(ctx, request).await?;
-        Ok(response.to_polyglot())
+        Ok(codec::encode(&response, protobuf))
     })
 }
 
@@ -139,7 +149,7 @@ pub fn unimplemented_streaming(op: u16) -> BoxFuture<Result<(), Status>> {
 /// Decodes a unary reply: a message, or the remote error (with its code, when it came with
 /// one).
 fn decode_reply<Resp: Message>(content: &Bytes, code: Option<Code>) -> Result<Resp, Error> {
-    match decode_envelope::<Resp>(&mut Decoder::from_bytes(content))? {
+    match codec::decode::<Resp>(content)? {
         Envelope::Message(response) => Ok(response),
         Envelope::Error(text) => Err(Error::Status(Status::with_code(
             code.unwrap_or(Code::Unknown),
@@ -167,7 +177,9 @@ pub async fn call_unary<Req: Message, Resp: Message>(
     op: u16,
     request: &Req,
 ) -> Result<Resp, Error> {
-    let reply = client.unary(op, request.to_polyglot()).await?;
+    let reply = client
+        .unary(op, codec::encode(request, client.protobuf_accepted()))
+        .await?;
     decode_reply(&reply.body, reply.code)
 }
 

@@ -117,6 +117,12 @@ pub struct ClientConfig {
     /// on both sides use them. `false`: the client writes exactly what a Go client writes.
     /// Default: `true`.
     pub extensions: bool,
+    /// Offer the protobuf extension with the others (ignored when `extensions` is off): with a
+    /// server that accepts it, messages of calls and streams started from then on travel in
+    /// their standard protobuf encoding (frpc-codegen's messages; Rust-first ones stay
+    /// polyglot), so schemas evolve by field number (README, "Schema evolution"). `false`:
+    /// polyglot, as with Go. Default: `true`.
+    pub protobuf: bool,
     /// A call carrying metadata to a peer that does not take it (a Go server, or extensions
     /// off on either side) fails with [`crate::Error::Metadata`] instead of going out without
     /// its metadata. Default: `false`.
@@ -131,6 +137,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(10),
             stream_idle_timeout: None,
             extensions: true,
+            protobuf: true,
             strict_metadata: false,
         }
     }
@@ -187,6 +194,11 @@ pub struct ServerConfig {
     /// metadata; see `docs/extensions.md`). Go clients never offer, so they always get plain
     /// fRPC. `false`: offers are ignored as a Go server ignores them. Default: `true`.
     pub extensions: bool,
+    /// Accept the protobuf extension when a client offers it (with `extensions` on): then
+    /// that client's protobuf-encoded requests are answered in protobuf, and its streams'
+    /// messages go out in protobuf. `false`: the connection stays polyglot, as with Go
+    /// clients (who never offer). Default: `true`.
+    pub protobuf: bool,
 }
 
 impl Default for ServerConfig {
@@ -197,6 +209,7 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             max_inflight_per_connection: 4096,
             extensions: true,
+            protobuf: true,
         }
     }
 }

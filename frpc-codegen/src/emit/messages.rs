@@ -7,13 +7,20 @@ use quote::{format_ident, quote};
 use super::{ident, path};
 use crate::model::{Codec, Enum, Field, Message, Shape};
 
-/// The `Message` impl of one message: fields in three groups, each in declaration order.
-pub fn message_impl(msg: &Message) -> TokenStream {
+/// The `Message` impl of one message: fields in three groups, each in declaration order. With
+/// `protobuf` (a prost message, as frpc-codegen generates), also its protobuf encoding through
+/// prost; without (frpc-macros' Rust-first messages), the type stays polyglot only.
+pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
     let ty = path(&msg.rust_path);
     let ordered: Vec<&Field> = msg.wire_order().collect();
+    let protobuf = match protobuf {
+        true => protobuf_methods(),
+        false => TokenStream::new(),
+    };
     if ordered.is_empty() {
         return quote! {
             impl ::frpc::codegen::Message for #ty {
+                #protobuf
                 fn fields_len(&self) -> usize { 0 }
                 fn encode_fields(&self, _buf: &mut impl ::frpc::codegen::BufMut) {}
                 fn decode_fields(
@@ -44,6 +51,7 @@ pub fn message_impl(msg: &Message) -> TokenStream {
     });
     quote! {
         impl ::frpc::codegen::Message for #ty {
+            #protobuf
             fn fields_len(&self) -> usize {
                 #( #lens )+*
             }
@@ -58,6 +66,25 @@ pub fn message_impl(msg: &Message) -> TokenStream {
                 #( #resolves )*
                 ::core::result::Result::Ok(())
             }
+        }
+    }
+}
+
+/// The protobuf side of every message's `Message` impl: the type is a prost message, and prost
+/// does the work (frpc sends it on connections that negotiated protobuf).
+fn protobuf_methods() -> TokenStream {
+    quote! {
+        const PROTOBUF: bool = true;
+        fn protobuf_len(&self) -> usize {
+            ::frpc::codegen::prost::Message::encoded_len(self)
+        }
+        fn encode_protobuf(&self, buf: &mut impl ::frpc::codegen::BufMut) {
+            ::frpc::codegen::prost::Message::encode_raw(self, buf)
+        }
+        fn decode_protobuf(
+            buf: ::frpc::codegen::Bytes,
+        ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {
+            ::frpc::codegen::decode_protobuf(buf)
         }
     }
 }

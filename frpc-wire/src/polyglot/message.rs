@@ -12,7 +12,15 @@ use crate::error::DecodeError;
 /// A message with a polyglot encoding. Generated code implements the three `*_fields` methods;
 /// everything else is provided.
 ///
-/// Method names carry `polyglot` so they never clash with `prost::Message` on the same type.
+/// Method names carry `polyglot` (or `protobuf`) so they never clash with `prost::Message` on
+/// the same type.
+///
+/// **Protobuf.** Between frpc peers that negotiated it (extension bit 16, `docs/extensions.md`),
+/// messages travel in their standard protobuf encoding, so schemas can evolve by field number.
+/// A type opts in by setting [`Message::PROTOBUF`] and overriding the three `*_protobuf`
+/// methods: frpc-codegen's messages do (they are prost messages and call prost); this crate
+/// stays free of prost. A type without one (a Rust-first `#[derive(frpc::Message)]`) is sent
+/// in polyglot even on such connections, which receivers tell apart by the first byte.
 pub trait Message: Default {
     /// Exact encoded size of the fields (without the `08 00` flags prefix).
     fn fields_len(&self) -> usize;
@@ -39,6 +47,33 @@ pub trait Message: Default {
         let mut buf = BytesMut::with_capacity(self.polyglot_len());
         self.encode_polyglot(&mut buf);
         buf.freeze()
+    }
+
+    /// Whether this type has a protobuf encoding (the `*_protobuf` methods below). A constant,
+    /// so choosing the encoding of a type without one costs nothing.
+    const PROTOBUF: bool = false;
+
+    /// Exact size of the protobuf encoding (0 for a type without one).
+    #[inline]
+    fn protobuf_len(&self) -> usize {
+        0
+    }
+
+    /// Writes the protobuf encoding (nothing for a type without one: check
+    /// [`Message::PROTOBUF`] first).
+    #[inline]
+    fn encode_protobuf(&self, buf: &mut impl BufMut) {
+        let _ = buf;
+    }
+
+    /// Decodes the protobuf encoding from shared bytes (`bytes::Bytes` fields become zero-copy
+    /// slices of `buf`). A type without one answers [`DecodeError::Protobuf`].
+    fn decode_protobuf(buf: Bytes) -> Result<Self, DecodeError> {
+        let _ = buf;
+        Err(DecodeError::Protobuf(format!(
+            "{} has no protobuf encoding (a Rust-first message: only polyglot)",
+            std::any::type_name::<Self>()
+        )))
     }
 
     /// Decodes a top-level message from shared bytes (`bytes` fields become zero-copy slices).

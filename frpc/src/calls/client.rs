@@ -69,8 +69,8 @@ fn key(op: u16, id: u16) -> u32 {
 }
 
 impl ClientCalls {
-    /// The calls of a client that offers extensions when `offer` is set.
-    pub(crate) fn new(config: &ConnectionConfig, offer: bool) -> Arc<ClientCalls> {
+    /// The calls of a client that offers the extensions `offer` (0: none).
+    pub(crate) fn new(config: &ConnectionConfig, offer: u32) -> Arc<ClientCalls> {
         Arc::new(ClientCalls {
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),

@@ -43,11 +43,22 @@ pub(crate) const EXT_DEADLINE: u32 = 1 << 1;
 pub(crate) const EXT_STATUS: u32 = 1 << 2;
 /// Calls carry request metadata, replies response metadata.
 pub(crate) const EXT_METADATA: u32 = 1 << 3;
+/// Messages may travel in their protobuf encoding (`calls::codec`).
+pub(crate) const EXT_PROTOBUF: u32 = 1 << 4;
 /// Everything this version knows.
-pub(crate) const SUPPORTED: u32 = EXT_CANCEL | EXT_DEADLINE | EXT_STATUS | EXT_METADATA;
+pub(crate) const SUPPORTED: u32 = EXT_CANCEL | EXT_DEADLINE | EXT_STATUS | EXT_METADATA | EXT_PROTOBUF;
+
+/// The bits a peer offers or accepts: everything, less protobuf when its config turns that off.
+pub(crate) fn supported(protobuf: bool) -> u32 {
+    match protobuf {
+        true => SUPPORTED,
+        false => SUPPORTED & !EXT_PROTOBUF,
+    }
+}
 
 /// First byte of a content that starts with an extension header. No fRPC content starts with
-/// it: a message envelope starts with `00`, `06` or `08`, a stream-open message with `09`.
+/// it: a message envelope starts with `00`, `06` or `08`, a stream-open message with `09`, a
+/// protobuf-encoded message with `FD` (`calls::codec`).
 pub(crate) const PREFIX: u8 = 0xFE;
 
 /// Header field types.
@@ -222,25 +233,27 @@ pub(crate) struct Negotiation {
     state: AtomicU32,
     resolved: Notify,
     probed: AtomicBool,
-    offered: bool,
+    /// The bits offered (0: no offer).
+    offered: u32,
 }
 
 const RESOLVED: u32 = 1 << 31;
 
 impl Negotiation {
-    /// Pending when the client offers, plain (resolved, nothing accepted) when it does not.
-    pub(crate) fn new(offer: bool) -> Negotiation {
+    /// Pending when the client offers `offer` (some bits), plain (resolved, nothing accepted)
+    /// when it offers nothing.
+    pub(crate) fn new(offer: u32) -> Negotiation {
         Negotiation {
-            state: AtomicU32::new(if offer { 0 } else { RESOLVED }),
+            state: AtomicU32::new(if offer != 0 { 0 } else { RESOLVED }),
             resolved: Notify::new(),
-            probed: AtomicBool::new(!offer),
+            probed: AtomicBool::new(offer == 0),
             offered: offer,
         }
     }
 
     /// Whether this client offered extensions (then any reply may carry a header).
     pub(crate) fn offered(&self) -> bool {
-        self.offered
+        self.offered != 0
     }
 
     /// The accepted extensions (none while pending).
@@ -257,10 +270,11 @@ impl Negotiation {
     /// answers PINGs ahead of its other packets, as Go's read loop would) still counts, for the
     /// calls that start from then on.
     pub(crate) fn accept(&self, bits: u32) {
-        if !self.offered {
+        if self.offered == 0 {
             return;
         }
-        let state = RESOLVED | (bits & SUPPORTED);
+        // Only what was offered: a server accepting more is not believed.
+        let state = RESOLVED | (bits & self.offered);
         let updated = self
             .state
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |current| {
@@ -480,7 +494,8 @@ mod tests {
             hex(&header.encode(&[0x08, 0x00])),
             "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
         );
-        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 0f");
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 1f");
+        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 00 0f");
         assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
     }
 

@@ -87,6 +87,8 @@ pub(crate) struct Limits {
     pub(crate) open_streams: Arc<AtomicUsize>,
     /// Whether offers of extensions are answered.
     extensions: bool,
+    /// The extensions an offer may get.
+    supported: u32,
 }
 
 impl Limits {
@@ -103,6 +105,7 @@ impl Limits {
             stream_buffer: config.connection.stream_buffer,
             open_streams: Arc::default(),
             extensions: config.extensions,
+            supported: ext::supported(config.protobuf),
         }
     }
 }
@@ -163,7 +166,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 if self.accepted.load(Ordering::Relaxed) & ANSWERED != 0 {
                     return tracing::debug!("ignoring a second extension offer");
                 }
-                let bits = offered & ext::SUPPORTED;
+                let bits = offered & self.limits.supported;
                 self.accepted.store(ANSWERED | bits, Ordering::Relaxed);
                 let _ = conn.send(ext::hello(ext::ACCEPT, bits)).await;
             }

@@ -37,12 +37,12 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use frpc_wire::polyglot::{self, Decoder, EOF_MESSAGE, Envelope, Message, encode};
+use frpc_wire::polyglot::{self, EOF_MESSAGE, Envelope, Message, encode};
 use frpc_wire::{Packet, op};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::ext;
+use super::{codec, ext};
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
 
@@ -493,22 +493,20 @@ impl<T: Message> Streaming<T> {
                 }
             },
         };
-        Poll::Ready(
-            match polyglot::decode_envelope::<T>(&mut Decoder::from_bytes(&content)) {
-                Ok(Envelope::Message(message)) => Ok(Some(message)),
-                Ok(Envelope::Error(text)) => {
-                    // Anything after the first EOF (Go may send two) is ignored.
-                    self.finish();
-                    if text == "EOF" {
-                        Ok(None)
-                    } else {
-                        let code = code.unwrap_or(Code::Unknown);
-                        Err(Error::Status(Status::with_code(code, text)))
-                    }
+        Poll::Ready(match codec::decode::<T>(&content) {
+            Ok(Envelope::Message(message)) => Ok(Some(message)),
+            Ok(Envelope::Error(text)) => {
+                // Anything after the first EOF (Go may send two) is ignored.
+                self.finish();
+                if text == "EOF" {
+                    Ok(None)
+                } else {
+                    let code = code.unwrap_or(Code::Unknown);
+                    Err(Error::Status(Status::with_code(code, text)))
                 }
-                Err(err) => Err(Error::Decode(err)),
-            },
-        )
+            }
+            Err(err) => Err(Error::Decode(err)),
+        })
     }
 
     /// The stream is over on the peer's side.
@@ -676,14 +674,19 @@ impl<T: Message> StreamSender<T> {
     /// Sends one message, waiting while the connection's write queue is full. Fails with
     /// [`Error::TooLarge`] for a message over the content limit (the stream stays usable).
     pub async fn send(&self, message: T) -> Result<(), Error> {
-        let content = message.to_polyglot();
+        let content = self.encode(&message);
         drop(message);
         self.send_raw(content).await
     }
 
     /// Sends one message by reference.
     pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
-        self.send_raw(message.to_polyglot()).await
+        self.send_raw(self.encode(message)).await
+    }
+
+    /// Protobuf when the stream opened on a connection that negotiated it, else polyglot.
+    fn encode(&self, message: &T) -> Bytes {
+        codec::encode(message, self.guard.ext.bits & ext::EXT_PROTOBUF != 0)
     }
 
     async fn send_raw(&self, content: Bytes) -> Result<(), Error> {

@@ -1,0 +1,206 @@
+//! Schema evolution between frpc peers: a client generated from `proto/evolve/v1` and a server
+//! generated from `proto/evolve/v2` (`name`/`email` declared in the other order, a field and an
+//! enum value added), over real TCP in both framings. Over the negotiated protobuf encoding they
+//! exchange correct values in both directions, unary and streaming; with protobuf off (polyglot,
+//! positional) the same pair fails as the README's "Schema evolution" documents.
+
+use frpc::{ClientConfig, Context, Framing, ServerConfig, Status, StreamSender, Streaming};
+use frpc_codegen_tests::{evolve_v1 as v1, evolve_v2 as v2};
+use tokio::sync::mpsc;
+
+/// The v2 server: reports every message it decoded, answers with v2 messages.
+struct Server {
+    seen: mpsc::UnboundedSender<v2::Profile>,
+}
+
+fn v2_profile(name: &str, level: v2::Level, age: u32) -> v2::Profile {
+    v2::Profile {
+        email: format!("{name}@example.com"),
+        name: name.into(),
+        level: level as i32,
+        age,
+        nickname: format!("{name}-nick"),
+    }
+}
+
+impl v2::Profiles for Server {
+    async fn get(&self, _: &Context, request: v2::Lookup) -> Result<v2::Profile, Status> {
+        Ok(v2_profile(&request.id, v2::Level::Basic, 30))
+    }
+
+    async fn update(&self, _: &Context, request: v2::Profile) -> Result<v2::Profile, Status> {
+        let _ = self.seen.send(request.clone());
+        Ok(v2::Profile {
+            name: request.name.to_uppercase(),
+            email: request.email,
+            level: v2::Level::Enterprise as i32,
+            age: request.age + 1,
+            nickname: "new".into(),
+        })
+    }
+
+    async fn watch(
+        &self,
+        _: &Context,
+        request: v2::Lookup,
+        outbound: StreamSender<v2::Profile>,
+    ) -> Result<(), Status> {
+        outbound
+            .send(v2_profile(&request.id, v2::Level::Basic, 1))
+            .await?;
+        outbound
+            .send(v2_profile("second", v2::Level::Enterprise, 2))
+            .await?;
+        Ok(())
+    }
+
+    async fn collect(&self, _: &Context, mut inbound: Streaming<v2::Profile>) -> Result<v2::Profile, Status> {
+        let mut names = Vec::new();
+        let mut age = 0;
+        while let Some(profile) = inbound.message().await? {
+            names.push(profile.name.clone());
+            age += profile.age;
+            let _ = self.seen.send(profile);
+        }
+        Ok(v2_profile(&names.join("+"), v2::Level::Pro, age))
+    }
+}
+
+struct Running {
+    client: v1::ProfilesClient,
+    raw: frpc::Client,
+    seen: mpsc::UnboundedReceiver<v2::Profile>,
+}
+
+/// A v2 server and a v1 client, protobuf on or off on the client's side.
+async fn pair(framing: Framing, protobuf: bool) -> Running {
+    let (tx, seen) = mpsc::unbounded_channel();
+    let mut config = ServerConfig::default();
+    config.connection.framing = framing;
+    let bound = frpc::Server::builder()
+        .config(config)
+        .add_service(v2::ProfilesServer::new(Server { seen: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut config = ClientConfig::default();
+    config.connection.framing = framing;
+    config.protobuf = protobuf;
+    let raw = frpc::Client::connect_with(addr, config).await.unwrap();
+    assert!(raw.negotiated().await);
+    assert_eq!(raw.protobuf_accepted(), protobuf);
+    Running {
+        client: v1::ProfilesClient::new(raw.clone()),
+        raw,
+        seen,
+    }
+}
+
+fn v1_profile(name: &str, level: v1::Level, age: u32) -> v1::Profile {
+    v1::Profile {
+        name: name.into(),
+        email: format!("{name}@example.com"),
+        level: level as i32,
+        age,
+    }
+}
+
+const FRAMINGS: [Framing; 2] = [Framing::Frisbee, Framing::Legacy];
+
+#[tokio::test]
+async fn v1_client_and_v2_server_agree_over_protobuf() {
+    for framing in FRAMINGS {
+        let mut running = pair(framing, true).await;
+        let client = &running.client;
+
+        // v2 → v1: reordered fields land by number, the added field is skipped.
+        let got = client.get(v1::Lookup { id: "ann".into() }).await.unwrap();
+        assert_eq!(got, v1_profile("ann", v1::Level::Basic, 30), "{framing:?}");
+
+        // v1 → v2 and back: the added field reads as its default, the added enum value
+        // reaches v1 as its number (prost keeps unknown enum values).
+        let got = client
+            .update(v1_profile("bob", v1::Level::Pro, 41))
+            .await
+            .unwrap();
+        let seen = running.seen.recv().await.unwrap();
+        assert_eq!(
+            seen,
+            v2::Profile {
+                nickname: String::new(),
+                ..v2_profile("bob", v2::Level::Pro, 41)
+            }
+        );
+        assert_eq!(
+            (got.name.as_str(), got.email.as_str()),
+            ("BOB", "bob@example.com")
+        );
+        assert_eq!((got.level, got.age), (v2::Level::Enterprise as i32, 42));
+        assert!(v1::Level::try_from(got.level).is_err(), "3 is not a v1 level");
+
+        // Server streaming.
+        let mut watch = client.watch(v1::Lookup { id: "cy".into() }).await.unwrap();
+        let first = watch.message().await.unwrap().unwrap();
+        assert_eq!(first, v1_profile("cy", v1::Level::Basic, 1));
+        let second = watch.message().await.unwrap().unwrap();
+        assert_eq!((second.name.as_str(), second.level), ("second", 3));
+        assert_eq!(second.email, "second@example.com");
+        assert!(watch.message().await.unwrap().is_none());
+
+        // Client streaming.
+        let mut collect = client.collect().await.unwrap();
+        collect.send(v1_profile("d", v1::Level::Basic, 5)).await.unwrap();
+        collect.send(v1_profile("e", v1::Level::Pro, 6)).await.unwrap();
+        let got = collect.close_and_recv().await.unwrap();
+        assert_eq!(got, v1_profile("d+e", v1::Level::Pro, 11));
+        for (name, age) in [("d", 5), ("e", 6)] {
+            let seen = running.seen.recv().await.unwrap();
+            assert_eq!(
+                (seen.name.as_str(), seen.email.as_str()),
+                (name, &*format!("{name}@example.com"))
+            );
+            assert_eq!((seen.age, seen.nickname.as_str()), (age, ""));
+        }
+        assert!(running.raw.protobuf_accepted());
+    }
+}
+
+/// The same pair with protobuf off: polyglot is positional, so v1 reads v2's `email` as its
+/// `name` and the other way round (silently), and v2 cannot read v1's shorter `Profile` at all.
+#[tokio::test]
+async fn over_polyglot_the_same_pair_breaks() {
+    for framing in FRAMINGS {
+        let running = pair(framing, false).await;
+        let client = &running.client;
+
+        // v2 → v1: name and email swapped, no error.
+        let got = client.get(v1::Lookup { id: "ann".into() }).await.unwrap();
+        assert_eq!(
+            (got.name.as_str(), got.email.as_str()),
+            ("ann@example.com", "ann"),
+            "{framing:?}"
+        );
+
+        // v1 → v2: the request lacks v2's added field.
+        let err = client
+            .update(v1_profile("bob", v1::Level::Pro, 41))
+            .await
+            .unwrap_err();
+        let status = err.status().expect("an error reply");
+        assert!(
+            status.message().contains("cannot decode the request"),
+            "{status:?}"
+        );
+        assert!(status.message().contains("truncated"), "{status:?}");
+
+        // Streams: the swap again.
+        let mut watch = client.watch(v1::Lookup { id: "cy".into() }).await.unwrap();
+        let first = watch.message().await.unwrap().unwrap();
+        assert_eq!(
+            (first.name.as_str(), first.email.as_str()),
+            ("cy@example.com", "cy")
+        );
+    }
+}
