@@ -72,11 +72,25 @@ struct Running {
     seen: mpsc::UnboundedReceiver<v2::Profile>,
 }
 
-/// A v2 server and a v1 client, protobuf on or off on the client's side.
-async fn pair(framing: Framing, protobuf: bool) -> Running {
+/// What one side turns on.
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    extensions: bool,
+    protobuf: bool,
+}
+
+const ON: Side = Side {
+    extensions: true,
+    protobuf: true,
+};
+
+/// A v2 server: its address and what its handlers decoded.
+async fn serve(framing: Framing, side: Side) -> (std::net::SocketAddr, mpsc::UnboundedReceiver<v2::Profile>) {
     let (tx, seen) = mpsc::unbounded_channel();
     let mut config = ServerConfig::default();
     config.connection.framing = framing;
+    config.extensions = side.extensions;
+    config.protobuf = side.protobuf;
     let bound = frpc::Server::builder()
         .config(config)
         .add_service(v2::ProfilesServer::new(Server { seen: tx }))
@@ -85,17 +99,53 @@ async fn pair(framing: Framing, protobuf: bool) -> Running {
         .unwrap();
     let addr = bound.local_addr();
     tokio::spawn(bound.serve());
+    (addr, seen)
+}
+
+/// A v1 client, negotiation settled.
+async fn connect(addr: std::net::SocketAddr, framing: Framing, side: Side) -> frpc::Client {
     let mut config = ClientConfig::default();
     config.connection.framing = framing;
-    config.protobuf = protobuf;
+    config.extensions = side.extensions;
+    config.protobuf = side.protobuf;
     let raw = frpc::Client::connect_with(addr, config).await.unwrap();
-    assert!(raw.negotiated().await);
+    raw.negotiated().await;
+    raw
+}
+
+/// A v2 server and a v1 client, protobuf on or off on the client's side.
+async fn pair(framing: Framing, protobuf: bool) -> Running {
+    let (addr, seen) = serve(framing, ON).await;
+    let side = Side {
+        extensions: true,
+        protobuf,
+    };
+    let raw = connect(addr, framing, side).await;
+    assert!(raw.extensions_accepted());
     assert_eq!(raw.protobuf_accepted(), protobuf);
     Running {
         client: v1::ProfilesClient::new(raw.clone()),
         raw,
         seen,
     }
+}
+
+/// Whether `client`'s calls and streams travel in protobuf, seen from the values: over
+/// polyglot v1 reads v2's `email` as its `name`.
+async fn speaks_protobuf(client: &v1::ProfilesClient) -> bool {
+    let unary = client.get(v1::Lookup { id: "x".into() }).await.unwrap();
+    let mut watch = client.watch(v1::Lookup { id: "x".into() }).await.unwrap();
+    let streamed = watch.message().await.unwrap().unwrap();
+    let protobuf = unary.name == "x";
+    assert_eq!(streamed.name == "x", protobuf, "a stream and a call disagree");
+    assert_eq!(
+        (unary.name.as_str(), unary.email.as_str()),
+        match protobuf {
+            true => ("x", "x@example.com"),
+            false => ("x@example.com", "x"),
+        }
+    );
+    protobuf
 }
 
 fn v1_profile(name: &str, level: v1::Level, age: u32) -> v1::Profile {
@@ -202,5 +252,81 @@ async fn over_polyglot_the_same_pair_breaks() {
             (first.name.as_str(), first.email.as_str()),
             ("cy@example.com", "cy")
         );
+    }
+}
+
+/// Protobuf only when both sides have it on (and extensions on): every other pairing speaks
+/// polyglot, and says so.
+#[tokio::test]
+async fn protobuf_is_negotiated_per_connection() {
+    let sides = [
+        ON,
+        Side {
+            extensions: true,
+            protobuf: false,
+        },
+        Side {
+            extensions: false,
+            protobuf: true,
+        },
+    ];
+    for framing in FRAMINGS {
+        for server in sides {
+            let (addr, _seen) = serve(framing, server).await;
+            for client in sides {
+                let raw = connect(addr, framing, client).await;
+                let both = |f: fn(&Side) -> bool| f(&server) && f(&client);
+                let expected = both(|s| s.extensions) && both(|s| s.protobuf);
+                let what = format!("{framing:?}, server {server:?}, client {client:?}");
+                assert_eq!(raw.extensions_accepted(), both(|s| s.extensions), "{what}");
+                assert_eq!(raw.protobuf_accepted(), expected, "{what}");
+                let client = v1::ProfilesClient::new(raw);
+                assert_eq!(speaks_protobuf(&client).await, expected, "{what}");
+            }
+        }
+    }
+}
+
+/// One server, a polyglot client and a protobuf client at once, with streams open on both:
+/// each connection keeps its own encoding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_serves_polyglot_and_protobuf_clients_at_once() {
+    for framing in FRAMINGS {
+        let (addr, _seen) = serve(framing, ON).await;
+        let plain_side = Side {
+            extensions: true,
+            protobuf: false,
+        };
+        let plain = v1::ProfilesClient::new(connect(addr, framing, plain_side).await);
+        let proto = v1::ProfilesClient::new(connect(addr, framing, ON).await);
+        // Streams opened on both before either reads.
+        let mut plain_watch = plain.watch(v1::Lookup { id: "p".into() }).await.unwrap();
+        let mut proto_watch = proto.watch(v1::Lookup { id: "q".into() }).await.unwrap();
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..20 {
+            let (plain, proto) = (plain.clone(), proto.clone());
+            calls.spawn(async move {
+                let id = format!("n{i}");
+                let (a, b) = tokio::join!(
+                    plain.get(v1::Lookup { id: id.clone() }),
+                    proto.get(v1::Lookup { id: id.clone() })
+                );
+                let (a, b) = (a.unwrap(), b.unwrap());
+                assert_eq!((a.name, a.email), (format!("{id}@example.com"), id.clone()));
+                assert_eq!((b.name, b.email), (id.clone(), format!("{id}@example.com")));
+            });
+        }
+        while let Some(done) = calls.join_next().await {
+            done.unwrap();
+        }
+        let a = plain_watch.message().await.unwrap().unwrap();
+        let b = proto_watch.message().await.unwrap().unwrap();
+        assert_eq!(
+            (a.name.as_str(), b.name.as_str()),
+            ("p@example.com", "q"),
+            "{framing:?}"
+        );
+        assert!(speaks_protobuf(&proto).await);
+        assert!(!speaks_protobuf(&plain).await);
     }
 }

@@ -30,17 +30,25 @@ fn addr(part: &Bytes) -> usize {
     part.as_ptr() as usize
 }
 
-/// The bytes an encoded `bytes` field of `len` bytes puts before its content.
-fn prefix(len: usize) -> usize {
-    encode::bytes_len(len) - len
+/// The bytes an encoded `bytes` field of `len` bytes puts before its content: in polyglot, or
+/// in protobuf (the field's tag, 1 byte here, and its varint length).
+fn prefix(len: usize, protobuf: bool) -> usize {
+    match protobuf {
+        false => encode::bytes_len(len) - len,
+        true => 1 + frpc::codegen::prost::encoding::encoded_len_varint(len as u64),
+    }
 }
 
 /// `tail` starts right where `head` ends plus the prefix of the encoded `tail` field: both are
 /// slices of one buffer holding the encoded message.
 fn assert_adjacent(pair: &Pair, side: &str) {
+    assert_adjacent_in(pair, side, false);
+}
+
+fn assert_adjacent_in(pair: &Pair, side: &str, protobuf: bool) {
     assert_eq!(
         addr(&pair.tail),
-        addr(&pair.head) + pair.head.len() + prefix(pair.tail.len()),
+        addr(&pair.head) + pair.head.len() + prefix(pair.tail.len(), protobuf),
         "{side}: head and tail are not slices of one frame"
     );
 }
@@ -54,16 +62,27 @@ fn server(concurrency: Concurrency, seen: mpsc::UnboundedSender<Pair>) -> frpc::
 }
 
 /// A 1 MiB field arrives over many reads; the server's request and the client's reply still
-/// hold it as a slice of the one frame, next to the field after it.
+/// hold it as a slice of the one frame, next to the field after it: in polyglot, and in the
+/// protobuf encoding frpc peers negotiate (prost slices `Bytes` fields out of the content).
 #[tokio::test]
 async fn large_bytes_fields_are_slices_of_the_frame_on_both_sides() {
-    for concurrency in [Concurrency::Inline, Concurrency::PerRpc] {
+    for (concurrency, protobuf) in [Concurrency::Inline, Concurrency::PerRpc]
+        .into_iter()
+        .flat_map(|c| [(c, false), (c, true)])
+    {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, mut seen) = mpsc::unbounded_channel();
         let server = server(concurrency, tx);
         let serving = tokio::spawn(async move { server.serve(listener).await });
-        let client = BlobsClient::connect(addr).await.unwrap();
+        let config = frpc::ClientConfig {
+            protobuf,
+            ..Default::default()
+        };
+        let raw = frpc::Client::connect_with(addr, config).await.unwrap();
+        assert!(raw.negotiated().await);
+        assert_eq!(raw.protobuf_accepted(), protobuf);
+        let client = BlobsClient::new(raw);
 
         let sent = Pair {
             head: Bytes::from(vec![7u8; 1 << 20]),
@@ -73,8 +92,9 @@ async fn large_bytes_fields_are_slices_of_the_frame_on_both_sides() {
         assert_eq!(reply, sent);
         let received = seen.recv().await.unwrap();
         assert_eq!(received, sent);
-        assert_adjacent(&received, &format!("server ({concurrency:?})"));
-        assert_adjacent(&reply, &format!("client ({concurrency:?})"));
+        let side = |side| format!("{side} ({concurrency:?}, protobuf {protobuf})");
+        assert_adjacent_in(&received, &side("server"), protobuf);
+        assert_adjacent_in(&reply, &side("client"), protobuf);
         serving.abort();
     }
 }

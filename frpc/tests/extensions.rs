@@ -736,8 +736,8 @@ async fn the_spec_examples_are_the_bytes() {
         }
         fragments.join(" ")
     };
-    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 0f"]);
-    let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 0f"]);
+    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 1f"]);
+    let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 1f"]);
     let request = in_doc(&[
         "00 0f 00 01 00 0a 00 00 00 23",
         "fe",
