@@ -1,13 +1,15 @@
 //! frpc's extensions (docs/extensions.md) against real Go frisbee-go servers, both framings: the
 //! Go server ignores the offer, so everything stays plain fRPC and works; metadata is left out
 //! (or refused when strict); errors arrive as `Code::Unknown` with Go's text; a dropped call
-//! sends no cancel and leaves the connection usable.
+//! sends no cancel and leaves the connection usable. The protobuf extension never reaches a Go
+//! peer: an frpc client with it on speaks polyglot to a Go server, and a Go client gets
+//! polyglot from an frpc server with it on.
 
 use std::time::Duration;
 
 use frpc::{Code, Error, Framing, Metadata};
 use frpc_examples::capture::pb::{EchoServiceClient, Request, SearchResponse, request::Corpus};
-use frpc_interop::{GoServer, client_config};
+use frpc_interop::{GoServer, RustServer, client_config, run_go_client};
 
 const CALL: Duration = Duration::from_secs(20);
 
@@ -100,7 +102,53 @@ async fn dropped_calls_and_streams_keep_the_connection(framing: Framing) {
     assert!(!client.is_closed());
 }
 
+/// An frpc client with the protobuf extension on (the default) against a Go server: never
+/// accepted, so every message goes in polyglot, unary and streaming, and the Go server (which
+/// would fail on anything else) answers them all.
+async fn protobuf_on_speaks_polyglot_to_a_go_server(framing: Framing) {
+    let server = GoServer::start(framing).await;
+    let config = client_config(framing);
+    assert!(
+        config.extensions && config.protobuf,
+        "protobuf is offered by default"
+    );
+    let client = frpc::Client::connect_with(server.addr(), config).await.unwrap();
+    assert!(!bounded("negotiation", client.negotiated()).await);
+    assert!(!client.protobuf_accepted());
+    let echo = EchoServiceClient::new(client.clone());
+    let reply = bounded("Echo", echo.echo(request("polyglot"))).await.unwrap();
+    assert_eq!(reply.message, "polyglot");
+    let mut chat = bounded("EchoStream", echo.echo_stream()).await.unwrap();
+    for text in ["a", "b"] {
+        bounded("send", chat.send(request(text))).await.unwrap();
+        let got = bounded("receive", chat.message()).await.unwrap().unwrap();
+        assert_eq!(got.message, text);
+    }
+    bounded("close", chat.close_send()).await.unwrap();
+    assert!(bounded("end", chat.message()).await.unwrap().is_none());
+}
+
+/// A Go client against an frpc server with the protobuf extension on (the default): Go never
+/// offers, so it gets polyglot replies and stream messages; its scenarios check every value.
+async fn go_client_gets_polyglot_from_a_protobuf_server(framing: Framing) {
+    let config = frpc::ServerConfig::default();
+    assert!(
+        config.extensions && config.protobuf,
+        "protobuf is accepted by default"
+    );
+    let server = RustServer::start(framing).await;
+    for scenario in ["echo", "search", "echostream", "upload"] {
+        let run = run_go_client(framing, server.addr(), scenario, GO_CLIENT).await;
+        assert!(run.success, "{scenario}: {}", run.report);
+        assert!(run.report.contains(&format!("PASS {scenario}")), "{}", run.report);
+    }
+}
+
+const GO_CLIENT: Duration = Duration::from_secs(60);
+
 frpc_interop::both_framings! {
+    protobuf_on_speaks_polyglot_to_a_go_server,
+    go_client_gets_polyglot_from_a_protobuf_server,
     go_server_ignores_the_offer,
     metadata_is_left_out_for_a_go_server,
     dropped_calls_and_streams_keep_the_connection,
