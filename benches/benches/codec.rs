@@ -1,34 +1,70 @@
-//! Encoding and decoding the benchmark `Request { Message }` (32 B and 1 MiB) with polyglot and
-//! with prost, so the codec's speed is on record.
+//! Encoding and decoding the benchmark's generated messages (frpc-codegen output, the types
+//! frpc sends) in both of frpc's encodings: polyglot (fRPC's, and what Go peers get) and protobuf
+//! (what frpc peers negotiate: the marker byte `FD` and the prost encoding, docs/extensions.md
+//! §10), for the `string` payload (`Request`) and the `bytes` payload (`BlobRequest`), 32 B and
+//! 1 MiB.
 //!
 //! `cargo bench -p frpc-bench --bench codec` (add `-- --quick` for a fast pass). Benchmark ids are
-//! `encode/polyglot/32B`, `encode/prost/1MiB`, `decode/polyglot/32B`, ….
+//! `encode/polyglot/32B`, `encode/protobuf/1MiB`, `decode/polyglot/bytes-32B`, ….
 
 use std::hint::black_box;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use frpc_wire::DecodeError;
-use frpc_wire::polyglot::{Decoder, Message as _, encode};
+use frpc_bench::frameworks::frpc::pb::{BlobRequest, Request};
+use frpc_wire::polyglot::Message;
 
-/// `message Request { string Message = 1; }`, with both encodings.
-#[derive(Clone, PartialEq, prost::Message)]
-struct Request {
-    #[prost(string, tag = "1")]
-    message: String,
+/// The protobuf marker byte frpc puts before a protobuf-encoded message.
+const MARKER: u8 = 0xFD;
+
+/// A message content as frpc sends it on a connection that negotiated protobuf (what the
+/// runtime's `calls::codec::encode` does: one allocation at the exact size).
+fn to_protobuf<M: Message>(message: &M) -> Bytes {
+    let mut buf = BytesMut::with_capacity(1 + message.protobuf_len());
+    buf.put_u8(MARKER);
+    message.encode_protobuf(&mut buf);
+    buf.freeze()
 }
 
-impl frpc_wire::polyglot::Message for Request {
-    fn fields_len(&self) -> usize {
-        encode::bytes_len(self.message.len())
-    }
-    fn encode_fields(&self, buf: &mut impl BufMut) {
-        encode::put_str(buf, &self.message)
-    }
-    fn decode_fields(&mut self, dec: &mut Decoder<'_>) -> Result<(), DecodeError> {
-        self.message = dec.string()?;
-        Ok(())
-    }
+/// Reads a protobuf content back (what the runtime's `calls::codec::decode` does for `FD`).
+fn from_protobuf<M: Message>(content: &Bytes) -> M {
+    assert_eq!(content.first(), Some(&MARKER));
+    M::decode_protobuf(content.slice(1..)).expect("valid")
+}
+
+fn cells<M: Message + Clone + PartialEq + std::fmt::Debug>(
+    c: &mut Criterion,
+    label: &str,
+    message: M,
+    size: usize,
+) {
+    let polyglot = message.to_polyglot();
+    let protobuf = to_protobuf(&message);
+    // Both encodings decode back to the message, and both sizes are exact.
+    assert_eq!(polyglot.len(), message.polyglot_len());
+    assert_eq!(protobuf.len(), 1 + message.protobuf_len());
+    assert_eq!(M::from_polyglot(&polyglot).expect("valid"), message);
+    assert_eq!(from_protobuf::<M>(&protobuf), message);
+
+    let mut group = c.benchmark_group("encode");
+    group.throughput(Throughput::Bytes(size as u64));
+    group.bench_function(BenchmarkId::new("polyglot", label), |b| {
+        b.iter(|| black_box(&message).to_polyglot())
+    });
+    group.bench_function(BenchmarkId::new("protobuf", label), |b| {
+        b.iter(|| to_protobuf(black_box(&message)))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("decode");
+    group.throughput(Throughput::Bytes(size as u64));
+    group.bench_function(BenchmarkId::new("polyglot", label), |b| {
+        b.iter(|| M::from_polyglot(black_box(&polyglot)).expect("valid"))
+    });
+    group.bench_function(BenchmarkId::new("protobuf", label), |b| {
+        b.iter(|| from_protobuf::<M>(black_box(&protobuf)))
+    });
+    group.finish();
 }
 
 fn codec(c: &mut Criterion) {
@@ -36,46 +72,11 @@ fn codec(c: &mut Criterion) {
         let request = Request {
             message: "x".repeat(size),
         };
-        let polyglot = request.to_polyglot();
-        let prost_bytes = Bytes::from(prost::Message::encode_to_vec(&request));
-        // Both encodings decode back to the request, and polyglot's size is exact.
-        assert_eq!(polyglot.len(), request.polyglot_len());
-        assert_eq!(polyglot.len(), 2 + encode::bytes_len(size));
-        assert_eq!(
-            <Request as frpc_wire::polyglot::Message>::from_polyglot(&polyglot).expect("valid"),
-            request
-        );
-        assert_eq!(
-            <Request as prost::Message>::decode(prost_bytes.clone()).expect("valid"),
-            request
-        );
-
-        let mut group = c.benchmark_group("encode");
-        group.throughput(Throughput::Bytes(size as u64));
-        group.bench_function(BenchmarkId::new("polyglot", label), |b| {
-            b.iter(|| black_box(&request).to_polyglot())
-        });
-        group.bench_function(BenchmarkId::new("prost", label), |b| {
-            b.iter(|| {
-                let request = black_box(&request);
-                let mut buf = BytesMut::with_capacity(prost::Message::encoded_len(request));
-                prost::Message::encode(request, &mut buf).expect("capacity reserved");
-                buf.freeze()
-            })
-        });
-        group.finish();
-
-        let mut group = c.benchmark_group("decode");
-        group.throughput(Throughput::Bytes(size as u64));
-        group.bench_function(BenchmarkId::new("polyglot", label), |b| {
-            b.iter(|| {
-                <Request as frpc_wire::polyglot::Message>::from_polyglot(black_box(&polyglot)).expect("valid")
-            })
-        });
-        group.bench_function(BenchmarkId::new("prost", label), |b| {
-            b.iter(|| <Request as prost::Message>::decode(black_box(&prost_bytes).clone()).expect("valid"))
-        });
-        group.finish();
+        cells(c, label, request, size);
+        let blob = BlobRequest {
+            data: Bytes::from(vec![b'x'; size]),
+        };
+        cells(c, &format!("bytes-{label}"), blob, size);
     }
 }
 

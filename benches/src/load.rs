@@ -88,7 +88,10 @@ impl LoadArgs {
             .next()
             .ok_or_else(|| format!("{} resolves to nothing", self.addr))?;
         let client = match self.client {
-            Framework::FrpcInline | Framework::FrpcPerRpc | Framework::FrpcPlain => "frpc",
+            Framework::FrpcInline
+            | Framework::FrpcPerRpc
+            | Framework::FrpcProtobuf
+            | Framework::FrpcPlain => "frpc",
             other => other.name(),
         };
         Ok(Peer {

@@ -15,7 +15,8 @@ pub struct ServeArgs {
     /// Where to listen (`127.0.0.1:0` picks a port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: String,
-    /// The framework served: frpc (= frpc-inline), frpc-inline, frpc-per-rpc, tonic or raw.
+    /// The framework served: frpc (= frpc-inline), frpc-inline, frpc-per-rpc, frpc-protobuf,
+    /// frpc-plain, tonic or raw.
     #[arg(long, default_value = "frpc", value_parser = served)]
     pub framework: Framework,
     /// frpc's handler concurrency (overrides the framework's): inline or per-rpc.
@@ -136,6 +137,16 @@ mod tests {
         assert_eq!(resolved(&["--framework", "raw"]), Ok(Framework::Raw));
         assert!(resolved(&["--framework", "tonic", "--concurrency", "inline"]).is_err());
         assert!(resolved(&["--framework", "grpc"]).is_err());
+    }
+
+    #[test]
+    fn frpc_protobuf_is_served_when_named_but_not_run_by_default() {
+        assert_eq!(
+            resolved(&["--framework", "frpc-protobuf"]),
+            Ok(Framework::FrpcProtobuf)
+        );
+        assert!(resolved(&["--framework", "frpc-protobuf", "--concurrency", "inline"]).is_err());
+        assert!(!Framework::ALL.contains(&Framework::FrpcProtobuf));
     }
 
     #[test]

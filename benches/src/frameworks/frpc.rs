@@ -1,5 +1,6 @@
 //! frpc: the generated `BenchmarkService` served with inline or per-RPC handlers, and the
-//! generated `BenchmarkServiceClient` on its own connection per load-generating client.
+//! generated `BenchmarkServiceClient` on its own connection per load-generating client; what
+//! both sides negotiate is a [`Wire`].
 
 use std::net::SocketAddr;
 
@@ -37,16 +38,37 @@ impl pb::BenchmarkService for Bench {
     }
 }
 
-/// Serves the benchmark service until an error, accepting frpc's extensions (docs/extensions.md)
-/// or not.
+/// What the server accepts and the client offers of frpc's extensions (docs/extensions.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// Extensions on, the protobuf one off: messages in polyglot.
+    Polyglot,
+    /// Every extension on (the defaults): messages in protobuf.
+    Protobuf,
+    /// No extensions: plain fRPC, as with a Go peer.
+    Plain,
+}
+
+impl Wire {
+    fn extensions(self) -> bool {
+        self != Wire::Plain
+    }
+
+    fn protobuf(self) -> bool {
+        self == Wire::Protobuf
+    }
+}
+
+/// Serves the benchmark service until an error, with `wire`'s extensions.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     framing: frpc::Framing,
     concurrency: frpc::Concurrency,
-    extensions: bool,
+    wire: Wire,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let config = frpc::ServerConfig {
-        extensions,
+        extensions: wire.extensions(),
+        protobuf: wire.protobuf(),
         ..Default::default()
     };
     let server = frpc::Server::builder()
@@ -64,14 +86,28 @@ pub async fn serve(
 pub struct Client(pb::BenchmarkServiceClient);
 
 impl Client {
-    /// Connects to `addr`, offering frpc's extensions or not.
-    pub async fn connect(addr: SocketAddr, framing: frpc::Framing, extensions: bool) -> Client {
+    /// Connects to `addr`, offering `wire`'s extensions, and waits for the server's answer so
+    /// that every measured call uses what was negotiated (a call made before the answer goes
+    /// in polyglot).
+    pub async fn connect(addr: SocketAddr, framing: frpc::Framing, wire: Wire) -> Client {
         let mut config = frpc::ClientConfig::default();
         config.connection.framing = framing;
-        config.extensions = extensions;
+        config.extensions = wire.extensions();
+        config.protobuf = wire.protobuf();
         let client = frpc::Client::connect_with(addr, config)
             .await
             .expect("frpc connect");
+        let accepted = client.negotiated().await;
+        assert_eq!(
+            accepted,
+            wire.extensions(),
+            "the frpc server's answer to the offer"
+        );
+        assert_eq!(
+            client.protobuf_accepted(),
+            wire.protobuf(),
+            "the protobuf extension"
+        );
         Client(pb::BenchmarkServiceClient::new(client))
     }
 
