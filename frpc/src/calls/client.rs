@@ -77,6 +77,7 @@ impl ClientCalls {
             streams: Arc::new(StreamTable::new(
                 config.max_streams,
                 config.stream_buffer,
+                config.stream_window,
                 Default::default(),
             )),
             raw: RawRoutes::default(),
@@ -107,6 +108,22 @@ impl ClientCalls {
         &self.ext
     }
 
+    /// Waits until the answer to the offer is known (at most a round trip, once per
+    /// connection: it sends a PING whose PONG tells a peer that ignored the offer).
+    pub(crate) async fn resolve(&self, conn: &Connection) -> Result<(), Error> {
+        if self.ext.is_resolved() {
+            return Ok(());
+        }
+        if self.ext.take_probe() {
+            let _ = conn.try_send(Packet::ping());
+        }
+        self.ext.resolved().await;
+        match conn.is_closed() {
+            true => Err(conn.closed_error()),
+            false => Ok(()),
+        }
+    }
+
     /// The extensions to use for a call carrying `metadata`: what is accepted now, except that
     /// a call with metadata first waits for the answer to the offer (at most a round trip,
     /// once per connection; it sends a PING whose PONG tells a peer that ignored the offer).
@@ -124,13 +141,7 @@ impl ClientCalls {
         let bits = match self.ext.is_resolved() {
             true => bits,
             false => {
-                if self.ext.take_probe() {
-                    let _ = conn.try_send(Packet::ping());
-                }
-                self.ext.resolved().await;
-                if conn.is_closed() {
-                    return Err(conn.closed_error());
-                }
+                self.resolve(conn).await?;
                 self.ext.accepted()
             }
         };
@@ -197,6 +208,7 @@ impl ClientCalls {
                         .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
                         .cloned(),
                     code: None,
+                    open: None,
                 };
                 match header.is_empty() {
                     true => content,
@@ -359,10 +371,23 @@ impl Dispatch for ClientDispatch {
             return;
         }
         if packet.op == ext::OP {
-            if packet.id == ext::ACCEPT
-                && let Some((_, bits)) = ext::parse_hello(&packet.content)
-            {
-                calls.ext.accept(bits);
+            match packet.id {
+                ext::ACCEPT => {
+                    if let Some((_, bits)) = ext::parse_hello(&packet.content) {
+                        calls.ext.accept(bits);
+                    }
+                }
+                ext::CREDIT => {
+                    if let Some((stream, messages)) = ext::parse_stream_window(&packet.content) {
+                        calls.streams.credit(stream, messages);
+                    }
+                }
+                ext::OPENED => {
+                    if let Some((stream, window)) = ext::parse_stream_window(&packet.content) {
+                        calls.streams.opened(stream, window);
+                    }
+                }
+                _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
             }
             return;
         }
