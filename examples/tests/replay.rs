@@ -118,7 +118,7 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     let mut framed = Framed::new(stream, PacketCodec::new(framing));
     if offer {
         let got = next_packet(&mut framed, "offer").await;
-        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 0, 0x0f][..]);
+        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 0, 0x6f][..]);
         assert_eq!(
             hex::encode(wire_bytes(framing, &got)),
             hex::encode(wire_bytes(framing, &offer)),

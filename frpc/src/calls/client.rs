@@ -363,6 +363,12 @@ pub(crate) struct ClientDispatch {
 impl Dispatch for ClientDispatch {
     async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
         let calls = &self.calls;
+        if packet.op != ext::OP && !calls.ext.is_resolved() {
+            // Anything the server sends (a reply, a stream message) answers a packet sent after
+            // the offer: with no ACCEPT before it, the server ignored the offer (§2.1), as a PONG
+            // would show. Streams opened from then on need no PING to know it.
+            calls.ext.pong();
+        }
         if packet.op == op::STREAM {
             if calls.streams.route(conn, packet.id, packet.content).is_some() {
                 // Servers never open streams toward clients in fRPC; like Go's client, drop them.
