@@ -119,7 +119,7 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     if offer {
         let got = next_packet(&mut framed, "offer").await;
         // Every extension of docs/extensions.md, protobuf (0x10) included.
-        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 0, 0x1f][..]);
+        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 0, 0x7f][..]);
         assert_eq!(
             hex::encode(wire_bytes(framing, &got)),
             hex::encode(wire_bytes(framing, &offer)),

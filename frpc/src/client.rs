@@ -398,7 +398,10 @@ impl Client {
     }
 
     /// Opens a stream for method `op`: registers it, then sends the open message (callers bound
-    /// it with [`Client::within_timeout`]). The stream's handles keep the connection open.
+    /// it with [`Client::within_timeout`], and wait for the server's acknowledgement with
+    /// `Streaming::opened`). The stream's handles keep the connection open. The first stream
+    /// of a connection opened before the answer to the extension offer waits for it (at most
+    /// a round trip), so that it gets the open acknowledgement and flow control.
     pub(crate) async fn open_stream<Req: Message, Resp: Message>(
         &self,
         op: u16,
@@ -408,6 +411,7 @@ impl Client {
             idle: self.stream_idle_timeout,
         };
         let (conn, calls) = (&self.handle.conn, &self.handle.calls);
+        calls.resolve(conn).await?;
         let metadata = self.metadata.as_deref();
         let bits = match metadata {
             None => calls.negotiation().accepted(),

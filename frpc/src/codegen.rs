@@ -89,7 +89,8 @@ where
                 .message()
                 .await?
                 .ok_or_else(|| Status::new("the stream ended before its request"))?;
-            catch_panic(f(ctx, request, sender.clone())).await
+            // With open acknowledgement, the client's call resolves once the handler started.
+            sender.started(catch_panic(f(ctx, request, sender.clone()))).await
         }
         .await;
         ServerStream::finish(&sender, result.clone()).await;
@@ -110,7 +111,7 @@ where
 {
     Box::pin(async move {
         let (inbound, sender) = stream.split::<Req, Resp>();
-        let result = match catch_panic(f(ctx, inbound)).await {
+        let result = match sender.started(catch_panic(f(ctx, inbound))).await {
             Ok(response) => sender.send(response).await.map_err(Status::from),
             Err(status) => Err(status),
         };
@@ -128,7 +129,7 @@ where
 {
     Box::pin(async move {
         let (inbound, sender) = stream.split::<Req, Resp>();
-        let result = catch_panic(f(ctx, inbound, sender.clone())).await;
+        let result = sender.started(catch_panic(f(ctx, inbound, sender.clone()))).await;
         ServerStream::finish(&sender, result.clone()).await;
         result
     })
@@ -188,11 +189,13 @@ pub async fn call_server_streaming<Req: Message, Resp: Message>(
     op: u16,
     request: &Req,
 ) -> Result<Streaming<Resp>, Error> {
-    // Opening includes the request: both within the call timeout.
+    // Opening includes the request and, with frpc servers, their acknowledgement (sent once
+    // the handler started with the request): all within the call timeout.
     client
         .within_timeout(async {
-            let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
+            let (sender, mut inbound) = client.open_stream::<Req, Resp>(op).await?;
             sender.send_ref(request).await?;
+            inbound.opened().await?;
             Ok(inbound)
         })
         .await
@@ -202,7 +205,7 @@ pub async fn call_client_streaming<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,
 ) -> Result<ClientStreamingCall<Req, Resp>, Error> {
-    let (sender, inbound) = client.within_timeout(client.open_stream::<Req, Resp>(op)).await?;
+    let (sender, inbound) = client.within_timeout(open_acknowledged(client, op)).await?;
     Ok(ClientStreamingCall::new(sender, inbound))
 }
 
@@ -210,6 +213,16 @@ pub async fn call_bidi<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,
 ) -> Result<BidiCall<Req, Resp>, Error> {
-    let (sender, inbound) = client.within_timeout(client.open_stream::<Req, Resp>(op)).await?;
+    let (sender, inbound) = client.within_timeout(open_acknowledged(client, op)).await?;
     Ok(BidiCall::new(sender, inbound))
+}
+
+/// Opens a stream and, with frpc servers, waits for their acknowledgement.
+async fn open_acknowledged<Req: Message, Resp: Message>(
+    client: &Client,
+    op: u16,
+) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
+    let (sender, mut inbound) = client.open_stream::<Req, Resp>(op).await?;
+    inbound.opened().await?;
+    Ok((sender, inbound))
 }

@@ -8,12 +8,16 @@ use frpc_wire::{DEFAULT_MAX_CONTENT_LENGTH, Framing};
 /// The longest `ping_interval` and `idle_timeout` accepted (a year): the timers cannot go further.
 const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// The largest `stream_window` accepted: a stream buffers its whole window.
+const MAX_STREAM_WINDOW: u32 = 1 << 20;
+
 /// Settings of one connection, shared by clients and servers.
 ///
 /// **Validity.** [`crate::Server::builder`]'s `build()` and every `Client::connect*` refuse a
 /// configuration breaking these rules with [`crate::Error::Config`] naming the field:
 /// - `ping_interval` and `idle_timeout` are above zero and at most a year;
-/// - `max_content_length`, `write_queue`, `stream_buffer` and `max_streams` are at least 1.
+/// - `max_content_length`, `write_queue`, `stream_buffer`, `stream_window` and `max_streams`
+///   are at least 1; `stream_window` is at most 1,048,576.
 ///
 /// The idle timeout is checked on each ping tick, so the silence that drops a peer is
 /// `idle_timeout` rounded up to a whole number of `ping_interval`s (at least one). An
@@ -33,8 +37,18 @@ pub struct ConnectionConfig {
     pub nodelay: bool,
     /// Packets queued for the writer before senders wait (backpressure). Default: 1024.
     pub write_queue: usize,
-    /// Messages buffered per inbound stream before it overflows. Default: 1024.
+    /// Messages buffered per inbound stream before it overflows, on streams without flow
+    /// control (with Go peers, or extensions off). Default: 1024.
     pub stream_buffer: usize,
+    /// The receive window of each flow-controlled stream, in messages (frpc peers that
+    /// negotiated flow control; see `docs/extensions.md`): the peer sends at most this many
+    /// messages ahead of what this side's consumer has read, and its `send` waits for more
+    /// credit, which is given back every half window read. Such a stream buffers its whole
+    /// window, so it never overflows: its memory is bounded by `stream_window` ×
+    /// `max_content_length`. In messages rather than bytes: a message is the unit a consumer
+    /// reads and a sender waits for. Default: 1024 (the `stream_buffer` default, so a stream
+    /// may hold as much as without flow control). At least 1, at most 1,048,576.
+    pub stream_window: u32,
     /// Streams open at once on one connection; more are refused. Default: 4096.
     pub max_streams: usize,
 }
@@ -49,6 +63,7 @@ impl Default for ConnectionConfig {
             nodelay: true,
             write_queue: 1024,
             stream_buffer: 1024,
+            stream_window: 1024,
             max_streams: 4096,
         }
     }
@@ -72,6 +87,13 @@ impl ConnectionConfig {
         at_least_one("connection.max_content_length", self.max_content_length as usize)?;
         at_least_one("connection.write_queue", self.write_queue)?;
         at_least_one("connection.stream_buffer", self.stream_buffer)?;
+        at_least_one("connection.stream_window", self.stream_window as usize)?;
+        if self.stream_window > MAX_STREAM_WINDOW {
+            return Err(format!(
+                "connection.stream_window is {}; the most is {MAX_STREAM_WINDOW} messages",
+                self.stream_window
+            ));
+        }
         at_least_one("connection.max_streams", self.max_streams)
     }
 }

@@ -99,10 +99,16 @@ async fn dropping_a_bidi_handle_ends_the_server_handler() {
     assert_eq!(call_unary_echo(&client).await, "ok");
 }
 
+/// Without extensions (as with a Go peer) the refusal is the stream's first item; between frpc
+/// peers (open acknowledgement) the call itself fails, with `Unimplemented`.
 #[tokio::test]
 async fn unknown_streaming_method_is_refused_with_an_error() {
     let server = start(Default::default()).await;
-    let client = Client::connect(server.addr).await.unwrap();
+    let plain = frpc::ClientConfig {
+        extensions: false,
+        ..Default::default()
+    };
+    let client = Client::connect_with(server.addr, plain).await.unwrap();
     let mut stream = codegen::call_server_streaming::<Text, Text>(&client, 99, &Text::new(""))
         .await
         .unwrap();
@@ -114,6 +120,13 @@ async fn unknown_streaming_method_is_refused_with_an_error() {
             .contains("unknown streaming method 99"),
         "{err}"
     );
+    assert_eq!(err.code(), frpc::Code::Unknown);
+    let client = Client::connect(server.addr).await.unwrap();
+    let err = codegen::call_server_streaming::<Text, Text>(&client, 99, &Text::new(""))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), frpc::Code::Unimplemented, "{err}");
+    assert!(err.to_string().contains("unknown streaming method 99"), "{err}");
 }
 
 #[tokio::test]
@@ -140,6 +153,8 @@ async fn a_slow_stream_consumer_fails_its_own_stream_without_stalling_the_connec
     let server = start(Default::default()).await;
     let mut config = frpc::ClientConfig::default();
     config.connection.stream_buffer = 16;
+    // Without extensions, so without flow control (as with a Go server): the buffer overflows.
+    config.extensions = false;
     let client = Client::connect_with(server.addr, config).await.unwrap();
     // A consumer that reads nothing while the server sends 10,000 messages.
     let mut slow = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("10000"))
@@ -207,15 +222,20 @@ impl RawPeer {
     }
 
     /// The next packet that is not a heartbeat, nor an frpc client's extension offer (op
-    /// 0xFFFF), which this peer ignores as a Go server does.
+    /// 0xFFFF), which this peer ignores as a Go server does. PINGs get their PONG, as from
+    /// any Frisbee peer (the frpc client's first stream waits for the answer to its offer,
+    /// which a PONG gives).
     async fn next(&mut self) -> frpc::wire::Packet {
-        use futures_util::StreamExt;
+        use futures_util::{SinkExt, StreamExt};
         loop {
             let packet = tokio::time::timeout(Duration::from_secs(5), self.framed.next())
                 .await
                 .expect("a packet within 5 s")
                 .expect("the connection stays open")
                 .unwrap();
+            if packet.op == frpc::wire::op::PING {
+                self.framed.send(frpc::wire::Packet::pong()).await.unwrap();
+            }
             if packet.op > frpc::wire::op::PONG && packet.op != 0xFFFF {
                 return packet;
             }

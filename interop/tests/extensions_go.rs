@@ -3,12 +3,13 @@
 //! (or refused when strict); errors arrive as `Code::Unknown` with Go's text; a dropped call
 //! sends no cancel and leaves the connection usable. The protobuf extension never reaches a Go
 //! peer: an frpc client with it on speaks polyglot to a Go server, and a Go client gets
-//! polyglot from an frpc server with it on.
+//! polyglot from an frpc server with it on. Streams have neither flow control nor open
+//! acknowledgement (a one-message window would stall them if they had: Go never grants credit).
 
 use std::time::Duration;
 
 use frpc::{Code, Error, Framing, Metadata};
-use frpc_examples::capture::pb::{EchoServiceClient, Request, SearchResponse, request::Corpus};
+use frpc_examples::capture::pb::{Data, EchoServiceClient, Request, SearchResponse, request::Corpus};
 use frpc_interop::{GoServer, RustServer, client_config, run_go_client};
 
 const CALL: Duration = Duration::from_secs(20);
@@ -146,9 +147,54 @@ async fn go_client_gets_polyglot_from_a_protobuf_server(framing: Framing) {
 
 const GO_CLIENT: Duration = Duration::from_secs(60);
 
+async fn streams_with_a_go_server_stay_plain(framing: Framing) {
+    let server = GoServer::start(framing).await;
+    let mut config = client_config(framing);
+    // The smallest window: had flow control been used, the second send would wait forever.
+    config.connection.stream_window = 1;
+    let client = frpc::Client::connect_with(server.addr(), config).await.unwrap();
+    let echo = EchoServiceClient::new(client.clone());
+    // Opened before the answer to the offer: the first stream waits for Go's PONG, then goes
+    // plain.
+    let mut call = bounded("EchoStream", echo.echo_stream()).await.unwrap();
+    assert!(!client.extensions_accepted());
+    for i in 0..20 {
+        bounded("EchoStream send", call.send(request(&format!("m{i}"))))
+            .await
+            .unwrap();
+    }
+    bounded("close_send", call.close_send()).await.unwrap();
+    for i in 0..20 {
+        let reply = bounded("EchoStream reply", call.message())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(reply.message, format!("m{i}"));
+    }
+    let mut upload = bounded("Upload", echo.upload()).await.unwrap();
+    for i in 0..3 {
+        let data = Data {
+            message: format!("part {i}"),
+            checker: 0,
+        };
+        bounded("Upload send", upload.send(data)).await.unwrap();
+    }
+    let reply = bounded("Upload reply", upload.close_and_recv()).await.unwrap();
+    assert_eq!(reply.message, "got 3");
+    let mut search = bounded("Search", echo.search(SearchResponse::default()))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while let Some(response) = bounded("Search message", search.message()).await.unwrap() {
+        got.push(response.message);
+    }
+    assert_eq!(got, ["r0", "r1"]);
+}
+
 frpc_interop::both_framings! {
     protobuf_on_speaks_polyglot_to_a_go_server,
     go_client_gets_polyglot_from_a_protobuf_server,
+    streams_with_a_go_server_stay_plain,
     go_server_ignores_the_offer,
     metadata_is_left_out_for_a_go_server,
     dropped_calls_and_streams_keep_the_connection,

@@ -77,6 +77,7 @@ impl ClientCalls {
             streams: Arc::new(StreamTable::new(
                 config.max_streams,
                 config.stream_buffer,
+                config.stream_window,
                 Default::default(),
             )),
             raw: RawRoutes::default(),
@@ -107,6 +108,22 @@ impl ClientCalls {
         &self.ext
     }
 
+    /// Waits until the answer to the offer is known (at most a round trip, once per
+    /// connection: it sends a PING whose PONG tells a peer that ignored the offer).
+    pub(crate) async fn resolve(&self, conn: &Connection) -> Result<(), Error> {
+        if self.ext.is_resolved() {
+            return Ok(());
+        }
+        if self.ext.take_probe() {
+            let _ = conn.try_send(Packet::ping());
+        }
+        self.ext.resolved().await;
+        match conn.is_closed() {
+            true => Err(conn.closed_error()),
+            false => Ok(()),
+        }
+    }
+
     /// The extensions to use for a call carrying `metadata`: what is accepted now, except that
     /// a call with metadata first waits for the answer to the offer (at most a round trip,
     /// once per connection; it sends a PING whose PONG tells a peer that ignored the offer).
@@ -124,13 +141,7 @@ impl ClientCalls {
         let bits = match self.ext.is_resolved() {
             true => bits,
             false => {
-                if self.ext.take_probe() {
-                    let _ = conn.try_send(Packet::ping());
-                }
-                self.ext.resolved().await;
-                if conn.is_closed() {
-                    return Err(conn.closed_error());
-                }
+                self.resolve(conn).await?;
                 self.ext.accepted()
             }
         };
@@ -197,6 +208,7 @@ impl ClientCalls {
                         .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
                         .cloned(),
                     code: None,
+                    open: None,
                 };
                 match header.is_empty() {
                     true => content,
@@ -351,6 +363,12 @@ pub(crate) struct ClientDispatch {
 impl Dispatch for ClientDispatch {
     async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
         let calls = &self.calls;
+        if packet.op != ext::OP && !calls.ext.is_resolved() {
+            // Anything the server sends (a reply, a stream message) answers a packet sent after
+            // the offer: with no ACCEPT before it, the server ignored the offer (§2.1), as a PONG
+            // would show. Streams opened from then on need no PING to know it.
+            calls.ext.pong();
+        }
         if packet.op == op::STREAM {
             if calls.streams.route(conn, packet.id, packet.content).is_some() {
                 // Servers never open streams toward clients in fRPC; like Go's client, drop them.
@@ -359,10 +377,23 @@ impl Dispatch for ClientDispatch {
             return;
         }
         if packet.op == ext::OP {
-            if packet.id == ext::ACCEPT
-                && let Some((_, bits)) = ext::parse_hello(&packet.content)
-            {
-                calls.ext.accept(bits);
+            match packet.id {
+                ext::ACCEPT => {
+                    if let Some((_, bits)) = ext::parse_hello(&packet.content) {
+                        calls.ext.accept(bits);
+                    }
+                }
+                ext::CREDIT => {
+                    if let Some((stream, messages)) = ext::parse_stream_window(&packet.content) {
+                        calls.streams.credit(stream, messages);
+                    }
+                }
+                ext::OPENED => {
+                    if let Some((stream, window)) = ext::parse_stream_window(&packet.content) {
+                        calls.streams.opened(stream, window);
+                    }
+                }
+                _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
             }
             return;
         }

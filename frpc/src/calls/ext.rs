@@ -1,4 +1,5 @@
-//! Extensions beyond fRPC between frpc peers (cancellation, deadlines, status codes, metadata):
+//! Extensions beyond fRPC between frpc peers (cancellation, deadlines, status codes, metadata,
+//! stream flow control and open acknowledgement):
 //! the bytes (`docs/extensions.md` is their spec), the client's negotiation state and a server
 //! call's state. Calls floor: the client's and the server's dispatchers use it.
 //!
@@ -34,6 +35,10 @@ pub(crate) const OFFER: u16 = 1;
 pub(crate) const ACCEPT: u16 = 2;
 /// Cancels a call or stream.
 pub(crate) const CANCEL: u16 = 3;
+/// Flow control: the receiver of a stream grants its sender more credit (messages).
+pub(crate) const CREDIT: u16 = 4;
+/// Open acknowledgement: the server accepted a stream and started its handler.
+pub(crate) const OPENED: u16 = 5;
 
 /// Extension bits (the u32 of OFFER and ACCEPT).
 pub(crate) const EXT_CANCEL: u32 = 1 << 0;
@@ -45,8 +50,14 @@ pub(crate) const EXT_STATUS: u32 = 1 << 2;
 pub(crate) const EXT_METADATA: u32 = 1 << 3;
 /// Messages may travel in their protobuf encoding (`calls::codec`).
 pub(crate) const EXT_PROTOBUF: u32 = 1 << 4;
+/// Streams are flow controlled with credit windows (used only together with [`EXT_OPEN_ACK`],
+/// whose OPENED packet carries the server's window).
+pub(crate) const EXT_FLOW: u32 = 1 << 5;
+/// The server acknowledges each stream it accepts (OPENED) before the client's call resolves.
+pub(crate) const EXT_OPEN_ACK: u32 = 1 << 6;
 /// Everything this version knows.
-pub(crate) const SUPPORTED: u32 = EXT_CANCEL | EXT_DEADLINE | EXT_STATUS | EXT_METADATA | EXT_PROTOBUF;
+pub(crate) const SUPPORTED: u32 =
+    EXT_CANCEL | EXT_DEADLINE | EXT_STATUS | EXT_METADATA | EXT_PROTOBUF | EXT_FLOW | EXT_OPEN_ACK;
 
 /// The bits a peer offers or accepts: everything, less protobuf when its config turns that off.
 pub(crate) fn supported(protobuf: bool) -> u32 {
@@ -66,6 +77,7 @@ const FIELD_END: u8 = 0;
 const FIELD_TIMEOUT: u8 = 1;
 const FIELD_METADATA: u8 = 2;
 const FIELD_STATUS: u8 = 3;
+const FIELD_OPEN: u8 = 4;
 
 /// An OFFER (client) or ACCEPT (server) packet: version, then the extension bits (u32 BE).
 pub(crate) fn hello(id: u16, bits: u32) -> Packet {
@@ -94,6 +106,24 @@ pub(crate) fn cancel(op: u16, id: u16) -> Packet {
     Packet::new(CANCEL, OP, content.freeze())
 }
 
+/// A CREDIT (`id` [`CREDIT`]) or OPENED (`id` [`OPENED`]) packet: the stream id, then a window
+/// or credit in messages (u32 BE).
+pub(crate) fn stream_window(id: u16, stream: u16, messages: u32) -> Packet {
+    let mut content = BytesMut::with_capacity(6);
+    content.put_u16(stream);
+    content.put_u32(messages);
+    Packet::new(id, OP, content.freeze())
+}
+
+/// Reads a CREDIT or OPENED: the stream id and the messages.
+pub(crate) fn parse_stream_window(content: &[u8]) -> Option<(u16, u32)> {
+    let bytes = content.get(..6)?;
+    Some((
+        u16::from_be_bytes([bytes[0], bytes[1]]),
+        u32::from_be_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]),
+    ))
+}
+
 /// Reads a CANCEL: the operation and id it targets.
 pub(crate) fn parse_cancel(content: &[u8]) -> Option<(u16, u16)> {
     let bytes = content.get(..4)?;
@@ -112,12 +142,15 @@ pub(crate) struct Header {
     pub(crate) metadata: Option<Metadata>,
     /// The status code of an error reply.
     pub(crate) code: Option<Code>,
+    /// A stream open asking for OPENED, with the opener's receive window in messages (0: no
+    /// flow control on this stream).
+    pub(crate) open: Option<u32>,
 }
 
 impl Header {
     /// Whether there is nothing to send.
     pub(crate) fn is_empty(&self) -> bool {
-        self.timeout.is_none() && self.metadata.is_none() && self.code.is_none()
+        self.timeout.is_none() && self.metadata.is_none() && self.code.is_none() && self.open.is_none()
     }
 
     /// `PREFIX`, the fields, `FIELD_END`, then `body`.
@@ -141,6 +174,9 @@ impl Header {
                 value.put_slice(bytes);
             }
             field(&mut buf, FIELD_METADATA, &value);
+        }
+        if let Some(window) = self.open {
+            field(&mut buf, FIELD_OPEN, &window.to_be_bytes());
         }
         buf.put_u8(FIELD_END);
         buf.put_slice(body);
@@ -195,6 +231,10 @@ pub(crate) fn split(content: &Bytes) -> Result<(Header, Bytes), String> {
             }
             FIELD_METADATA => {
                 header.metadata = Some(parse_metadata(&content.slice(at..at + len))?);
+            }
+            FIELD_OPEN => {
+                let window: [u8; 4] = value.try_into().map_err(|_| "extension header: bad open field")?;
+                header.open = Some(u32::from_be_bytes(window));
             }
             _ => {} // a later version's field
         }
@@ -474,6 +514,7 @@ mod tests {
             timeout: Some(Duration::from_micros(1500)),
             metadata: Some(metadata.clone()),
             code: Some(Code::NotFound),
+            open: Some(7),
         };
         let content = header.encode(&[8, 0]);
         assert!(has_prefix(&content));
@@ -481,6 +522,7 @@ mod tests {
         assert_eq!(back.timeout, Some(Duration::from_millis(2)));
         assert_eq!(back.metadata, Some(metadata));
         assert_eq!(back.code, Some(Code::NotFound));
+        assert_eq!(back.open, Some(7));
         assert_eq!(&body[..], &[8, 0]);
     }
 
@@ -494,9 +536,18 @@ mod tests {
             hex(&header.encode(&[0x08, 0x00])),
             "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
         );
-        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 1f");
-        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 00 0f");
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 7f");
+        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 00 6f");
         assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
+        assert_eq!(hex(&stream_window(CREDIT, 1, 512).content), "00 01 00 00 02 00");
+        let open = Header {
+            open: Some(8),
+            ..Header::default()
+        };
+        assert_eq!(
+            hex(&open.encode(&[0x09, 0x0a])),
+            "fe 04 00 00 00 04 00 00 00 08 00 09 0a"
+        );
     }
 
     fn hex(bytes: &[u8]) -> String {
@@ -533,6 +584,7 @@ mod tests {
             }
             let _ = parse_hello(&content);
             let _ = parse_cancel(&content);
+            let _ = parse_stream_window(&content);
         }
     }
 
@@ -544,6 +596,7 @@ mod tests {
             timeout: Some(Duration::from_secs(1)),
             metadata: Some(metadata),
             code: Some(Code::Internal),
+            open: Some(1),
         };
         let full = header.encode(&[]);
         for len in 1..full.len() {
@@ -568,5 +621,7 @@ mod tests {
         assert_eq!(parse_hello(&[0, 0, 0, 0, 1]), None);
         assert_eq!(parse_hello(&[2, 0, 0, 0, 1, 99]), Some((2, 1)));
         assert_eq!(parse_cancel(&[0, 10, 0]), None);
+        assert_eq!(parse_stream_window(&[0, 1, 0, 0, 0]), None);
+        assert!(split(&Bytes::from_static(&[0xfe, 4, 0, 0, 0, 2, 0, 1, 0])).is_err());
     }
 }

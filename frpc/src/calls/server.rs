@@ -17,7 +17,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::ext::{self, CallInfo, CallState, Registry};
-use super::stream::{ServerStream, StreamExt, StreamTable};
+use super::stream::{ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ServerConfig};
 use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
@@ -83,6 +83,7 @@ pub(crate) struct Limits {
     max_inflight_per_connection: usize,
     max_streams: usize,
     stream_buffer: usize,
+    stream_window: u32,
     /// Open streams across every connection.
     pub(crate) open_streams: Arc<AtomicUsize>,
     /// Whether offers of extensions are answered.
@@ -103,6 +104,7 @@ impl Limits {
             max_inflight_per_connection: config.max_inflight_per_connection.max(1),
             max_streams: config.connection.max_streams,
             stream_buffer: config.connection.stream_buffer,
+            stream_window: config.connection.stream_window,
             open_streams: Arc::default(),
             extensions: config.extensions,
             supported: ext::supported(config.protobuf),
@@ -140,6 +142,7 @@ impl<H: Handlers> ServerDispatch<H> {
             streams: Arc::new(StreamTable::new(
                 limits.max_streams,
                 limits.stream_buffer,
+                limits.stream_window,
                 limits.open_streams.clone(),
             )),
             limits,
@@ -178,6 +181,12 @@ impl<H: Handlers> ServerDispatch<H> {
                     return self.streams.cancel(id);
                 }
                 self.registry.cancel(call_key(op_, id));
+            }
+            ext::CREDIT if self.extensions() & ext::EXT_FLOW != 0 => {
+                let Some((stream, messages)) = ext::parse_stream_window(&packet.content) else {
+                    return tracing::debug!("ignoring a malformed credit");
+                };
+                self.streams.credit(stream, messages);
             }
             _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
         }
@@ -364,7 +373,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 Ok((header, first)) => (Some(header), first),
                 Err(err) => {
                     let status = Status::invalid_argument(format!("bad stream open: {err}"));
-                    return ServerStream::refuse(conn, id, status).await;
+                    return ServerStream::refuse(conn, id, status, bits).await;
                 }
             },
         };
@@ -375,17 +384,42 @@ impl<H: Handlers> ServerDispatch<H> {
             return tracing::trace!(stream = id, "dropping a packet of a finished stream");
         };
         if self.handlers.target(method) != Some(Target::Streaming) {
-            let status = Status::new(format!("unknown streaming method {method}"));
-            return ServerStream::refuse(conn, id, status).await;
+            // The same text a Go client has always got; the code only reaches frpc clients.
+            let status = Status::unimplemented(format!("unknown streaming method {method}"));
+            return ServerStream::refuse(conn, id, status, bits).await;
         }
+        // The client asks for OPENED (and, with a window, flow control) in its open header.
+        let open = header
+            .as_ref()
+            .and_then(|header| header.open)
+            .filter(|_| bits & ext::EXT_OPEN_ACK != 0);
+        let peer_window = open.filter(|_| bits & ext::EXT_FLOW != 0).unwrap_or(0);
+        let window = match peer_window {
+            0 => 0,
+            _ => self.streams.window(),
+        };
+        let setup = StreamSetup {
+            recv_window: window,
+            send_credit: (peer_window > 0).then_some(peer_window),
+            awaiting_ack: false,
+            codes: bits & ext::EXT_STATUS != 0,
+        };
         let state = (bits != 0).then(|| Arc::new(CallState::new(header.unwrap_or_default())));
         let ext = StreamExt {
             bits,
             cancel: state.as_ref().map(|state| state.cancel.clone()),
+            ack_window: open.map(|_| window),
         };
-        let stream = match ServerStream::accept(conn, &self.streams, id, ext) {
+        let stream = match ServerStream::accept(conn, &self.streams, id, ext, setup) {
             Ok(stream) => stream,
-            Err(err) => return ServerStream::refuse(conn, id, Status::new(err.to_string())).await,
+            Err(err) => {
+                let status = match err {
+                    // Too many streams: the client may retry later.
+                    Error::ConnectionClosed { reason: Some(reason) } => Status::resource_exhausted(reason),
+                    err => Status::unavailable(err.to_string()),
+                };
+                return ServerStream::refuse(conn, id, status, bits).await;
+            }
         };
         let info = state.clone().map(CallInfo::State);
         let call = self.handlers.streaming(conn, method, stream, info);
@@ -412,7 +446,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 if let Err(status) = result {
                     if status.code() == Code::DeadlineExceeded && state.is_some() {
                         // The handler was dropped at its deadline: end the stream for it.
-                        ServerStream::refuse(&conn, id, status.clone()).await;
+                        ServerStream::refuse(&conn, id, status.clone(), bits).await;
                     }
                     tracing::debug!(%status, "streaming call failed");
                 }
@@ -549,6 +583,7 @@ async fn send_reply(
         Some((response, bits)) => {
             let header = ext::Header {
                 timeout: None,
+                open: None,
                 metadata: response.filter(|_| bits & ext::EXT_METADATA != 0),
                 code: Some(code)
                     .filter(|code| bits & ext::EXT_STATUS != 0 && !matches!(code, Code::Ok | Code::Unknown)),

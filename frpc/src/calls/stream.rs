@@ -6,10 +6,27 @@
 //! Error `EOF`; a failing side sends its error and then `EOF`. Go never sends a Frisbee stream
 //! close, and neither do we in normal operation.
 //!
-//! **Flow.** Each inbound stream buffers up to `stream_buffer` messages. When a consumer falls
-//! that far behind, its stream fails with [`Error::StreamOverflow`] (locally, and the peer gets
-//! an error and `EOF`) instead of stalling the connection: unary calls and other streams on the
-//! same connection keep flowing.
+//! **Flow control** (frpc peers that negotiated it, `docs/extensions.md` §9). Credit in
+//! messages, per stream and direction: a sender holds a [`Semaphore`] of credit (one permit per
+//! data message; errors and `EOF` take none) that the peer's CREDIT packets refill, so a slow
+//! consumer makes its producer's `send` wait, never the connection. The receiver's reader takes
+//! one message of the peer's credit per data message (an atomic, under the table lock it holds
+//! anyway); the consumer gives credit back every half window it reads. The inbound buffer holds
+//! the whole window, so it never overflows; a peer sending past its credit gets the stream failed
+//! (RESOURCE_EXHAUSTED). The opener starts with one message of credit and learns the server's
+//! window from OPENED. Once the stream ends (the server's error or `EOF` on the client, the
+//! stream forgotten, the connection closed) the credit closes and waiting sends go on as
+//! without flow control.
+//!
+//! **Without flow control** (Go peers, extensions off). Each inbound stream buffers up to
+//! `stream_buffer` messages. When a consumer falls that far behind, its stream fails with
+//! [`Error::StreamOverflow`] (locally, and the peer gets an error and `EOF`) instead of stalling
+//! the connection: unary calls and other streams on the same connection keep flowing.
+//!
+//! **Open acknowledgement** (`docs/extensions.md` §8). The client's open header asks for OPENED;
+//! the server sends it once the handler's first poll is over ([`StreamSender::started`]), and the
+//! client's call waits for it ([`Streaming::opened`]: an empty mark in the inbound channel, or
+//! the stream's first content), or fails with the refusal's status.
 //!
 //! **Late packets.** A stream is forgotten as soon as this side is done with it (its handles
 //! dropped, its consumer gone): a handler may reply before reading its requests to the end, and
@@ -31,7 +48,7 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
@@ -39,7 +56,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{self, EOF_MESSAGE, Envelope, Message, encode};
 use frpc_wire::{Packet, op};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::{codec, ext};
@@ -51,8 +68,42 @@ use crate::transport::connection::Connection;
 enum EndReason {
     PeerClosed,
     Overflow,
-    TooLarge { len: u32, max: u32 },
+    TooLarge {
+        len: u32,
+        max: u32,
+    },
     ConnectionClosed(Option<String>),
+    /// The peer sent more data messages than the credit this side granted (flow control).
+    CreditExceeded,
+}
+
+/// The most credit a stream's sender may hold: a peer granting more is capped (the semaphore
+/// would panic past its own limit, far above this).
+const MAX_CREDIT: usize = u32::MAX as usize;
+
+/// Room in a flow-controlled stream's inbound buffer beyond its window: the OPENED mark, an
+/// error, `EOF` and a second `EOF` (Go's habit), none of which take credit.
+const CONTROL_ROOM: usize = 4;
+
+/// Whether a stream content is a control message (an error, `EOF`, or an error behind an
+/// extension header) rather than a data message: only data messages take flow-control credit.
+/// A polyglot error envelope starts with `06`, an extension header with `FE`; a data message
+/// never starts with either (`00`, `08`, or another encoding's marker).
+fn is_control(content: &[u8]) -> bool {
+    matches!(content.first(), Some(&0x06) | Some(&ext::PREFIX))
+}
+
+/// How a stream is set up: flow control and open acknowledgement (all off for plain fRPC).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct StreamSetup {
+    /// This side's receive window in messages (0: no flow control).
+    pub(crate) recv_window: u32,
+    /// The credit this side starts with for sending (`None`: no flow control).
+    pub(crate) send_credit: Option<u32>,
+    /// The opener waits for the peer's OPENED.
+    pub(crate) awaiting_ack: bool,
+    /// Errors this side sends on its own (overflow, credit exceeded) carry a status code.
+    pub(crate) codes: bool,
 }
 
 #[derive(Debug)]
@@ -61,6 +112,28 @@ struct Route {
     end: Arc<OnceLock<EndReason>>,
     /// Fired by the peer's CANCEL (server streams on connections with extensions).
     cancel: Option<CancellationToken>,
+    /// Data messages the peer may still send (flow-controlled streams): the reader takes one
+    /// per message, the consumer gives back what it read.
+    recv_credit: Option<Arc<AtomicU32>>,
+    /// What this side may send (flow-controlled streams). Closed once the stream ends, which
+    /// lets waiting senders go on (and fail on a closed connection, or send what the peer
+    /// drops, as without flow control).
+    send_credit: Option<Arc<Semaphore>>,
+    /// Opened by this side: the peer's error or `EOF` means it reads no more.
+    local: bool,
+    /// Waiting for the peer's OPENED.
+    awaiting_ack: bool,
+    /// The stream's errors carry a status code (status codes negotiated).
+    codes: bool,
+}
+
+impl Route {
+    /// Ends this side's sending credit: nothing more will come.
+    fn close_credit(&self) {
+        if let Some(credit) = &self.send_credit {
+            credit.close();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +149,8 @@ pub(crate) struct StreamTable {
     table: Mutex<Table>,
     max_streams: usize,
     buffer: usize,
+    /// The receive window of flow-controlled streams, in messages.
+    window: u32,
     /// Open streams across every connection sharing it (a server's, say).
     gauge: Arc<AtomicUsize>,
 }
@@ -85,20 +160,36 @@ pub(crate) struct StreamTable {
 pub(crate) struct Inbound {
     rx: mpsc::Receiver<Bytes>,
     end: Arc<OnceLock<EndReason>>,
+    /// The credit the peer has left, and the window (flow-controlled streams).
+    recv: Option<(Arc<AtomicU32>, u32)>,
+    send_credit: Option<Arc<Semaphore>>,
+    awaiting_ack: bool,
 }
 
 impl StreamTable {
-    pub(crate) fn new(max_streams: usize, buffer: usize, gauge: Arc<AtomicUsize>) -> StreamTable {
+    pub(crate) fn new(
+        max_streams: usize,
+        buffer: usize,
+        window: u32,
+        gauge: Arc<AtomicUsize>,
+    ) -> StreamTable {
         StreamTable {
             table: Mutex::new(Table::default()),
             max_streams,
             buffer: buffer.max(1),
+            window: window.max(1),
             gauge,
         }
     }
 
+    /// The receive window of flow-controlled streams this side announces.
+    pub(crate) fn window(&self) -> u32 {
+        self.window
+    }
+
     fn forget(&self, table: &mut Table, id: u16) {
-        if table.routes.remove(&id).is_some() {
+        if let Some(route) = table.routes.remove(&id) {
+            route.close_credit();
             self.gauge.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -113,7 +204,7 @@ impl StreamTable {
     }
 
     /// Registers a stream this side opens, with an id no open stream uses (first id 1).
-    pub(crate) fn open_local(&self) -> Result<(u16, Inbound), Error> {
+    pub(crate) fn open_local(&self, setup: StreamSetup) -> Result<(u16, Inbound), Error> {
         let mut table = self.lock();
         self.check_open(&table)?;
         let mut id = table.next_id;
@@ -124,14 +215,53 @@ impl StreamTable {
             }
         }
         table.next_id = id;
-        Ok((id, self.insert(&mut table, id, None)))
+        Ok((id, self.insert(&mut table, id, None, setup, true)))
     }
 
     /// Registers a stream the peer opened; `cancel` fires when the peer cancels it.
-    pub(crate) fn accept(&self, id: u16, cancel: Option<CancellationToken>) -> Result<Inbound, Error> {
+    pub(crate) fn accept(
+        &self,
+        id: u16,
+        cancel: Option<CancellationToken>,
+        setup: StreamSetup,
+    ) -> Result<Inbound, Error> {
         let mut table = self.lock();
         self.check_open(&table)?;
-        Ok(self.insert(&mut table, id, cancel))
+        Ok(self.insert(&mut table, id, cancel, setup, false))
+    }
+
+    /// The peer's CREDIT for stream `id`: more messages this side may send. Ignored for a
+    /// stream nobody here knows or one without flow control; capped at [`MAX_CREDIT`].
+    pub(crate) fn credit(&self, id: u16, messages: u32) {
+        let table = self.lock();
+        if let Some(credit) = table.routes.get(&id).and_then(|route| route.send_credit.as_ref()) {
+            add_credit(credit, messages);
+        }
+    }
+
+    /// The server's OPENED for stream `id`, with its receive window: the stream's opening
+    /// resolves, and with flow control the client's credit becomes that window (of which it
+    /// had one message already). A window of 0 means the server does not flow-control the
+    /// stream. A second OPENED, or one for a stream not waiting, is ignored.
+    pub(crate) fn opened(&self, id: u16, window: u32) {
+        let mut table = self.lock();
+        let Some(route) = table.routes.get_mut(&id) else {
+            return;
+        };
+        if !std::mem::replace(&mut route.awaiting_ack, false) {
+            return;
+        }
+        match (&route.send_credit, window) {
+            (None, _) => {}
+            (Some(credit), 0) => {
+                // The server takes no credit: send freely, and count nothing of its sends.
+                credit.close();
+                route.recv_credit = None;
+            }
+            (Some(credit), window) => add_credit(credit, window - 1),
+        }
+        // The mark the opener waits for; the buffer keeps room for it.
+        let _ = route.tx.try_send(Bytes::new());
     }
 
     /// The peer cancelled stream `id`: fires its token (a stream nobody here knows, or one
@@ -159,18 +289,47 @@ impl StreamTable {
         Ok(())
     }
 
-    fn insert(&self, table: &mut Table, id: u16, cancel: Option<CancellationToken>) -> Inbound {
-        let (tx, rx) = mpsc::channel(self.buffer);
+    fn insert(
+        &self,
+        table: &mut Table,
+        id: u16,
+        cancel: Option<CancellationToken>,
+        setup: StreamSetup,
+        local: bool,
+    ) -> Inbound {
+        // A flow-controlled stream's buffer holds its whole window, so it never overflows.
+        let capacity = match setup.recv_window {
+            0 => self.buffer + usize::from(setup.awaiting_ack),
+            window => window as usize + CONTROL_ROOM,
+        };
+        let (tx, rx) = mpsc::channel(capacity);
         let end = Arc::new(OnceLock::new());
+        let recv_credit = (setup.recv_window > 0).then(|| Arc::new(AtomicU32::new(setup.recv_window)));
+        let send_credit = setup
+            .send_credit
+            .map(|credit| Arc::new(Semaphore::new(credit as usize)));
         let route = Route {
             tx,
             end: end.clone(),
             cancel,
+            recv_credit: recv_credit.clone(),
+            send_credit: send_credit.clone(),
+            local,
+            awaiting_ack: setup.awaiting_ack,
+            codes: setup.codes,
         };
-        if table.routes.insert(id, route).is_none() {
+        if let Some(old) = table.routes.insert(id, route) {
+            old.close_credit();
+        } else {
             self.gauge.fetch_add(1, Ordering::Relaxed);
         }
-        Inbound { rx, end }
+        Inbound {
+            rx,
+            end,
+            recv: recv_credit.map(|credit| (credit, setup.recv_window)),
+            send_credit,
+            awaiting_ack: setup.awaiting_ack,
+        }
     }
 
     /// Forgets a stream when its handles are gone, unless a newer stream has taken its id.
@@ -189,7 +348,7 @@ impl StreamTable {
     /// knows, for the dispatcher to handle.
     pub(crate) fn route(&self, conn: &Connection, id: u16, content: Bytes) -> Option<Bytes> {
         let mut table = self.lock();
-        let Some(route) = table.routes.get(&id) else {
+        let Some(route) = table.routes.get_mut(&id) else {
             // A close for an unknown stream is ignored.
             return (!content.is_empty()).then_some(content);
         };
@@ -198,18 +357,43 @@ impl StreamTable {
             self.forget(&mut table, id);
             return None;
         }
+        // Anything from the server means it accepted the stream: a later OPENED only adds
+        // credit.
+        route.awaiting_ack = false;
+        if is_control(&content) {
+            if route.local {
+                // The server is done: it grants nothing more.
+                route.close_credit();
+            }
+        } else if let Some(credit) = &route.recv_credit
+            && credit
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1))
+                .is_err()
+        {
+            tracing::warn!(
+                stream = id,
+                "the peer sent beyond its flow-control credit; failing the stream"
+            );
+            let codes = route.codes;
+            let _ = route.end.set(EndReason::CreditExceeded);
+            self.forget(&mut table, id);
+            drop(table);
+            let status = Status::resource_exhausted(format!(
+                "stream {id}: more messages than the flow-control credit granted"
+            ));
+            send_detached(conn, id, status, codes);
+            return None;
+        }
         match route.tx.try_send(content) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
+                let codes = route.codes;
                 tracing::warn!(stream = id, "stream consumer too slow; failing the stream");
                 let _ = route.end.set(EndReason::Overflow);
                 self.forget(&mut table, id);
                 drop(table);
-                send_detached(
-                    conn,
-                    id,
-                    Status::new(format!("stream {id} overflowed the peer's buffer")),
-                );
+                let status = Status::resource_exhausted(format!("stream {id} overflowed the peer's buffer"));
+                send_detached(conn, id, status, codes);
             }
             // The local handle is gone: drop late messages.
             Err(mpsc::error::TrySendError::Closed(_)) => {
@@ -227,13 +411,14 @@ impl StreamTable {
         let Some(route) = table.routes.get(&id) else {
             return;
         };
+        let codes = route.codes;
         let _ = route.end.set(EndReason::TooLarge { len, max });
         self.forget(&mut table, id);
         drop(table);
-        let status = Status::new(format!(
+        let status = Status::resource_exhausted(format!(
             "stream message of {len} bytes exceeds the limit of {max} bytes"
         ));
-        send_detached(conn, id, status);
+        send_detached(conn, id, status, codes);
     }
 
     /// Ends every stream because the connection closed (the dispatchers' close handler).
@@ -246,15 +431,47 @@ impl StreamTable {
         self.gauge.fetch_sub(table.routes.len(), Ordering::Relaxed);
         for (_, route) in table.routes.drain() {
             let _ = route.end.set(EndReason::ConnectionClosed(reason.clone()));
+            route.close_credit();
         }
         table.closed = Some(reason);
     }
 }
 
+/// Adds `messages` of credit, capped at [`MAX_CREDIT`] in all.
+fn add_credit(credit: &Semaphore, messages: u32) {
+    let room = MAX_CREDIT.saturating_sub(credit.available_permits());
+    credit.add_permits((messages as usize).min(room));
+}
+
+/// Sends a packet from a place that cannot await: at once when the write queue has room,
+/// else from a task (credit and acknowledgements must not be lost, or a stream would stall).
+fn send_soon(conn: &Arc<Connection>, packet: Packet) {
+    if conn.try_send(packet.clone()).is_err() && !conn.is_closed() {
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            let _ = conn.send(packet).await;
+        });
+    }
+}
+
+/// The content of a stream error: the polyglot error, behind a STATUS header when the stream
+/// has status codes (and the code says more than UNKNOWN).
+fn error_content(status: &Status, codes: bool) -> Bytes {
+    let content = polyglot::error_to_bytes(status.message());
+    match codes && status.code() != Code::Unknown {
+        false => content,
+        true => ext::Header {
+            code: Some(status.code()),
+            ..ext::Header::default()
+        }
+        .encode(&content),
+    }
+}
+
 /// Sends an error and `EOF` on a stream without waiting (from places that cannot await).
-fn send_detached(conn: &Connection, id: u16, status: Status) {
+fn send_detached(conn: &Connection, id: u16, status: Status, codes: bool) {
     let packets = [
-        Packet::new(id, op::STREAM, polyglot::error_to_bytes(status.message())),
+        Packet::new(id, op::STREAM, error_content(&status, codes)),
         Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)),
     ];
     for packet in packets {
@@ -285,6 +502,9 @@ pub(crate) struct ClientSide {
 pub(crate) struct StreamExt {
     pub(crate) bits: u32,
     pub(crate) cancel: Option<CancellationToken>,
+    /// On the server, when the client asked for OPENED: the window it announces (0 without
+    /// flow control).
+    pub(crate) ack_window: Option<u32>,
 }
 
 /// Removes the stream from the table when the last handle to it goes.
@@ -300,6 +520,8 @@ struct StreamGuard {
     ext: StreamExt,
     /// Set once the peer ended the stream (EOF or error): nothing left to cancel.
     finished: AtomicBool,
+    /// What this side may send (flow-controlled streams).
+    send_credit: Option<Arc<Semaphore>>,
 }
 
 impl StreamGuard {
@@ -319,6 +541,7 @@ impl StreamGuard {
             client,
             ext,
             finished: AtomicBool::new(false),
+            send_credit: inbound.send_credit.clone(),
         }
     }
 
@@ -433,6 +656,10 @@ pub struct Streaming<T> {
     /// re-armed at the start of each later one.
     idle: Option<Pin<Box<tokio::time::Sleep>>>,
     waiting: bool,
+    /// A content read while waiting for OPENED, not yet handed out.
+    peeked: Option<Bytes>,
+    /// Messages read and not yet given back as credit (flow-controlled streams).
+    unacked: u32,
     _message: PhantomData<fn() -> T>,
 }
 
@@ -453,6 +680,8 @@ impl<T: Message> Streaming<T> {
             done: false,
             idle: None,
             waiting: false,
+            peeked: None,
+            unacked: 0,
             _message: PhantomData,
         }
     }
@@ -460,6 +689,46 @@ impl<T: Message> Streaming<T> {
     /// The stream id.
     pub fn id(&self) -> u16 {
         self.guard.id
+    }
+
+    /// Waits until the server accepted the stream (its OPENED, or anything it sent on the
+    /// stream), when the stream asked for it; fails with the server's refusal (its status, or
+    /// the stream's end). Without open acknowledgement (Go peers) it returns at once.
+    pub(crate) async fn opened(&mut self) -> Result<(), Error> {
+        if !std::mem::replace(&mut self.inbound.awaiting_ack, false) {
+            return Ok(());
+        }
+        let Some(content) = self.inbound.rx.recv().await else {
+            self.finish();
+            return Err(self.end_error());
+        };
+        if content.is_empty() {
+            return Ok(()); // OPENED
+        }
+        let refused = is_control(&content) && content[..] != *EOF_MESSAGE;
+        self.peeked = Some(content);
+        if refused {
+            // The server refused the stream, or its handler failed at once: its status.
+            self.message().await?;
+        }
+        Ok(())
+    }
+
+    /// Gives back credit for a data message the consumer read: every half window at once, so
+    /// a stream costs one CREDIT packet per half window.
+    fn consumed(&mut self) {
+        let Some((credit, window)) = &self.inbound.recv else {
+            return;
+        };
+        self.unacked += 1;
+        if self.unacked < (window / 2).max(1) || self.done {
+            return;
+        }
+        let messages = std::mem::take(&mut self.unacked);
+        // Counted before the grant leaves, so the peer's next message finds it.
+        credit.fetch_add(messages, Ordering::AcqRel);
+        let packet = ext::stream_window(ext::CREDIT, self.guard.id, messages);
+        send_soon(&self.guard.conn, packet);
     }
 
     /// The next message; `Ok(None)` once the peer has ended the stream.
@@ -471,15 +740,25 @@ impl<T: Message> Streaming<T> {
         if self.done {
             return Poll::Ready(Ok(None));
         }
-        let content = match self.inbound.rx.poll_recv(cx) {
-            Poll::Ready(Some(content)) => content,
-            Poll::Ready(None) => {
-                self.finish();
-                return Poll::Ready(Err(self.end_error()));
-            }
-            Poll::Pending => return self.poll_idle(cx),
+        let content = match self.peeked.take() {
+            Some(content) => content,
+            None => loop {
+                match self.inbound.rx.poll_recv(cx) {
+                    // An OPENED mark nobody waited for.
+                    Poll::Ready(Some(content)) if content.is_empty() => continue,
+                    Poll::Ready(Some(content)) => break content,
+                    Poll::Ready(None) => {
+                        self.finish();
+                        return Poll::Ready(Err(self.end_error()));
+                    }
+                    Poll::Pending => return self.poll_idle(cx),
+                }
+            },
         };
         self.waiting = false;
+        if !is_control(&content) {
+            self.consumed();
+        }
         // An error with a status code, from an frpc server that accepted our offer (perhaps
         // after this stream opened). No fRPC message starts with the header byte.
         let (code, content) = match ext::has_prefix(&content) {
@@ -544,6 +823,10 @@ impl<T: Message> Streaming<T> {
             Some(EndReason::ConnectionClosed(reason)) => Error::ConnectionClosed {
                 reason: reason.clone(),
             },
+            Some(EndReason::CreditExceeded) => Error::Status(Status::resource_exhausted(format!(
+                "stream {}: the peer sent more messages than its flow-control credit",
+                self.guard.id
+            ))),
             Some(EndReason::PeerClosed) | None => Error::closed("the peer closed the stream without EOF"),
         }
     }
@@ -676,12 +959,12 @@ impl<T: Message> StreamSender<T> {
     pub async fn send(&self, message: T) -> Result<(), Error> {
         let content = self.encode(&message);
         drop(message);
-        self.send_raw(content).await
+        self.send_raw(content, true).await
     }
 
     /// Sends one message by reference.
     pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
-        self.send_raw(self.encode(message)).await
+        self.send_raw(self.encode(message), true).await
     }
 
     /// Protobuf when the stream opened on a connection that negotiated it, else polyglot.
@@ -689,14 +972,30 @@ impl<T: Message> StreamSender<T> {
         codec::encode(message, self.guard.ext.bits & ext::EXT_PROTOBUF != 0)
     }
 
-    async fn send_raw(&self, content: Bytes) -> Result<(), Error> {
+    /// Sends one content; a data message (`credit`) first takes a message of flow-control
+    /// credit, waiting for the peer's grant when there is none.
+    async fn send_raw(&self, content: Bytes, credit: bool) -> Result<(), Error> {
         if self.guard.is_cancelled() {
             return Err(Error::Cancelled);
         }
-        let send = self
-            .guard
-            .conn
-            .send(Packet::new(self.guard.id, op::STREAM, content));
+        let conn = &self.guard.conn;
+        let packet = Packet::new(self.guard.id, op::STREAM, content);
+        let send = async {
+            if let Some(window) = self.guard.send_credit.as_ref().filter(|_| credit) {
+                // A closed window (the stream or connection ended) lets the send go on, as
+                // without flow control: it then fails on a closed connection, or the peer
+                // drops it.
+                match window.try_acquire() {
+                    Ok(permit) => permit.forget(),
+                    Err(_) => {
+                        if let Ok(permit) = window.acquire().await {
+                            permit.forget();
+                        }
+                    }
+                }
+            }
+            conn.send(packet).await
+        };
         match self.guard.client.idle {
             None => send.await,
             // Waiting for room in the write queue counts as idle too.
@@ -707,20 +1006,36 @@ impl<T: Message> StreamSender<T> {
     }
 
     async fn send_eof(&self) -> Result<(), Error> {
-        self.send_raw(Bytes::from_static(EOF_MESSAGE)).await
+        self.send_raw(Bytes::from_static(EOF_MESSAGE), false).await
+    }
+
+    /// Runs a server handler; with open acknowledgement, sends OPENED once its first poll is
+    /// over (it has started: whatever it set up before its first wait, a subscription say, is
+    /// in place), unless that poll already failed it, so the client's open fails with that
+    /// status instead.
+    pub(crate) async fn started<R>(
+        &self,
+        handler: impl Future<Output = Result<R, Status>>,
+    ) -> Result<R, Status> {
+        let Some(window) = self.guard.ext.ack_window else {
+            return handler.await;
+        };
+        let mut handler = std::pin::pin!(handler);
+        let first = std::future::poll_fn(|cx| Poll::Ready(handler.as_mut().poll(cx))).await;
+        if let Poll::Ready(Err(status)) = first {
+            return Err(status);
+        }
+        let opened = ext::stream_window(ext::OPENED, self.guard.id, window);
+        let _ = self.guard.conn.send(opened).await;
+        match first {
+            Poll::Ready(result) => result,
+            Poll::Pending => handler.await,
+        }
     }
 
     async fn send_error(&self, status: &Status) -> Result<(), Error> {
-        let content = polyglot::error_to_bytes(status.message());
-        let content = match self.guard.ext.bits & ext::EXT_STATUS != 0 && status.code() != Code::Unknown {
-            false => content,
-            true => ext::Header {
-                code: Some(status.code()),
-                ..ext::Header::default()
-            }
-            .encode(&content),
-        };
-        self.send_raw(content).await
+        let content = error_content(status, self.guard.ext.bits & ext::EXT_STATUS != 0);
+        self.send_raw(content, false).await
     }
 }
 
@@ -737,8 +1052,9 @@ impl ServerStream {
         table: &Arc<StreamTable>,
         id: u16,
         ext: StreamExt,
+        setup: StreamSetup,
     ) -> Result<ServerStream, Error> {
-        let inbound = table.accept(id, ext.cancel.clone())?;
+        let inbound = table.accept(id, ext.cancel.clone(), setup)?;
         let guard = Arc::new(StreamGuard::new(
             conn,
             table,
@@ -765,15 +1081,11 @@ impl ServerStream {
         let _ = sender.send_eof().await;
     }
 
-    /// Refuses a stream before any handler ran (unknown method, bad request).
-    pub(crate) async fn refuse(conn: &Connection, id: u16, status: Status) {
-        let _ = conn
-            .send(Packet::new(
-                id,
-                op::STREAM,
-                polyglot::error_to_bytes(status.message()),
-            ))
-            .await;
+    /// Refuses a stream before any handler ran (unknown method, bad request, too many
+    /// streams): its error (with its code when the connection has status codes) and `EOF`.
+    pub(crate) async fn refuse(conn: &Connection, id: u16, status: Status, bits: u32) {
+        let content = error_content(&status, bits & ext::EXT_STATUS != 0);
+        let _ = conn.send(Packet::new(id, op::STREAM, content)).await;
         let _ = conn
             .send(Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)))
             .await;
@@ -781,7 +1093,11 @@ impl ServerStream {
 }
 
 /// Opens a stream from the client side: registers it, then sends the open message (behind
-/// `header`, the extension header, when there is one).
+/// `header`, the extension header, when there is one). With open acknowledgement (`bits`) the
+/// header asks for OPENED, and with flow control too it carries this side's window; the
+/// stream then starts with one message of credit (the request of a server-streaming call goes
+/// out without a round trip) and OPENED brings the rest of the server's window. The caller
+/// waits for OPENED with [`Streaming::opened`].
 pub(crate) async fn open<Req: Message, Resp: Message>(
     conn: &Arc<Connection>,
     table: &Arc<StreamTable>,
@@ -790,15 +1106,37 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
     bits: u32,
     header: Option<ext::Header>,
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
-    let (id, inbound) = table.open_local()?;
-    let ext = StreamExt { bits, cancel: None };
+    let ack = bits & ext::EXT_OPEN_ACK != 0;
+    let window = match ack && bits & ext::EXT_FLOW != 0 {
+        true => table.window(),
+        false => 0,
+    };
+    let setup = StreamSetup {
+        recv_window: window,
+        send_credit: (window > 0).then_some(1),
+        awaiting_ack: ack,
+        codes: bits & ext::EXT_STATUS != 0,
+    };
+    let (id, inbound) = table.open_local(setup)?;
+    let ext = StreamExt {
+        bits,
+        cancel: None,
+        ack_window: None,
+    };
     let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, client, ext));
     let sender = StreamSender::new(guard.clone());
+    let header = match ack {
+        false => header,
+        true => Some(ext::Header {
+            open: Some(window),
+            ..header.unwrap_or_default()
+        }),
+    };
     let open = match header {
         Some(header) => header.encode(&open_message(method)),
         None => open_message(method),
     };
-    sender.send_raw(open).await?;
+    sender.send_raw(open, false).await?;
     Ok((sender, Streaming::new(inbound, guard)))
 }
 

@@ -1,0 +1,601 @@
+//! Stream flow control and open acknowledgement between frpc peers (docs/extensions.md §8, §9)
+//! over real TCP, both framings: a slow consumer slows its producer (in both directions) while
+//! unary calls and other streams on the connection go on; the configured windows are the
+//! producers' exact lead; a peer exceeding its credit gets its stream failed; a streaming call
+//! resolves once the server's handler started (watch, then put: the watcher sees the put) or
+//! fails with the server's status; credit waits end at the stream idle timeout; the bytes of the
+//! spec's examples are what frpc writes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use frpc::{ClientConfig, Code, Error, Framing, ServerConfig, Status};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore, broadcast, mpsc};
+use tokio_util::codec::Framed;
+
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Text {
+    pub value: String,
+}
+
+fn text(value: &str) -> Text {
+    Text { value: value.into() }
+}
+
+/// Operations: echo 10, produce 11, count 12, pipe 13, sink 14, watch 15, put 16.
+#[frpc::service(package = "flow")]
+pub trait Flow {
+    /// Echoes the request.
+    async fn echo(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// Sends `0`, `1`, … up to the number the request holds, counting each completed send.
+    async fn produce(
+        &self,
+        ctx: &frpc::Context,
+        request: Text,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
+    /// Sends `0`, `1`, … up to the number the request holds (counts nothing).
+    async fn count(
+        &self,
+        ctx: &frpc::Context,
+        request: Text,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
+    /// Bidi: reads one message per permit of the gate, echoes it.
+    async fn pipe(
+        &self,
+        ctx: &frpc::Context,
+        inbound: frpc::Streaming<Text>,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
+    /// Client streaming: reads one message per permit of the gate; joins them with `,`.
+    async fn sink(&self, ctx: &frpc::Context, inbound: frpc::Streaming<Text>) -> Result<Text, frpc::Status>;
+    /// Subscribes to puts, then forwards as many as the request's number.
+    async fn watch(
+        &self,
+        ctx: &frpc::Context,
+        request: Text,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
+    /// Publishes the request to the watchers.
+    async fn put(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+}
+
+const SINK: u16 = 14;
+
+struct State {
+    produced: AtomicUsize,
+    progress: Notify,
+    gate: Semaphore,
+    puts: broadcast::Sender<String>,
+}
+
+#[derive(Clone)]
+struct Svc(Arc<State>);
+
+fn number(request: &Text) -> Result<usize, Status> {
+    request
+        .value
+        .parse()
+        .map_err(|_| Status::invalid_argument("not a number"))
+}
+
+impl Flow for Svc {
+    async fn echo(&self, _: &frpc::Context, request: Text) -> Result<Text, Status> {
+        Ok(request)
+    }
+
+    async fn produce(
+        &self,
+        _: &frpc::Context,
+        request: Text,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), Status> {
+        for n in 0..number(&request)? {
+            out.send(text(&n.to_string())).await?;
+            self.0.produced.fetch_add(1, Ordering::SeqCst);
+            self.0.progress.notify_waiters();
+        }
+        Ok(())
+    }
+
+    async fn count(
+        &self,
+        _: &frpc::Context,
+        request: Text,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), Status> {
+        for n in 0..number(&request)? {
+            out.send(text(&n.to_string())).await?;
+        }
+        Ok(())
+    }
+
+    async fn pipe(
+        &self,
+        _: &frpc::Context,
+        mut inbound: frpc::Streaming<Text>,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), Status> {
+        loop {
+            self.0.gate.acquire().await.unwrap().forget();
+            match inbound.message().await? {
+                Some(message) => out.send(message).await?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    async fn sink(&self, _: &frpc::Context, mut inbound: frpc::Streaming<Text>) -> Result<Text, Status> {
+        let mut parts = Vec::new();
+        loop {
+            self.0.gate.acquire().await.unwrap().forget();
+            match inbound.message().await? {
+                Some(message) => parts.push(message.value),
+                None => return Ok(text(&parts.join(","))),
+            }
+        }
+    }
+
+    async fn watch(
+        &self,
+        _: &frpc::Context,
+        request: Text,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), Status> {
+        // Subscribed before the handler's first wait: the open acknowledgement follows it.
+        let mut puts = self.0.puts.subscribe();
+        for _ in 0..number(&request)? {
+            let value = puts
+                .recv()
+                .await
+                .map_err(|err| Status::internal(err.to_string()))?;
+            out.send(text(&value)).await?;
+        }
+        Ok(())
+    }
+
+    async fn put(&self, _: &frpc::Context, request: Text) -> Result<Text, Status> {
+        let _ = self.0.puts.send(request.value.clone());
+        Ok(request)
+    }
+}
+
+const FRAMINGS: [Framing; 2] = [Framing::Frisbee, Framing::Legacy];
+const LIMIT: Duration = Duration::from_secs(10);
+
+async fn bounded<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: nothing within {LIMIT:?}"))
+}
+
+struct Running {
+    addr: std::net::SocketAddr,
+    state: Arc<State>,
+}
+
+impl Running {
+    /// Waits until the producer completed `n` sends.
+    async fn produced(&self, n: usize) {
+        bounded("producer progress", async {
+            loop {
+                let notified = self.state.progress.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.state.produced.load(Ordering::SeqCst) >= n {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await
+    }
+}
+
+async fn serve(config: ServerConfig) -> Running {
+    let state = Arc::new(State {
+        produced: AtomicUsize::new(0),
+        progress: Notify::new(),
+        gate: Semaphore::new(0),
+        puts: broadcast::channel(64).0,
+    });
+    let bound = frpc::Server::builder()
+        .config(config)
+        .add_service(FlowServer::new(Svc(state.clone())))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    Running { addr, state }
+}
+
+fn server_config(framing: Framing, window: u32) -> ServerConfig {
+    let mut config = ServerConfig::default();
+    config.connection.framing = framing;
+    config.connection.stream_window = window;
+    config
+}
+
+fn client_config(framing: Framing, window: u32) -> ClientConfig {
+    let mut config = ClientConfig::default();
+    config.connection.framing = framing;
+    config.connection.stream_window = window;
+    config
+}
+
+async fn connect(running: &Running, config: ClientConfig) -> FlowClient {
+    FlowClient::new(frpc::Client::connect_with(running.addr, config).await.unwrap())
+}
+
+/// Unary calls and another stream complete on `flow`'s connection.
+async fn the_connection_flows(flow: &FlowClient) {
+    for i in 0..20 {
+        let reply = bounded("echo", flow.echo(text(&i.to_string()))).await.unwrap();
+        assert_eq!(reply.value, i.to_string());
+    }
+    let mut other = bounded("count", flow.count(text("30"))).await.unwrap();
+    for i in 0..30 {
+        let got = bounded("count message", other.message()).await.unwrap().unwrap();
+        assert_eq!(got.value, i.to_string());
+    }
+    assert!(other.message().await.unwrap().is_none());
+}
+
+/// Server streaming to a client that reads nothing: the server's producer stops at the client's
+/// window (8) until the client reads, then everything arrives in order, no overflow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_client_slows_the_server_producer() {
+    for framing in FRAMINGS {
+        let running = serve(server_config(framing, 1024)).await;
+        let flow = connect(&running, client_config(framing, 8)).await;
+        let mut slow = bounded("produce", flow.produce(text("80"))).await.unwrap();
+        running.produced(8).await;
+        the_connection_flows(&flow).await;
+        assert_eq!(
+            running.state.produced.load(Ordering::SeqCst),
+            8,
+            "{framing:?}: the producer waits for credit"
+        );
+        for i in 0..80 {
+            let got = bounded("slow message", slow.message()).await;
+            assert_eq!(got.unwrap().unwrap().value, i.to_string(), "{framing:?}");
+        }
+        assert!(slow.message().await.unwrap().is_none());
+        assert_eq!(running.state.produced.load(Ordering::SeqCst), 80);
+    }
+}
+
+/// Client streaming to a handler that reads only when let through: the client's `send` stops
+/// at the server's window (4), unary calls and other streams go on, and once the handler reads
+/// everything arrives in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_server_slows_the_client_producer() {
+    for framing in FRAMINGS {
+        let running = serve(server_config(framing, 4)).await;
+        let flow = connect(&running, client_config(framing, 1024)).await;
+        let mut call = bounded("sink", flow.sink()).await.unwrap();
+        let (sent, mut progress) = mpsc::unbounded_channel();
+        let producer = tokio::spawn(async move {
+            for i in 0..40 {
+                call.send(text(&i.to_string())).await.unwrap();
+                sent.send(i).unwrap();
+            }
+            call.close_and_recv().await
+        });
+        for i in 0..4 {
+            assert_eq!(bounded("client send", progress.recv()).await, Some(i));
+        }
+        the_connection_flows(&flow).await;
+        assert!(
+            progress.try_recv().is_err(),
+            "{framing:?}: the 5th send waits for credit"
+        );
+        running.state.gate.add_permits(41);
+        let joined = bounded("sink result", producer).await.unwrap().unwrap();
+        let expected: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+        assert_eq!(joined.value, expected.join(","), "{framing:?}");
+    }
+}
+
+/// Bidi: the same from the client's side of a bidi call, reading the echoes afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_bidi_handler_slows_the_client() {
+    for framing in FRAMINGS {
+        let running = serve(server_config(framing, 4)).await;
+        let flow = connect(&running, client_config(framing, 1024)).await;
+        let mut call = bounded("pipe", flow.pipe()).await.unwrap();
+        let (sent, mut progress) = mpsc::unbounded_channel();
+        let producer = tokio::spawn(async move {
+            for i in 0..40 {
+                call.send(text(&i.to_string())).await.unwrap();
+                sent.send(i).unwrap();
+            }
+            call.close_send().await.unwrap();
+            let mut echoes = Vec::new();
+            while let Some(echo) = call.message().await.unwrap() {
+                echoes.push(echo.value);
+            }
+            echoes
+        });
+        for i in 0..4 {
+            assert_eq!(bounded("client send", progress.recv()).await, Some(i));
+        }
+        the_connection_flows(&flow).await;
+        assert!(
+            progress.try_recv().is_err(),
+            "{framing:?}: the 5th send waits for credit"
+        );
+        running.state.gate.add_permits(41);
+        let echoes = bounded("echoes", producer).await.unwrap();
+        let expected: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+        assert_eq!(echoes, expected, "{framing:?}");
+    }
+}
+
+/// A credit wait ends at the client's stream idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credit_wait_ends_at_the_idle_timeout() {
+    let running = serve(server_config(Framing::Frisbee, 2)).await;
+    let mut config = client_config(Framing::Frisbee, 1024);
+    config.stream_idle_timeout = Some(Duration::from_millis(200));
+    let flow = connect(&running, config).await;
+    let mut call = bounded("sink", flow.sink()).await.unwrap();
+    call.send(text("a")).await.unwrap();
+    call.send(text("b")).await.unwrap();
+    let err = bounded("third send", call.send(text("c"))).await.unwrap_err();
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+}
+
+/// Open acknowledgement: a watch opened right after connecting, then a put on the same client:
+/// the watcher sees the put, every time (without it the put could run before the handler
+/// subscribed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_sees_the_put_made_right_after_it() {
+    for framing in FRAMINGS {
+        let running = serve(server_config(framing, 1024)).await;
+        for round in 0..20 {
+            let flow = connect(&running, client_config(framing, 1024)).await;
+            let mut watch = bounded("watch", flow.watch(text("1"))).await.unwrap();
+            let value = format!("put {round}");
+            bounded("put", flow.put(text(&value))).await.unwrap();
+            let seen = bounded("watched", watch.message()).await.unwrap().unwrap();
+            assert_eq!(seen.value, value, "{framing:?}");
+            assert!(watch.message().await.unwrap().is_none());
+        }
+    }
+}
+
+/// The server's refusals fail the streaming call itself, with the server's status: an unknown
+/// method (`Unimplemented`), too many streams, a handler failing at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_fail_the_call_at_open() {
+    for framing in FRAMINGS {
+        let mut config = server_config(framing, 1024);
+        config.connection.max_streams = 1;
+        let running = serve(config).await;
+        let connect = || frpc::Client::connect_with(running.addr, client_config(framing, 1024));
+        // One connection at its limit of streams (per connection).
+        let flow = FlowClient::new(connect().await.unwrap());
+        let held = bounded("sink", flow.sink()).await.unwrap();
+        let err = flow.sink().await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{framing:?}: {err}");
+        assert!(err.to_string().contains("too many open streams"), "{err}");
+        drop(held);
+        assert_eq!(flow.echo(text("still")).await.unwrap().value, "still");
+
+        // Another: an unknown method, and a handler failing before its first wait.
+        let client = connect().await.unwrap();
+        let err = frpc::codegen::call_bidi::<Text, Text>(&client, 99)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unimplemented, "{framing:?}: {err}");
+        assert!(err.to_string().contains("unknown streaming method 99"), "{err}");
+        let err = FlowClient::new(client)
+            .produce(text("not a number"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{framing:?}: {err}");
+        assert!(err.to_string().contains("not a number"), "{err}");
+    }
+}
+
+// ---- Raw peers: hostile credit, and the spec's bytes ----------------------------------------
+
+type Raw = Framed<TcpStream, frpc::wire::PacketCodec>;
+
+/// The next packet that is not a heartbeat.
+async fn next(raw: &mut Raw) -> frpc::wire::Packet {
+    loop {
+        let packet = bounded("a packet", raw.next())
+            .await
+            .expect("the connection stays open")
+            .unwrap();
+        if packet.op > frpc::wire::op::PONG {
+            return packet;
+        }
+    }
+}
+
+async fn send(raw: &mut Raw, id: u16, op: u16, content: &[u8]) {
+    let packet = frpc::wire::Packet::new(id, op, Bytes::copy_from_slice(content));
+    raw.send(packet).await.unwrap();
+}
+
+fn encoded(value: &str) -> Vec<u8> {
+    frpc::codegen::Message::to_polyglot(&text(value)).to_vec()
+}
+
+const EOF: &[u8] = b"\x06\x05\x0a\x03EOF";
+
+/// A client that sends past the credit the server granted gets its stream failed with
+/// RESOURCE_EXHAUSTED (and `EOF`); the server keeps nothing more and the connection stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_exceeding_its_credit_gets_its_stream_failed() {
+    for framing in FRAMINGS {
+        let running = serve(server_config(framing, 4)).await;
+        let stream = TcpStream::connect(running.addr).await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(framing));
+        send(&mut raw, 1, 0xFFFF, &[1, 0, 0, 0, 0x6f]).await;
+        let accept = next(&mut raw).await;
+        assert_eq!((accept.id, &accept.content[..]), (2, &[1u8, 0, 0, 0, 0x6f][..]));
+        // Open the sink (its handler reads nothing: the gate is shut), window 4.
+        let open = [0xfe, 0x04, 0, 0, 0, 4, 0, 0, 0, 4, 0x00, 0x09, SINK as u8];
+        send(&mut raw, 1, 2, &open).await;
+        let opened = next(&mut raw).await;
+        assert_eq!(
+            (opened.id, opened.op, &opened.content[..]),
+            (5, 0xFFFF, &[0u8, 1, 0, 0, 0, 4][..]),
+            "{framing:?}: OPENED with the server's window"
+        );
+        for i in 0..5 {
+            send(&mut raw, 1, 2, &encoded(&i.to_string())).await;
+        }
+        let failed = next(&mut raw).await;
+        assert_eq!((failed.id, failed.op), (1, 2), "{framing:?}");
+        assert_eq!(
+            failed.content[..9],
+            [0xfe, 0x03, 0, 0, 0, 1, 8, 0, 0x06],
+            "{framing:?}: RESOURCE_EXHAUSTED"
+        );
+        let eof = next(&mut raw).await;
+        assert_eq!((eof.id, &eof.content[..]), (1, EOF), "{framing:?}");
+        // Hostile credit and acknowledgement packets are ignored: short ones, unknown streams,
+        // huge grants (capped), an OPENED sent to a server.
+        for (id, content) in [
+            (4u16, &[0u8, 1, 0][..]),
+            (4, &[0, 9, 0xff, 0xff, 0xff, 0xff]),
+            (4, &[0, 1, 0xff, 0xff, 0xff, 0xff]),
+            (4, &[0, 1, 0xff, 0xff, 0xff, 0xff]),
+            (5, &[0, 1, 0, 0, 0, 1]),
+        ] {
+            send(&mut raw, id, 0xFFFF, content).await;
+        }
+        send(&mut raw, 7, 10, &encoded("after")).await;
+        let reply = next(&mut raw).await;
+        assert_eq!(
+            (reply.id, reply.op, &reply.content[..]),
+            (7, 10, &encoded("after")[..])
+        );
+    }
+}
+
+/// A server that sends past the client's window: the client fails the stream (its reader gets
+/// what the window held, then RESOURCE_EXHAUSTED) and tells the server.
+#[tokio::test]
+async fn a_server_exceeding_its_credit_gets_its_stream_failed() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+        let _offer = next(&mut raw).await;
+        send(&mut raw, 2, 0xFFFF, &[1, 0, 0, 0, 0x6f]).await;
+        let open = next(&mut raw).await;
+        assert_eq!(open.content[..10], [0xfe, 0x04, 0, 0, 0, 4, 0, 0, 0, 4]);
+        let _request = next(&mut raw).await;
+        send(&mut raw, 0xFFFF, 0xFFFF, &[]).await; // an unknown extension packet id: ignored
+        send(&mut raw, 5, 0xFFFF, &[0, 1, 0, 0, 0, 8]).await;
+        for n in 0..6 {
+            send(&mut raw, 1, 2, &encoded(&n.to_string())).await;
+        }
+        let failed = next(&mut raw).await;
+        assert_eq!((failed.id, failed.op), (1, 2));
+        assert_eq!(failed.content[..9], [0xfe, 0x03, 0, 0, 0, 1, 8, 0, 0x06]);
+        let eof = next(&mut raw).await;
+        assert_eq!((eof.id, &eof.content[..]), (1, EOF));
+    });
+    let flow = FlowClient::new(
+        frpc::Client::connect_with(addr, client_config(Framing::Frisbee, 4))
+            .await
+            .unwrap(),
+    );
+    let mut produce = bounded("produce", flow.produce(text("6"))).await.unwrap();
+    // Read nothing until the server got the client's verdict.
+    bounded("raw server", peer).await.unwrap();
+    for n in 0..4 {
+        assert_eq!(produce.message().await.unwrap().unwrap().value, n.to_string());
+    }
+    let err = produce.message().await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+    assert!(err.to_string().contains("flow-control credit"), "{err}");
+}
+
+/// Every flow-control example of docs/extensions.md is what frpc writes (the client's stream
+/// open and CREDIT) or reads (the server's OPENED), against a raw server.
+#[tokio::test]
+async fn the_flow_spec_examples_are_the_bytes() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/extensions.md")).unwrap();
+    let in_doc = |fragments: &[&str]| {
+        for fragment in fragments {
+            assert!(doc.contains(fragment), "docs/extensions.md lacks {fragment:?}");
+        }
+        fragments.join(" ")
+    };
+    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 6f"]);
+    let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 6f"]);
+    let open = in_doc(&[
+        "00 0f 00 01 00 02 00 00 00 0d",
+        "fe 04 00 00 00 04 00 00 00 04 00",
+        "09 0b",
+    ]);
+    let opened = in_doc(&["00 0f 00 05 ff ff 00 00 00 06 00 01 00 00 00 08"]);
+    let credit = in_doc(&["00 0f 00 04 ff ff 00 00 00 06 00 01 00 00 00 02"]);
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+        let wire = |packet: &frpc::wire::Packet| {
+            let mut buf = bytes::BytesMut::new();
+            tokio_util::codec::Encoder::encode(
+                &mut frpc::wire::PacketCodec::new(Framing::Frisbee),
+                packet.clone(),
+                &mut buf,
+            )
+            .unwrap();
+            buf.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(wire(&next(&mut raw).await), offer);
+        raw.get_mut().write_all(&unhex(&accept)).await.unwrap();
+        assert_eq!(wire(&next(&mut raw).await), open);
+        let request = next(&mut raw).await;
+        assert_eq!(
+            (request.id, request.op, &request.content[..]),
+            (1, 2, &encoded("2")[..])
+        );
+        raw.get_mut().write_all(&unhex(&opened)).await.unwrap();
+        for n in ["0", "1"] {
+            send(&mut raw, 1, 2, &encoded(n)).await;
+        }
+        assert_eq!(wire(&next(&mut raw).await), credit);
+        send(&mut raw, 1, 2, EOF).await;
+    });
+    let flow = FlowClient::new(
+        frpc::Client::connect_with(addr, client_config(Framing::Frisbee, 4))
+            .await
+            .unwrap(),
+    );
+    let mut produce = bounded("produce", flow.produce(text("2"))).await.unwrap();
+    for n in ["0", "1"] {
+        assert_eq!(produce.message().await.unwrap().unwrap().value, n);
+    }
+    assert!(produce.message().await.unwrap().is_none());
+    bounded("raw server", peer).await.unwrap();
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    text.split_whitespace()
+        .map(|b| u8::from_str_radix(b, 16).unwrap())
+        .collect()
+}
