@@ -77,6 +77,7 @@ mod client;
 #[doc(hidden)]
 pub mod codegen;
 mod context;
+pub mod middleware;
 mod server;
 mod service;
 #[cfg(feature = "tls")]
@@ -90,9 +91,11 @@ pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
 pub use metadata::{Metadata, MetadataSlot};
+pub use middleware::{CallRequest, CallResponse};
 pub use server::{Bound, Builder, Server};
 pub use status::{Code, Error, Status};
 pub use transport::handback::TakeConnection;
+pub use types::MethodKind;
 
 #[cfg(feature = "macros")]
 pub use frpc_macros::{Message, service};
