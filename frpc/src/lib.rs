@@ -60,6 +60,11 @@
 //! ```
 #![deny(missing_docs)]
 
+// `#[derive(frpc::Message)]` expands to `::frpc::` paths; this makes them resolve inside frpc
+// itself (the health service's messages).
+#[cfg(feature = "macros")]
+extern crate self as frpc;
+
 // The floors, bottom up; each module imports only from the floors below it.
 // Leaves: no imports from the crate.
 mod config;
@@ -77,6 +82,8 @@ mod client;
 #[doc(hidden)]
 pub mod codegen;
 mod context;
+#[cfg(feature = "macros")]
+pub mod health;
 pub mod middleware;
 mod server;
 mod service;
