@@ -18,6 +18,12 @@
 //!   dropped when the client gives up), deadlines ([`Context::deadline`]), status codes
 //!   ([`Code`], [`Status::code`]) and [`Metadata`] ([`Client::with_metadata`],
 //!   [`Context::metadata`]).
+//! - Middleware: [`Builder::layer`] puts any `tower::Layer` (concurrency and rate limits, load
+//!   shedding, timeouts, your own auth) around every call, seeing a [`CallRequest`];
+//!   [`Builder::interceptor`] is the shorthand for "look at the call, maybe reject it"
+//!   ([`middleware`]).
+//! - [`health`]: a health service like gRPC's `grpc.health.v1` (`Check`, `Watch`) that a
+//!   server adds in one line, and its client for balancers and probes.
 //!
 //! A service, a server on a free port and a client calling it. With a .proto, `build.rs` runs
 //! `frpc_codegen::compile` and `frpc::include_proto!("package")` brings in the same trait,

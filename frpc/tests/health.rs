@@ -166,6 +166,7 @@ async fn health_operations_are_fixed_and_collisions_refused() {
     // reply's exact bytes under the same id and operation.
     let (reporter, addr) = serve(Framing::Frisbee).await;
     reporter.set_serving("a");
+    request_bytes(""); // docs/health.md's second example
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
     raw.send(frpc::wire::Packet::new(7, 0xFF00, request_bytes("a")))
