@@ -200,3 +200,33 @@ fn response_bytes() -> Vec<u8> {
     assert_eq!(&bytes[..], [0x08, 0x00, 0x0a, 0x01], "HealthCheckResponse bytes");
     bytes.to_vec()
 }
+
+#[tokio::test]
+async fn probes_pass_an_auth_interceptor_that_exempts_health() {
+    let (reporter, health_service) = health::service();
+    let bound = frpc::Server::builder()
+        .interceptor(|call: &frpc::CallRequest| {
+            if call.service() == health::SERVICE_NAME || call.metadata().get("token") == Some("t") {
+                return Ok(());
+            }
+            Err(frpc::Status::unauthenticated("no token"))
+        })
+        .add_service(EchoServer::new(Svc))
+        .add_service(health_service)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    reporter.set_serving("hp.Echo");
+    let client = frpc::Client::connect(addr).await.unwrap();
+    let probe = HealthClient::new(client.clone());
+    assert_eq!(probe.check("hp.Echo").await.unwrap(), ServingStatus::Serving);
+    let mut watch = probe.watch("hp.Echo").await.unwrap();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving
+    );
+    let err = EchoClient::new(client).echo(Text::default()).await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::Unauthenticated);
+}

@@ -439,3 +439,57 @@ async fn layers_work_under_every_concurrency_mode() {
         assert_eq!(err.code(), Code::InvalidArgument, "{concurrency:?}");
     }
 }
+
+#[tokio::test]
+async fn a_call_waiting_for_readiness_ends_at_its_deadline_and_leaks_nothing() {
+    let mut h = serve(|b| b.layer(ConcurrencyLimitLayer::new(1))).await;
+    let c = client(h.addr).await;
+    let held = c.clone();
+    let first = tokio::spawn(async move { held.gated(text("first")).await });
+    assert_eq!(h.started.recv().await.unwrap(), "first");
+    // Waits for the permit past its 100 ms deadline: the client gets its timeout, and the
+    // server drops the waiting call (its deadline travels with it).
+    let short = ProbeClient::new(c.client().with_timeout(Duration::from_millis(100)));
+    let err = short.echo(text("waits")).await.unwrap_err();
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+    h.gate.add_permits(1);
+    assert_eq!(first.await.unwrap().unwrap().value, "first");
+    // Neither the stack's lock nor a permit was kept by the dropped call.
+    for i in 0..3 {
+        assert_eq!(c.echo(text(&i.to_string())).await.unwrap().value, i.to_string());
+    }
+}
+
+/// A layer whose readiness fails once, then recovers.
+struct FailOnce<S>(S, bool);
+
+impl<S> Service<CallRequest> for FailOnce<S>
+where
+    S: Service<CallRequest, Response = CallResponse, Error = Status>,
+{
+    type Response = CallResponse;
+    type Error = Status;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Status>> {
+        if !self.1 {
+            self.1 = true;
+            return Poll::Ready(Err(Status::unavailable("not ready yet")));
+        }
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: CallRequest) -> S::Future {
+        self.0.call(request)
+    }
+}
+
+#[tokio::test]
+async fn a_readiness_error_answers_that_call_only() {
+    let h = serve(|b| b.layer(tower::layer::layer_fn(|inner| FailOnce(inner, false)))).await;
+    let c = client(h.addr).await;
+    let err = c.echo(text("1")).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable);
+    assert!(err.to_string().contains("not ready yet"), "{err}");
+    assert_eq!(c.echo(text("2")).await.unwrap().value, "2");
+}
