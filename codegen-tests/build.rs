@@ -41,6 +41,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     frpc_codegen::configure()
         .out_dir(out.join("default"))
         .compile(SPLIT, &["proto"])?;
+    // frpc's health service schema, whose messages `frpc::health` writes by hand.
+    frpc_codegen::configure()
+        .out_dir(out.join("default"))
+        .compile(&["../proto/frpc/health/v1/health.proto"], &["../proto"])?;
 
     // One schema in two versions (tests/evolution.rs): a v1 client against a v2 server.
     for version in ["v1", "v2"] {

@@ -18,6 +18,12 @@
 //!   dropped when the client gives up), deadlines ([`Context::deadline`]), status codes
 //!   ([`Code`], [`Status::code`]) and [`Metadata`] ([`Client::with_metadata`],
 //!   [`Context::metadata`]).
+//! - Middleware: [`Builder::layer`] puts any `tower::Layer` (concurrency and rate limits, load
+//!   shedding, timeouts, your own auth) around every call, seeing a [`CallRequest`];
+//!   [`Builder::interceptor`] is the shorthand for "look at the call, maybe reject it"
+//!   ([`middleware`]).
+//! - [`health`]: a health service like gRPC's `grpc.health.v1` (`Check`, `Watch`) that a
+//!   server adds in one line, and its client for balancers and probes.
 //!
 //! A service, a server on a free port and a client calling it. With a .proto, `build.rs` runs
 //! `frpc_codegen::compile` and `frpc::include_proto!("package")` brings in the same trait,
@@ -60,6 +66,11 @@
 //! ```
 #![deny(missing_docs)]
 
+// `#[derive(frpc::Message)]` expands to `::frpc::` paths; this makes them resolve inside frpc
+// itself (the health service's messages).
+#[cfg(feature = "macros")]
+extern crate self as frpc;
+
 // The floors, bottom up; each module imports only from the floors below it.
 // Leaves: no imports from the crate.
 mod config;
@@ -77,6 +88,9 @@ mod client;
 #[doc(hidden)]
 pub mod codegen;
 mod context;
+#[cfg(feature = "macros")]
+pub mod health;
+pub mod middleware;
 mod server;
 mod service;
 #[cfg(feature = "tls")]
@@ -90,9 +104,11 @@ pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
 pub use metadata::{Metadata, MetadataSlot};
+pub use middleware::{CallRequest, CallResponse};
 pub use server::{Bound, Builder, Server};
 pub use status::{Code, Error, Status};
 pub use transport::handback::TakeConnection;
+pub use types::MethodKind;
 
 #[cfg(feature = "macros")]
 pub use frpc_macros::{Message, service};

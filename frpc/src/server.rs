@@ -23,6 +23,7 @@ use crate::calls::stream::ServerStream;
 use crate::config::{Concurrency, ServerConfig};
 use crate::context::Context;
 use crate::hash::IdMap;
+use crate::middleware::{self, BoxError, CallRequest, CallResponse, CallService};
 use crate::service::Service;
 use crate::status::{Error, Status};
 use crate::transport::connection::{Connection, Options};
@@ -31,6 +32,14 @@ use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
 
 /// A server's handler for raw packets on one operation (see [`Builder::route`]).
 type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
+
+/// One layer of [`Builder::layer`], type-erased: wraps the rest of the stack.
+type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send>;
+
+/// A server's layer stack, built once and shared by every connection. The lock serializes
+/// readiness and `call` (tower services are `&mut`); it is held while the stack is not ready,
+/// so waiting calls queue in arrival order, and never while a handler runs.
+type Stack = Arc<tokio::sync::Mutex<CallService>>;
 
 /// How long a shutting-down server waits for in-flight calls before closing connections.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -72,6 +81,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub struct Builder {
     services: Vec<Arc<dyn Service>>,
     raw: Vec<(u16, RawHandler)>,
+    /// In the order added: the first is the outermost.
+    layers: Vec<LayerFn>,
     config: ServerConfig,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
@@ -82,6 +93,7 @@ impl fmt::Debug for Builder {
         let names: Vec<_> = self.services.iter().map(|s| s.name()).collect();
         f.debug_struct("Builder")
             .field("services", &names)
+            .field("layers", &self.layers.len())
             .field("config", &self.config)
             .finish()
     }
@@ -106,6 +118,101 @@ impl Builder {
     {
         let handler: RawHandler = Arc::new(move |ctx, packet| Box::pin(handler(ctx, packet)));
         self.raw.push((op, handler));
+        self
+    }
+
+    /// Wraps every call to the services in `layer`, a [`tower::Layer`]: a concurrency or rate
+    /// limit, load shedding, a timeout, an auth check, metrics. The service it wraps takes a
+    /// [`CallRequest`] (service and method names, operation, kind, [`Context`] with the
+    /// request metadata, the encoded request) and answers a [`CallResponse`] (the encoded
+    /// reply) or an error that becomes the call's status ([`middleware::status_from_error`]:
+    /// tower's `Overloaded` is `Unavailable`, `Elapsed` is `DeadlineExceeded`).
+    ///
+    /// - **Order**: like [`tower::ServiceBuilder`], the layer added first is the outermost
+    ///   and sees each call first: `.layer(a).layer(b)` runs `a`, then `b`, then the handler.
+    /// - **One stack per server**: the layers wrap the handlers once, at [`Builder::build`],
+    ///   and every connection's calls go through that one service, so a limit is server-wide.
+    ///   Readiness ([`tower::Service::poll_ready`]) is awaited for every call before it is
+    ///   called; while the stack is not ready (a rate limit's next slot, a full concurrency
+    ///   limit) calls wait in arrival order, each within its own deadline.
+    /// - **Streams** go through the layers when they open: the request's body is empty, and
+    ///   the response comes once the handler has finished the stream (so a concurrency limit
+    ///   counts open streams and a timeout bounds the whole stream). A stream a layer refuses
+    ///   ends at once with the layer's status.
+    /// - Raw routes ([`Builder::route`]) are not layered.
+    /// - With no layer the calls take the same path as before, at no cost.
+    ///
+    /// ```
+    /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+    /// # pub struct Text { pub value: String }
+    /// # #[frpc::service(package = "demo")]
+    /// # pub trait Greeter {
+    /// #     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// # }
+    /// # struct Hello;
+    /// # impl Greeter for Hello {
+    /// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+    /// #         Ok(request)
+    /// #     }
+    /// # }
+    /// use std::time::Duration;
+    /// use tower::limit::ConcurrencyLimitLayer;
+    /// use tower::timeout::TimeoutLayer;
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let server = frpc::Server::builder()
+    ///         .layer(TimeoutLayer::new(Duration::from_secs(1))) // outermost: sees calls first
+    ///         .layer(ConcurrencyLimitLayer::new(64)) // at most 64 calls run at once
+    ///         .add_service(GreeterServer::new(Hello))
+    ///         .bind("127.0.0.1:0")
+    ///         .await?;
+    ///     let addr = server.local_addr();
+    ///     tokio::spawn(server.serve());
+    ///
+    ///     let reply = GreeterClient::connect(addr).await?.greet(Text { value: "hi".into() }).await?;
+    ///     assert_eq!(reply.value, "hi");
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn layer<L>(mut self, layer: L) -> Builder
+    where
+        L: tower::Layer<CallService> + Send + 'static,
+        L::Service: tower::Service<CallRequest, Response = CallResponse> + Send + 'static,
+        <L::Service as tower::Service<CallRequest>>::Future: Send + 'static,
+        <L::Service as tower::Service<CallRequest>>::Error: Into<BoxError>,
+    {
+        self.layers
+            .push(Box::new(move |inner| middleware::erase(layer.layer(inner))));
+        self
+    }
+
+    /// Checks every call with `check` before it reaches the layers added after it and the
+    /// handler, like tonic's interceptors: `Err(status)` answers the call with that status
+    /// (its code reaches frpc clients with extensions), `Ok(())` lets it through. It sees the
+    /// method, the request metadata and the peer's address ([`CallRequest`]). A layer
+    /// ([`middleware::InterceptorLayer`]) in the order of [`Builder::layer`].
+    ///
+    /// ```
+    /// # async fn demo() -> Result<(), frpc::Error> {
+    /// let server = frpc::Server::builder()
+    ///     .interceptor(|call: &frpc::CallRequest| {
+    ///         match call.metadata().get("authorization") {
+    ///             Some("Bearer secret") => Ok(()),
+    ///             _ => Err(frpc::Status::unauthenticated("no valid token")),
+    ///         }
+    ///     })
+    ///     .bind("127.0.0.1:0")
+    ///     .await?;
+    /// # drop(server); Ok(()) }
+    /// ```
+    pub fn interceptor<F>(mut self, check: F) -> Builder
+    where
+        F: FnMut(&CallRequest) -> Result<(), Status> + Send + 'static,
+    {
+        self.layers.push(Box::new(move |inner| {
+            middleware::erase(middleware::Interceptor::new(inner, check))
+        }));
         self
     }
 
@@ -176,9 +283,20 @@ impl Builder {
         for (index, (op, _)) in self.raw.iter().enumerate() {
             claim(*op, Route::Raw(index), format!("raw route #{index}"))?;
         }
+        // No layers: no stack, and calls take the plain path.
+        let stack = (!self.layers.is_empty()).then(|| {
+            let bottom = CallService::new(middleware::Handler);
+            let service = self
+                .layers
+                .into_iter()
+                .rev()
+                .fold(bottom, |inner, layer| layer(inner));
+            Arc::new(tokio::sync::Mutex::new(service))
+        });
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
+                stack,
                 raw: self.raw.into_iter().map(|(_, handler)| handler).collect(),
                 #[cfg(feature = "tls")]
                 tls: self.tls,
@@ -283,6 +401,8 @@ enum Route {
 
 struct Shared {
     services: Vec<Arc<dyn Service>>,
+    /// The layer stack ([`Builder::layer`]), when there is one.
+    stack: Option<Stack>,
     raw: Vec<RawHandler>,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
@@ -358,6 +478,7 @@ impl Server {
         Builder {
             services: Vec::new(),
             raw: Vec::new(),
+            layers: Vec::new(),
             config: ServerConfig::default(),
             #[cfg(feature = "tls")]
             tls: None,
@@ -651,6 +772,90 @@ impl Router {
     }
 }
 
+impl Router {
+    /// The request the layers see for method `op` (with `stream` for a streaming one).
+    fn call_request(
+        &self,
+        conn: &Arc<Connection>,
+        op: u16,
+        body: Bytes,
+        call: Option<CallInfo>,
+        stream: Option<Arc<std::sync::Mutex<Option<ServerStream>>>>,
+    ) -> Result<CallRequest, Status> {
+        match self.shared.routes.get(&op) {
+            Some(Route::Method { service, kind, name }) => Ok(CallRequest::new(
+                self.shared.services[*service].clone(),
+                name,
+                op,
+                *kind,
+                self.context(conn, call),
+                body,
+                stream,
+            )),
+            _ => Err(Status::unimplemented(format!("unknown operation {op}"))),
+        }
+    }
+
+    /// A unary call through the layer stack.
+    fn layered_unary(
+        &self,
+        stack: &Stack,
+        conn: &Arc<Connection>,
+        op: u16,
+        body: Bytes,
+        call: Option<CallInfo>,
+    ) -> BoxFuture<Result<Bytes, Status>> {
+        let request = self.call_request(conn, op, body, call, None);
+        let stack = stack.clone();
+        Box::pin(async move {
+            let response = through(&stack, request?).await?;
+            response
+                .into_body()
+                .ok_or_else(|| Status::internal("a layer answered a unary call as a stream"))
+        })
+    }
+
+    /// A stream's opening through the layer stack. The stream waits in a slot the handler
+    /// takes it from: if a layer answers without running the handler, the stream is ended
+    /// here with the layer's status.
+    fn layered_streaming(
+        &self,
+        stack: &Stack,
+        conn: &Arc<Connection>,
+        op: u16,
+        stream: ServerStream,
+        call: Option<CallInfo>,
+    ) -> BoxFuture<Result<(), Status>> {
+        let slot = Arc::new(std::sync::Mutex::new(Some(stream)));
+        let request = self.call_request(conn, op, Bytes::new(), call, Some(slot.clone()));
+        let stack = stack.clone();
+        Box::pin(async move {
+            let result = match request {
+                Ok(request) => through(&stack, request).await.map(drop),
+                Err(status) => Err(status),
+            };
+            let left = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(stream) = left {
+                // Never reached the handler: end the stream for it, as a handler would.
+                let (_, sender) = stream.split::<(), ()>();
+                ServerStream::finish(&sender, result.clone()).await;
+            }
+            result
+        })
+    }
+}
+
+/// Runs one call through the layer stack: waits until it is ready, calls it (both under its
+/// lock) and awaits the response (without it).
+async fn through(stack: &Stack, request: CallRequest) -> Result<CallResponse, Status> {
+    let response = {
+        let mut service = stack.lock().await;
+        std::future::poll_fn(|cx| tower::Service::poll_ready(&mut *service, cx)).await?;
+        tower::Service::call(&mut *service, request)
+    };
+    response.await
+}
+
 impl Handlers for Router {
     fn target(&self, op: u16) -> Option<Target> {
         Some(match self.shared.routes.get(&op)? {
@@ -667,6 +872,9 @@ impl Handlers for Router {
         request: Bytes,
         call: Option<CallInfo>,
     ) -> BoxFuture<Result<Bytes, Status>> {
+        if let Some(stack) = &self.shared.stack {
+            return self.layered_unary(stack, conn, op, request, call);
+        }
         match self.service(op) {
             Ok(service) => service.call_unary(op, self.context(conn, call), request),
             Err(status) => Box::pin(std::future::ready(Err(status))),
@@ -680,6 +888,9 @@ impl Handlers for Router {
         stream: ServerStream,
         call: Option<CallInfo>,
     ) -> BoxFuture<Result<(), Status>> {
+        if let Some(stack) = &self.shared.stack {
+            return self.layered_streaming(stack, conn, op, stream, call);
+        }
         match self.service(op) {
             Ok(service) => service.call_streaming(op, self.context(conn, call), stream),
             Err(status) => Box::pin(std::future::ready(Err(status))),

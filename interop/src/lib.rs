@@ -377,14 +377,24 @@ pub struct RustServer {
 impl RustServer {
     /// Starts it with `framing` and Go's default concurrency (a task per RPC).
     pub async fn start(framing: Framing) -> RustServer {
+        RustServer::start_with(framing, |builder| builder).await
+    }
+
+    /// Starts it as [`RustServer::start`] does, with `configure` adding to the builder
+    /// (layers, more services).
+    pub async fn start_with(
+        framing: Framing,
+        configure: impl FnOnce(frpc::Builder) -> frpc::Builder,
+    ) -> RustServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let server = frpc::Server::builder()
+        let builder = frpc::Server::builder()
             .framing(framing)
             .concurrency(Concurrency::PerRpc)
-            .add_service(pb::EchoServiceServer::new(InteropService))
+            .add_service(pb::EchoServiceServer::new(InteropService));
+        let server = configure(builder)
             .build()
-            .expect("one service cannot conflict with itself");
+            .expect("the services and routes do not conflict");
         let task = tokio::spawn(async move { server.serve(listener).await });
         RustServer { addr, task }
     }

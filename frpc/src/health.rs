@@ -1,0 +1,371 @@
+//! A health service like gRPC's `grpc.health.v1`: `Check` and `Watch` the serving status of
+//! each service by name, what load balancers and probes ask. Services floor.
+//!
+//! A server adds it in one line and reports through a [`HealthReporter`]; [`HealthClient`]
+//! asks. The messages are those of `proto/frpc/health/v1/health.proto` (package
+//! `frpc.health.v1`, the same fields and enum as `grpc.health.v1`), encoded like any fRPC
+//! message.
+//!
+//! **Operation numbers.** fRPC numbers a service's methods from 10 in file order, so a fixed
+//! service beside the user's needs numbers nobody else takes: `Check` is [`CHECK_OP`]
+//! (`0xFF00`) and `Watch` is [`WATCH_OP`] (`0xFF01`), below `0xFFFF` (frpc's extension
+//! negotiation). A service or raw route claiming either is refused by
+//! [`Builder::build`](crate::Builder::build) like any double claim. A client generated from
+//! the .proto by Go's fRPC generator would number them 10 and 11: other languages call the
+//! two operations by these numbers (see `docs/health.md`).
+//!
+//! **Semantics**, as gRPC's, with one difference:
+//! - The empty name `""` is the whole server: [`SERVING`](ServingStatus::Serving) from the
+//!   start.
+//! - `Check` of a name nobody reported answers
+//!   [`SERVICE_UNKNOWN`](ServingStatus::ServiceUnknown) as a normal reply, where gRPC fails
+//!   the call with `NOT_FOUND`: a plain fRPC client (Go) sees no status codes, and a reply
+//!   reads the same from every client.
+//! - `Watch` sends the current status at once, then each change, until the client stops or
+//!   the server shuts down (the stream then ends). Changes made faster than the client reads
+//!   are coalesced to the latest, in order (as grpc-go does); a name nobody reported starts at
+//!   `SERVICE_UNKNOWN` and the stream goes on, so the watcher sees the service once it is
+//!   reported.
+//!
+//! ```
+//! use frpc::health::{HealthClient, ServingStatus};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let (reporter, health) = frpc::health::service();
+//!     let server = frpc::Server::builder()
+//!         .add_service(health) // beside the server's own services
+//!         .bind("127.0.0.1:0")
+//!         .await?;
+//!     let addr = server.local_addr();
+//!     tokio::spawn(server.serve());
+//!
+//!     let client = HealthClient::connect(addr).await?;
+//!     assert_eq!(client.check("").await?, ServingStatus::Serving);
+//!     assert_eq!(client.check("demo.Greeter").await?, ServingStatus::ServiceUnknown);
+//!     let mut watch = client.watch("demo.Greeter").await?;
+//!     assert_eq!(watch.message().await?.unwrap().status, ServingStatus::ServiceUnknown);
+//!
+//!     reporter.set_serving("demo.Greeter");
+//!     assert_eq!(client.check("demo.Greeter").await?, ServingStatus::Serving);
+//!     assert_eq!(watch.message().await?.unwrap().status, ServingStatus::Serving);
+//!     reporter.set_not_serving("demo.Greeter");
+//!     assert_eq!(watch.message().await?.unwrap().status, ServingStatus::NotServing);
+//!     Ok(())
+//! }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::net::ToSocketAddrs;
+use tokio::sync::watch;
+
+use crate::calls::stream::{ServerStream, StreamSender, Streaming};
+use crate::client::Client;
+use crate::codegen;
+use crate::context::Context;
+use crate::service::{MethodDesc, Service};
+use crate::status::{Error, Status};
+use crate::types::{BoxFuture, MethodKind};
+
+/// The health service's full proto name.
+pub const SERVICE_NAME: &str = "frpc.health.v1.Health";
+/// The operation number of `Check`.
+pub const CHECK_OP: u16 = 0xFF00;
+/// The operation number of `Watch`.
+pub const WATCH_OP: u16 = 0xFF01;
+
+/// Names nobody reported that watchers may keep at once (each costs an entry); a `Watch` of
+/// one more gets `SERVICE_UNKNOWN` and no later changes.
+const MAX_WATCHED_UNKNOWN: usize = 1024;
+
+/// The serving status of a service (`HealthCheckResponse.ServingStatus`).
+#[derive(frpc_macros::Message, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ServingStatus {
+    /// `UNKNOWN` (0): not known yet.
+    #[default]
+    Unknown,
+    /// `SERVING` (1): takes calls.
+    Serving,
+    /// `NOT_SERVING` (2): does not take calls now.
+    NotServing,
+    /// `SERVICE_UNKNOWN` (3): no status was ever reported under this name.
+    ServiceUnknown,
+}
+
+/// The request of `Check` and `Watch`: which service (`""`: the whole server).
+#[derive(frpc_macros::Message, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HealthCheckRequest {
+    /// The service's full proto name (`package.Service`), or `""` for the whole server.
+    pub service: String,
+}
+
+/// The answer of `Check`, and each message of `Watch`.
+#[derive(frpc_macros::Message, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HealthCheckResponse {
+    /// The service's serving status.
+    #[frpc(enumeration)]
+    pub status: ServingStatus,
+}
+
+/// A new health service: the reporter to set statuses with, and the service to add to a
+/// server ([`crate::Builder::add_service`]). The whole server (`""`) starts as `SERVING`.
+pub fn service() -> (HealthReporter, HealthServer) {
+    let statuses = Arc::new(Statuses::default());
+    statuses.set("", ServingStatus::Serving);
+    (
+        HealthReporter {
+            statuses: statuses.clone(),
+        },
+        HealthServer { statuses },
+    )
+}
+
+/// The statuses by service name, each in a watch channel its watchers subscribe to.
+#[derive(Default)]
+struct Statuses {
+    by_name: Mutex<HashMap<String, watch::Sender<ServingStatus>>>,
+}
+
+impl Statuses {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<ServingStatus>>> {
+        self.by_name.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, service: &str) -> ServingStatus {
+        self.lock()
+            .get(service)
+            .map_or(ServingStatus::ServiceUnknown, |sender| *sender.borrow())
+    }
+
+    /// Sets a status; watchers are woken only when it changes.
+    fn set(&self, service: &str, status: ServingStatus) {
+        let mut by_name = self.lock();
+        match by_name.get(service) {
+            Some(sender) => {
+                sender.send_if_modified(|current| {
+                    let changed = *current != status;
+                    *current = status;
+                    changed
+                });
+            }
+            None => {
+                by_name.insert(service.to_owned(), watch::Sender::new(status));
+            }
+        }
+    }
+
+    /// A receiver of `service`'s status, made `SERVICE_UNKNOWN` if nobody reported it (`None`
+    /// when too many unknown names are watched already).
+    fn subscribe(&self, service: &str) -> Option<watch::Receiver<ServingStatus>> {
+        let mut by_name = self.lock();
+        if let Some(sender) = by_name.get(service) {
+            return Some(sender.subscribe());
+        }
+        let unknown =
+            |sender: &watch::Sender<ServingStatus>| *sender.borrow() == ServingStatus::ServiceUnknown;
+        if by_name.values().filter(|sender| unknown(sender)).count() >= MAX_WATCHED_UNKNOWN {
+            // Names whose watchers were dropped without unsubscribing (a cancelled stream).
+            by_name.retain(|_, sender| !unknown(sender) || sender.receiver_count() > 0);
+            if by_name.values().filter(|sender| unknown(sender)).count() >= MAX_WATCHED_UNKNOWN {
+                return None;
+            }
+        }
+        let sender = watch::Sender::new(ServingStatus::ServiceUnknown);
+        let receiver = sender.subscribe();
+        by_name.insert(service.to_owned(), sender);
+        Some(receiver)
+    }
+
+    /// Forgets a name a watcher made, once nobody reported it and nobody watches it.
+    fn unsubscribe(&self, service: &str, receiver: watch::Receiver<ServingStatus>) {
+        drop(receiver);
+        let mut by_name = self.lock();
+        if let Some(sender) = by_name.get(service)
+            && *sender.borrow() == ServingStatus::ServiceUnknown
+            && sender.receiver_count() == 0
+        {
+            by_name.remove(service);
+        }
+    }
+}
+
+/// Sets the serving statuses a [`HealthServer`] reports. Cheap to clone.
+#[derive(Clone)]
+pub struct HealthReporter {
+    statuses: Arc<Statuses>,
+}
+
+impl fmt::Debug for HealthReporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HealthReporter")
+            .field("services", &self.statuses.lock().len())
+            .finish()
+    }
+}
+
+impl HealthReporter {
+    /// Reports `service` (its full proto name, `""` for the whole server) as `SERVING`.
+    pub fn set_serving(&self, service: &str) {
+        self.set_status(service, ServingStatus::Serving);
+    }
+
+    /// Reports `service` as `NOT_SERVING`.
+    pub fn set_not_serving(&self, service: &str) {
+        self.set_status(service, ServingStatus::NotServing);
+    }
+
+    /// Reports `service`'s status; watchers see it if it changed.
+    pub fn set_status(&self, service: &str, status: ServingStatus) {
+        self.statuses.set(service, status);
+    }
+
+    /// The status `Check` answers for `service`.
+    pub fn status(&self, service: &str) -> ServingStatus {
+        self.statuses.get(service)
+    }
+
+    /// Reports every service, the whole server included, as `NOT_SERVING` (before a graceful
+    /// shutdown, so balancers move away first), as grpc-go's `Shutdown`. Statuses set later
+    /// still apply.
+    pub fn set_all_not_serving(&self) {
+        let by_name = self.statuses.lock();
+        for sender in by_name.values() {
+            sender.send_if_modified(|current| {
+                let changed = *current != ServingStatus::NotServing;
+                *current = ServingStatus::NotServing;
+                changed
+            });
+        }
+    }
+}
+
+/// The health service, to add to a server ([`crate::Builder::add_service`]); made by
+/// [`service`].
+pub struct HealthServer {
+    statuses: Arc<Statuses>,
+}
+
+impl fmt::Debug for HealthServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HealthServer").finish_non_exhaustive()
+    }
+}
+
+static METHODS: [MethodDesc; 2] = [
+    MethodDesc {
+        name: "Check",
+        op: CHECK_OP,
+        kind: MethodKind::Unary,
+    },
+    MethodDesc {
+        name: "Watch",
+        op: WATCH_OP,
+        kind: MethodKind::ServerStreaming,
+    },
+];
+
+impl Service for HealthServer {
+    fn name(&self) -> &'static str {
+        SERVICE_NAME
+    }
+
+    fn methods(&self) -> &'static [MethodDesc] {
+        &METHODS
+    }
+
+    fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+        if op != CHECK_OP {
+            return codegen::unimplemented_unary(op);
+        }
+        let statuses = self.statuses.clone();
+        codegen::unary(ctx, request, move |_, request: HealthCheckRequest| async move {
+            Ok(HealthCheckResponse {
+                status: statuses.get(&request.service),
+            })
+        })
+    }
+
+    fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>> {
+        if op != WATCH_OP {
+            return codegen::unimplemented_streaming(op);
+        }
+        let statuses = self.statuses.clone();
+        codegen::server_streaming(ctx, stream, move |ctx, request: HealthCheckRequest, out| {
+            watch_status(statuses, ctx, request.service, out)
+        })
+    }
+}
+
+/// `Watch`: the status now, then each change, until the client goes or the server stops.
+async fn watch_status(
+    statuses: Arc<Statuses>,
+    ctx: Context,
+    service: String,
+    out: StreamSender<HealthCheckResponse>,
+) -> Result<(), Status> {
+    let Some(mut receiver) = statuses.subscribe(&service) else {
+        let status = ServingStatus::ServiceUnknown;
+        out.send(HealthCheckResponse { status }).await?;
+        ctx.cancelled().await;
+        return Ok(());
+    };
+    let result = async {
+        loop {
+            let status = *receiver.borrow_and_update();
+            out.send(HealthCheckResponse { status }).await?;
+            tokio::select! {
+                changed = receiver.changed() => if changed.is_err() { return Ok(()) },
+                _ = ctx.cancelled() => return Ok(()),
+            }
+        }
+    }
+    .await;
+    statuses.unsubscribe(&service, receiver);
+    result
+}
+
+/// A client of the health service, on any frpc [`Client`]'s connection. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct HealthClient {
+    client: Client,
+}
+
+impl HealthClient {
+    /// A health client on `client`'s connection.
+    pub fn new(client: Client) -> HealthClient {
+        HealthClient { client }
+    }
+
+    /// Connects to `addr` with the default configuration.
+    pub async fn connect(addr: impl ToSocketAddrs) -> Result<HealthClient, Error> {
+        Ok(HealthClient::new(Client::connect(addr).await?))
+    }
+
+    /// The connection it calls on.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The serving status of `service` (`""`: the whole server); `SERVICE_UNKNOWN` for a name
+    /// nobody reported.
+    pub async fn check(&self, service: &str) -> Result<ServingStatus, Error> {
+        let request = HealthCheckRequest {
+            service: service.to_owned(),
+        };
+        let response: HealthCheckResponse = codegen::call_unary(&self.client, CHECK_OP, &request).await?;
+        Ok(response.status)
+    }
+
+    /// Watches `service`: its status now, then each change, until the stream is dropped or
+    /// the server shuts down (the stream ends).
+    pub async fn watch(&self, service: &str) -> Result<Streaming<HealthCheckResponse>, Error> {
+        let request = HealthCheckRequest {
+            service: service.to_owned(),
+        };
+        codegen::call_server_streaming(&self.client, WATCH_OP, &request).await
+    }
+}

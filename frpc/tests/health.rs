@@ -1,0 +1,232 @@
+//! The health service over real TCP: `Check` per service beside a user's service, unknown
+//! names, `Watch` following changes in order and ending at shutdown, plain fRPC clients,
+//! the operation numbers and their collision checks, and the messages' bytes.
+
+use bytes::Bytes;
+use frpc::health::{self, HealthCheckRequest, HealthCheckResponse, HealthClient, ServingStatus};
+use frpc::{ClientConfig, Error, Framing};
+use futures_util::{SinkExt, StreamExt};
+use tokio_util::codec::Framed;
+
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Text {
+    pub value: String,
+}
+
+#[frpc::service(package = "hp")]
+pub trait Echo {
+    async fn echo(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+}
+
+struct Svc;
+
+impl Echo for Svc {
+    async fn echo(&self, _ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+        Ok(request)
+    }
+}
+
+/// A server with the echo service and health; its reporter and address.
+async fn serve(framing: Framing) -> (health::HealthReporter, std::net::SocketAddr) {
+    let (reporter, health) = health::service();
+    let bound = frpc::Server::builder()
+        .framing(framing)
+        .add_service(EchoServer::new(Svc))
+        .add_service(health)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    (reporter, addr)
+}
+
+async fn connect(addr: std::net::SocketAddr, framing: Framing, extensions: bool) -> frpc::Client {
+    let mut config = ClientConfig {
+        extensions,
+        ..ClientConfig::default()
+    };
+    config.connection.framing = framing;
+    frpc::Client::connect_with(addr, config).await.unwrap()
+}
+
+#[tokio::test]
+async fn check_reports_each_service_beside_the_users() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        for extensions in [true, false] {
+            let (reporter, addr) = serve(framing).await;
+            reporter.set_serving("hp.Echo");
+            reporter.set_not_serving("hp.Other");
+            let client = connect(addr, framing, extensions).await;
+            let health = HealthClient::new(client.clone());
+            assert_eq!(health.check("").await.unwrap(), ServingStatus::Serving);
+            assert_eq!(health.check("hp.Echo").await.unwrap(), ServingStatus::Serving);
+            assert_eq!(health.check("hp.Other").await.unwrap(), ServingStatus::NotServing);
+            assert_eq!(health.check("nope").await.unwrap(), ServingStatus::ServiceUnknown);
+            // The user's service, numbered from 10, on the same connection.
+            let echo = EchoClient::new(client);
+            assert_eq!(echo.echo(Text { value: "x".into() }).await.unwrap().value, "x");
+            reporter.set_all_not_serving();
+            assert_eq!(health.check("").await.unwrap(), ServingStatus::NotServing);
+            assert_eq!(health.check("hp.Echo").await.unwrap(), ServingStatus::NotServing);
+            assert_eq!(reporter.status("hp.Echo"), ServingStatus::NotServing);
+        }
+    }
+}
+
+#[tokio::test]
+async fn watch_sees_changes_in_order() {
+    let (reporter, addr) = serve(Framing::Frisbee).await;
+    let health = HealthClient::connect(addr).await.unwrap();
+    let mut watch = health.watch("hp.Echo").await.unwrap();
+    let mut next = async || watch.message().await.unwrap().unwrap().status;
+    assert_eq!(next().await, ServingStatus::ServiceUnknown);
+    reporter.set_serving("hp.Echo");
+    assert_eq!(next().await, ServingStatus::Serving);
+    reporter.set_not_serving("hp.Echo");
+    assert_eq!(next().await, ServingStatus::NotServing);
+    // Setting the same status again sends nothing: the next message is the next change.
+    reporter.set_not_serving("hp.Echo");
+    reporter.set_serving("hp.Echo");
+    assert_eq!(next().await, ServingStatus::Serving);
+    // Other services' changes do not reach this watcher.
+    reporter.set_not_serving("hp.Other");
+    reporter.set_status("hp.Echo", ServingStatus::Unknown);
+    assert_eq!(next().await, ServingStatus::Unknown);
+}
+
+#[tokio::test]
+async fn watch_of_the_whole_server_from_a_plain_client() {
+    let (reporter, addr) = serve(Framing::Frisbee).await;
+    let health = HealthClient::new(connect(addr, Framing::Frisbee, false).await);
+    let mut watch = health.watch("").await.unwrap();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving
+    );
+    reporter.set_all_not_serving();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::NotServing
+    );
+}
+
+#[tokio::test]
+async fn watch_ends_when_the_server_shuts_down() {
+    let (reporter, health_service) = health::service();
+    let bound = frpc::Server::builder()
+        .add_service(health_service)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(bound.serve_with_shutdown(async {
+        let _ = stopped.await;
+    }));
+    let health = HealthClient::connect(addr).await.unwrap();
+    let mut watch = health.watch("svc").await.unwrap();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::ServiceUnknown
+    );
+    reporter.set_serving("svc");
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving
+    );
+    // As a graceful shutdown would: balancers see NOT_SERVING first.
+    reporter.set_all_not_serving();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::NotServing
+    );
+    stop.send(()).unwrap();
+    // The stream ends (EOF), and the server stops without waiting out its grace period.
+    assert!(watch.message().await.unwrap().is_none());
+    let start = std::time::Instant::now();
+    serving.await.unwrap().unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(4));
+}
+
+#[tokio::test]
+async fn health_operations_are_fixed_and_collisions_refused() {
+    assert_eq!((health::CHECK_OP, health::WATCH_OP), (0xFF00, 0xFF01));
+    let (_, health_service) = health::service();
+    let err = frpc::Server::builder()
+        .route(0xFF00, |_, _| async { None })
+        .add_service(health_service)
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("65280") && text.contains("claimed twice"), "{text}");
+
+    // A raw fRPC peer (as a Go client would): the Check request on operation 0xFF00, and the
+    // reply's exact bytes under the same id and operation.
+    let (reporter, addr) = serve(Framing::Frisbee).await;
+    reporter.set_serving("a");
+    request_bytes(""); // docs/health.md's second example
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+    raw.send(frpc::wire::Packet::new(7, 0xFF00, request_bytes("a")))
+        .await
+        .unwrap();
+    let reply = raw.next().await.unwrap().unwrap();
+    assert_eq!((reply.id, reply.op), (7, 0xFF00));
+    assert_eq!(&reply.content[..], response_bytes());
+}
+
+/// `HealthCheckRequest { service }` in polyglot, as any fRPC message with one string field.
+fn request_bytes(service: &str) -> Bytes {
+    use frpc::codegen::Message as _;
+    let bytes = HealthCheckRequest {
+        service: service.into(),
+    }
+    .to_polyglot();
+    let mut expected = vec![0x08, 0x00, 0x05, 0x0a, service.len() as u8];
+    expected.extend_from_slice(service.as_bytes());
+    assert_eq!(&bytes[..], expected, "HealthCheckRequest bytes");
+    bytes
+}
+
+/// `HealthCheckResponse { status: SERVING }`: the enum as a `u32` (kind `0a`) of its number.
+fn response_bytes() -> Vec<u8> {
+    use frpc::codegen::Message as _;
+    let bytes = HealthCheckResponse {
+        status: ServingStatus::Serving,
+    }
+    .to_polyglot();
+    assert_eq!(&bytes[..], [0x08, 0x00, 0x0a, 0x01], "HealthCheckResponse bytes");
+    bytes.to_vec()
+}
+
+#[tokio::test]
+async fn probes_pass_an_auth_interceptor_that_exempts_health() {
+    let (reporter, health_service) = health::service();
+    let bound = frpc::Server::builder()
+        .interceptor(|call: &frpc::CallRequest| {
+            if call.service() == health::SERVICE_NAME || call.metadata().get("token") == Some("t") {
+                return Ok(());
+            }
+            Err(frpc::Status::unauthenticated("no token"))
+        })
+        .add_service(EchoServer::new(Svc))
+        .add_service(health_service)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    reporter.set_serving("hp.Echo");
+    let client = frpc::Client::connect(addr).await.unwrap();
+    let probe = HealthClient::new(client.clone());
+    assert_eq!(probe.check("hp.Echo").await.unwrap(), ServingStatus::Serving);
+    let mut watch = probe.watch("hp.Echo").await.unwrap();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving
+    );
+    let err = EchoClient::new(client).echo(Text::default()).await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::Unauthenticated);
+}
