@@ -14,9 +14,9 @@ pub use {prost, prost_types};
 
 use futures_util::FutureExt;
 
+pub use crate::caller::Caller;
 pub use crate::calls::stream::ServerStream;
 use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
-use crate::client::Client;
 use crate::context::Context;
 pub use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
@@ -162,21 +162,23 @@ pub fn traced<F: Future>(
     call.instrument(tracing::debug_span!("call", service, method, op))
 }
 
-pub async fn call_unary<Req: Message, Resp: Message>(
-    client: &Client,
+pub async fn call_unary<C: Caller, Req: Message, Resp: Message>(
+    client: &C,
     op: u16,
     request: &Req,
 ) -> Result<Resp, Error> {
-    let reply = client.unary(op, request.to_polyglot()).await?;
+    let reply = client.call(op, request.to_polyglot()).await?;
     decode_reply(&reply.body, reply.code)
 }
 
-pub async fn call_server_streaming<Req: Message, Resp: Message>(
-    client: &Client,
+pub async fn call_server_streaming<C: Caller, Req: Message, Resp: Message>(
+    client: &C,
     op: u16,
     request: &Req,
 ) -> Result<Streaming<Resp>, Error> {
-    // Opening includes the request: both within the call timeout.
+    // Opening includes finding the connection and sending the request: all within the call
+    // timeout.
+    let client = &client.stream_client().await?;
     client
         .within_timeout(async {
             let (sender, inbound) = client.open_stream::<Req, Resp>(op).await?;
@@ -186,18 +188,20 @@ pub async fn call_server_streaming<Req: Message, Resp: Message>(
         .await
 }
 
-pub async fn call_client_streaming<Req: Message, Resp: Message>(
-    client: &Client,
+pub async fn call_client_streaming<C: Caller, Req: Message, Resp: Message>(
+    client: &C,
     op: u16,
 ) -> Result<ClientStreamingCall<Req, Resp>, Error> {
+    let client = &client.stream_client().await?;
     let (sender, inbound) = client.within_timeout(client.open_stream::<Req, Resp>(op)).await?;
     Ok(ClientStreamingCall::new(sender, inbound))
 }
 
-pub async fn call_bidi<Req: Message, Resp: Message>(
-    client: &Client,
+pub async fn call_bidi<C: Caller, Req: Message, Resp: Message>(
+    client: &C,
     op: u16,
 ) -> Result<BidiCall<Req, Resp>, Error> {
+    let client = &client.stream_client().await?;
     let (sender, inbound) = client.within_timeout(client.open_stream::<Req, Resp>(op)).await?;
     Ok(BidiCall::new(sender, inbound))
 }
