@@ -89,6 +89,7 @@ impl LoadArgs {
             .ok_or_else(|| format!("{} resolves to nothing", self.addr))?;
         let client = match self.client {
             Framework::FrpcInline | Framework::FrpcPerRpc | Framework::FrpcPlain => "frpc",
+            Framework::FrpcChannel => "frpc-channel",
             other => other.name(),
         };
         Ok(Peer {

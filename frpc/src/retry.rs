@@ -16,9 +16,9 @@ use crate::channel::Backoff;
 use crate::status::{Code, Error};
 
 /// Retries the calls of the operations given to [`Idempotent::new`] (the generated
-/// `foo::METHOD` constants) that fail with code `Unavailable` (no connection up, or the
-/// connection closed under the call: the server may or may not have run it, hence idempotent
-/// methods only). Other calls and other failures are never retried.
+/// `foo::METHOD` constants) that fail with code `Unavailable`: no connection up, the connection
+/// closed under the call (the server may or may not have run it, hence idempotent methods
+/// only), or an frpc server's error reply with that code (`Status::unavailable`). Other calls and other failures are never retried.
 ///
 /// Retries are bounded three ways: at most `max_retries` per call (default 3), each after a
 /// [`Backoff`] wait (default 10 ms doubling, at most 500 ms), and all together by a
@@ -93,6 +93,8 @@ impl Idempotent {
         self.ops.contains(&op)
     }
 
+    /// `code`: the failure's, or a remote error reply's (an frpc server sends a status code
+    /// with its error replies), `None` for a success.
     fn decide(&mut self, request: &Request, code: Option<Code>) -> Option<Pin<Box<tokio::time::Sleep>>> {
         let Some(code) = code else {
             self.budget.deposit();
@@ -115,7 +117,10 @@ impl Policy<Request, Reply, Error> for Idempotent {
     type Future = Pin<Box<tokio::time::Sleep>>;
 
     fn retry(&mut self, request: &mut Request, result: &mut Result<Reply, Error>) -> Option<Self::Future> {
-        let code = result.as_ref().err().map(Error::code);
+        let code = match result {
+            Ok(reply) => reply.code,
+            Err(err) => Some(err.code()),
+        };
         self.decide(request, code)
     }
 
@@ -131,7 +136,7 @@ impl Policy<Request, Reply, BoxError> for Idempotent {
 
     fn retry(&mut self, request: &mut Request, result: &mut Result<Reply, BoxError>) -> Option<Self::Future> {
         let code = match result {
-            Ok(_) => None,
+            Ok(reply) => reply.code,
             Err(err) => Some(err.downcast_ref::<Error>().map_or(Code::Unknown, Error::code)),
         };
         self.decide(request, code)

@@ -43,6 +43,10 @@ pub enum Framework {
     /// both sides: plain fRPC, as with a Go peer. Not in the default run; next to frpc-inline it
     /// shows what negotiating the extensions costs.
     FrpcPlain,
+    /// frpc with `Concurrency::Inline`, called through a reconnecting `frpc::Channel` (one
+    /// endpoint) instead of a plain `frpc::Client`. Not in the default run; next to
+    /// frpc-inline it shows what the channel costs.
+    FrpcChannel,
     /// tonic with its defaults plus TCP_NODELAY.
     Tonic,
     /// The same 10-byte header echoed by plain tokio: the machine's limit.
@@ -59,10 +63,11 @@ impl Framework {
     ];
 
     /// Every framework `--frameworks` accepts.
-    pub const KNOWN: [Framework; 5] = [
+    pub const KNOWN: [Framework; 6] = [
         Framework::FrpcInline,
         Framework::FrpcPerRpc,
         Framework::FrpcPlain,
+        Framework::FrpcChannel,
         Framework::Tonic,
         Framework::Raw,
     ];
@@ -73,6 +78,7 @@ impl Framework {
             Framework::FrpcInline => "frpc-inline",
             Framework::FrpcPerRpc => "frpc-per-rpc",
             Framework::FrpcPlain => "frpc-plain",
+            Framework::FrpcChannel => "frpc-channel",
             Framework::Tonic => "tonic",
             Framework::Raw => "raw",
         }
@@ -92,7 +98,7 @@ impl FromStr for Framework {
             .into_iter()
             .find(|f| f.name() == s)
             .ok_or_else(|| {
-                format!("unknown framework {s:?} (frpc-inline, frpc-per-rpc, frpc-plain, tonic, raw)")
+                format!("unknown framework {s:?} (frpc-inline, frpc-per-rpc, frpc-plain, frpc-channel, tonic, raw)")
             })
     }
 }
@@ -104,7 +110,9 @@ pub async fn serve(
     framing: ::frpc::Framing,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     match framework {
-        Framework::FrpcInline => frpc::serve(listener, framing, ::frpc::Concurrency::Inline, true).await,
+        Framework::FrpcInline | Framework::FrpcChannel => {
+            frpc::serve(listener, framing, ::frpc::Concurrency::Inline, true).await
+        }
         Framework::FrpcPerRpc => frpc::serve(listener, framing, ::frpc::Concurrency::PerRpc, true).await,
         Framework::FrpcPlain => frpc::serve(listener, framing, ::frpc::Concurrency::Inline, false).await,
         Framework::Tonic => tonic::serve(listener).await,
@@ -117,6 +125,8 @@ pub async fn serve(
 pub enum Client {
     /// A generated frpc client.
     Frpc(frpc::Client),
+    /// A generated frpc client on a one-endpoint `frpc::Channel`.
+    FrpcChannel(frpc::Client<::frpc::Channel>),
     /// A generated tonic client.
     Tonic(tonic::Client),
     /// A socket speaking the bare framing.
@@ -131,6 +141,7 @@ impl Client {
                 Client::Frpc(frpc::Client::connect(addr, framing, true).await)
             }
             Framework::FrpcPlain => Client::Frpc(frpc::Client::connect(addr, framing, false).await),
+            Framework::FrpcChannel => Client::FrpcChannel(frpc::Client::connect_channel(addr, framing).await),
             Framework::Tonic => Client::Tonic(tonic::Client::connect(addr).await),
             Framework::Raw => Client::Raw(raw::Client::connect(addr, framing).await),
         }
@@ -141,6 +152,7 @@ impl Client {
     pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
         match self {
             Client::Frpc(client) => client.drive(body, inflight, callers, limit).await,
+            Client::FrpcChannel(client) => client.drive(body, inflight, callers, limit).await,
             Client::Tonic(client) => client.drive(body, inflight, callers, limit).await,
             Client::Raw(client) => client.drive(body, inflight, limit).await,
         }
