@@ -186,9 +186,9 @@ impl Load {
     }
 
     /// Stops the workers (each finishes its call) and returns the final tally.
-    pub async fn stop(self) -> Tally {
+    pub async fn stop(mut self) -> Tally {
         self.stop.store(true, Ordering::Relaxed);
-        for task in self.tasks {
+        for task in std::mem::take(&mut self.tasks) {
             let _ = task.await;
         }
         self.tally()

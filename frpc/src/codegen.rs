@@ -162,8 +162,8 @@ pub fn traced<F: Future>(
     call.instrument(tracing::debug_span!("call", service, method, op))
 }
 
-pub async fn call_unary<C: Caller, Req: Message, Resp: Message>(
-    client: &C,
+pub async fn call_unary<Req: Message, Resp: Message>(
+    client: &impl Caller,
     op: u16,
     request: &Req,
 ) -> Result<Resp, Error> {
@@ -171,8 +171,8 @@ pub async fn call_unary<C: Caller, Req: Message, Resp: Message>(
     decode_reply(&reply.body, reply.code)
 }
 
-pub async fn call_server_streaming<C: Caller, Req: Message, Resp: Message>(
-    client: &C,
+pub async fn call_server_streaming<Req: Message, Resp: Message>(
+    client: &impl Caller,
     op: u16,
     request: &Req,
 ) -> Result<Streaming<Resp>, Error> {
@@ -188,8 +188,8 @@ pub async fn call_server_streaming<C: Caller, Req: Message, Resp: Message>(
         .await
 }
 
-pub async fn call_client_streaming<C: Caller, Req: Message, Resp: Message>(
-    client: &C,
+pub async fn call_client_streaming<Req: Message, Resp: Message>(
+    client: &impl Caller,
     op: u16,
 ) -> Result<ClientStreamingCall<Req, Resp>, Error> {
     let client = &client.stream_client().await?;
@@ -197,8 +197,8 @@ pub async fn call_client_streaming<C: Caller, Req: Message, Resp: Message>(
     Ok(ClientStreamingCall::new(sender, inbound))
 }
 
-pub async fn call_bidi<C: Caller, Req: Message, Resp: Message>(
-    client: &C,
+pub async fn call_bidi<Req: Message, Resp: Message>(
+    client: &impl Caller,
     op: u16,
 ) -> Result<BidiCall<Req, Resp>, Error> {
     let client = &client.stream_client().await?;
