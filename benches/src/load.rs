@@ -92,6 +92,7 @@ impl LoadArgs {
             | Framework::FrpcPerRpc
             | Framework::FrpcProtobuf
             | Framework::FrpcPlain => "frpc",
+            Framework::FrpcChannel => "frpc-channel",
             other => other.name(),
         };
         Ok(Peer {

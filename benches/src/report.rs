@@ -113,7 +113,7 @@ impl Row {
     fn is_frpc(&self) -> bool {
         matches!(
             self.framework.as_str(),
-            "frpc-inline" | "frpc-per-rpc" | "frpc-protobuf" | "frpc-plain"
+            "frpc-inline" | "frpc-per-rpc" | "frpc-protobuf" | "frpc-plain" | "frpc-channel"
         )
     }
 }

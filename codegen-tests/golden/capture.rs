@@ -444,41 +444,47 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
     }
 }
 /// A client for the `capture.EchoService` service.
+///
+/// `T` is what calls go through: an `frpc::Client` (one connection, the default) or an
+/// `frpc::Channel` (reconnecting, balanced, with client layers).
 #[derive(Debug, Clone)]
-pub struct EchoServiceClient {
-    client: ::frpc::Client,
+pub struct EchoServiceClient<T = ::frpc::Client> {
+    client: T,
 }
-impl EchoServiceClient {
+impl EchoServiceClient<::frpc::Client> {
     /// Connects to `addr` with the default client configuration.
     pub async fn connect(
         addr: impl ::frpc::codegen::ToSocketAddrs,
     ) -> ::core::result::Result<Self, ::frpc::Error> {
         ::frpc::Client::connect(addr).await.map(Self::new)
     }
-    /// Uses an existing connection (shared with other service clients).
-    pub fn new(client: ::frpc::Client) -> Self {
+}
+impl<T: ::frpc::Caller> EchoServiceClient<T> {
+    /// Calls through `client`: an `frpc::Client` (shared with other service clients) or
+    /// an `frpc::Channel`.
+    pub fn new(client: T) -> Self {
         Self { client }
     }
-    /// The underlying connection.
-    pub fn client(&self) -> &::frpc::Client {
+    /// The underlying connection or channel.
+    pub fn client(&self) -> &T {
         &self.client
     }
     /// Sets a timeout for every call made through this client.
     pub fn with_timeout(mut self, timeout: ::core::time::Duration) -> Self {
-        self.client = self.client.with_timeout(timeout);
+        self.client = ::frpc::Caller::with_timeout(&self.client, timeout);
         self
     }
     /// Adds request metadata to every call made through this client (for one call:
     /// `client.clone().with_metadata(md).method(request)`); see
     /// `frpc::Client::with_metadata`.
     pub fn with_metadata(mut self, metadata: ::frpc::Metadata) -> Self {
-        self.client = self.client.with_metadata(metadata);
+        self.client = ::frpc::Caller::with_metadata(&self.client, metadata);
         self
     }
     /// Leaves the response metadata of each unary call made through this client in
     /// `slot`; see `frpc::Client::with_response_metadata`.
     pub fn with_response_metadata(mut self, slot: &::frpc::MetadataSlot) -> Self {
-        self.client = self.client.with_response_metadata(slot);
+        self.client = ::frpc::Caller::with_response_metadata(&self.client, slot);
         self
     }
     /// Calls `Echo` (unary).

@@ -3,5 +3,6 @@
 
 pub mod args;
 pub mod capture;
+pub mod cluster;
 pub mod pubsub;
 pub mod takeover;

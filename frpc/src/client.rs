@@ -479,6 +479,19 @@ impl Client {
         take.await
     }
 
+    /// Sets this handle's per-call options at once (a [`crate::Channel`] applies its own to the
+    /// handle it takes from the current connection).
+    pub(crate) fn set_options(
+        &mut self,
+        timeout: Option<Duration>,
+        metadata: Option<Arc<Metadata>>,
+        response: Option<MetadataSlot>,
+    ) {
+        self.timeout = timeout;
+        self.metadata = metadata;
+        self.response = response;
+    }
+
     /// Sends one unary request and waits for the reply.
     pub(crate) async fn unary(&self, op: u16, content: Bytes) -> Result<UnaryReply, Error> {
         let handle = &self.handle;

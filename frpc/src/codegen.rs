@@ -14,6 +14,7 @@ pub use {prost, prost_types};
 
 use futures_util::FutureExt;
 
+pub use crate::caller::Caller;
 use crate::calls::codec;
 pub use crate::calls::stream::ServerStream;
 use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
@@ -174,23 +175,26 @@ pub fn traced<F: Future>(
 }
 
 pub async fn call_unary<Req: Message, Resp: Message>(
-    client: &Client,
+    client: &impl Caller,
     op: u16,
     request: &Req,
 ) -> Result<Resp, Error> {
+    // The encoding is picked where the connection is known (protobuf once it was negotiated).
     let reply = client
-        .unary(op, codec::encode(request, client.protobuf_accepted()))
+        .call(op, |protobuf| codec::encode(request, protobuf))
         .await?;
     decode_reply(&reply.body, reply.code)
 }
 
 pub async fn call_server_streaming<Req: Message, Resp: Message>(
-    client: &Client,
+    client: &impl Caller,
     op: u16,
     request: &Req,
 ) -> Result<Streaming<Resp>, Error> {
-    // Opening includes the request and, with frpc servers, their acknowledgement (sent once
-    // the handler started with the request): all within the call timeout.
+    // Opening includes finding the connection, sending the request and, with frpc servers,
+    // their acknowledgement (sent once the handler started with the request): all within the
+    // call timeout.
+    let client = &client.stream_client().await?;
     client
         .within_timeout(async {
             let (sender, mut inbound) = client.open_stream::<Req, Resp>(op).await?;
@@ -202,17 +206,19 @@ pub async fn call_server_streaming<Req: Message, Resp: Message>(
 }
 
 pub async fn call_client_streaming<Req: Message, Resp: Message>(
-    client: &Client,
+    client: &impl Caller,
     op: u16,
 ) -> Result<ClientStreamingCall<Req, Resp>, Error> {
+    let client = &client.stream_client().await?;
     let (sender, inbound) = client.within_timeout(open_acknowledged(client, op)).await?;
     Ok(ClientStreamingCall::new(sender, inbound))
 }
 
 pub async fn call_bidi<Req: Message, Resp: Message>(
-    client: &Client,
+    client: &impl Caller,
     op: u16,
 ) -> Result<BidiCall<Req, Resp>, Error> {
+    let client = &client.stream_client().await?;
     let (sender, inbound) = client.within_timeout(open_acknowledged(client, op)).await?;
     Ok(BidiCall::new(sender, inbound))
 }

@@ -84,20 +84,26 @@ mod transport;
 // Calls: client in-flight table, server dispatch and concurrency, streams, raw packets.
 mod calls;
 // Services: what users and generated code touch.
+mod caller;
+pub mod channel;
 mod client;
 #[doc(hidden)]
 pub mod codegen;
 mod context;
+pub mod discover;
 #[cfg(feature = "macros")]
 pub mod health;
 pub mod middleware;
+pub mod retry;
 mod server;
 mod service;
 #[cfg(feature = "tls")]
 pub mod tls;
 
+pub use caller::Caller;
 pub use calls::raw::{PacketSender, RawPackets};
 pub use calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
+pub use channel::{Channel, Endpoint};
 pub use client::Client;
 pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
 pub use context::Context;

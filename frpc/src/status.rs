@@ -353,6 +353,16 @@ pub enum Error {
     /// `ClientConfig::strict_metadata`) a peer that does not take metadata.
     #[error("metadata: {0}")]
     Metadata(String),
+    /// No connection was up to take the call: a [`crate::Channel`] between reconnect attempts
+    /// (it fails calls at once rather than holding them), or a balanced channel none of whose
+    /// endpoints is connected or connecting. The text says why the last attempt failed.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// A client layer (see [`crate::Channel::with_layer`]) failed the call: tower's
+    /// `timeout::error::Elapsed` (code `DeadlineExceeded`) or a layer's own error (code
+    /// `Unknown`).
+    #[error("client layer: {0}")]
+    Layer(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl Error {
@@ -369,7 +379,8 @@ impl Error {
     /// `ResourceExhausted` for a message over the limit or an overflowing stream; `Internal`
     /// for a message that cannot be decoded or a framing failure; `Unimplemented` for an unknown
     /// operation; `InvalidArgument` for a bad configuration or bad metadata; `Cancelled` for a
-    /// cancelled call.
+    /// cancelled call; `Unavailable` when no connection was up; for a client layer's error,
+    /// `DeadlineExceeded` for tower's timeout and `Unknown` otherwise.
     pub fn code(&self) -> Code {
         match self {
             Error::Status(status) => status.code(),
@@ -381,6 +392,9 @@ impl Error {
             Error::UnknownOperation(_) => Code::Unimplemented,
             Error::Config(_) | Error::Metadata(_) => Code::InvalidArgument,
             Error::Cancelled => Code::Cancelled,
+            Error::Unavailable(_) => Code::Unavailable,
+            Error::Layer(err) if err.is::<tower::timeout::error::Elapsed>() => Code::DeadlineExceeded,
+            Error::Layer(_) => Code::Unknown,
         }
     }
 
@@ -393,6 +407,15 @@ impl Error {
             other => Error::ConnectionClosed {
                 reason: Some(other.to_string()),
             },
+        }
+    }
+
+    /// Turns what a tower stack returned into an `Error`: frpc's own errors come back as they
+    /// were, anything else (tower's timeout, a custom layer's error) is [`Error::Layer`].
+    pub(crate) fn from_layer(err: Box<dyn std::error::Error + Send + Sync>) -> Error {
+        match err.downcast::<Error>() {
+            Ok(err) => *err,
+            Err(other) => Error::Layer(other),
         }
     }
 

@@ -1,6 +1,7 @@
 //! frpc: the generated `BenchmarkService` served with inline or per-RPC handlers, and the
-//! generated `BenchmarkServiceClient` on its own connection per load-generating client; what
-//! both sides negotiate is a [`Wire`].
+//! generated `BenchmarkServiceClient` on its own connection per load-generating client (a plain
+//! `frpc::Client`, or a reconnecting `frpc::Channel` to one endpoint); what both sides negotiate
+//! is a [`Wire`].
 
 use std::net::SocketAddr;
 
@@ -81,9 +82,22 @@ pub async fn serve(
     Ok(())
 }
 
-/// A generated client on its own connection (defaults: TCP_NODELAY on).
+/// A generated client on its own connection (defaults: TCP_NODELAY on), through an
+/// `frpc::Client` or an `frpc::Channel`.
 #[derive(Debug, Clone)]
-pub struct Client(pb::BenchmarkServiceClient);
+pub struct Client<T = frpc::Client>(pb::BenchmarkServiceClient<T>);
+
+impl Client<frpc::Channel> {
+    /// Connects a one-endpoint channel to `addr`, offering frpc's extensions.
+    pub async fn connect_channel(addr: SocketAddr, framing: frpc::Framing) -> Client<frpc::Channel> {
+        let channel = frpc::Endpoint::from(addr)
+            .framing(framing)
+            .connect()
+            .await
+            .expect("frpc channel connect");
+        Client(pb::BenchmarkServiceClient::new(channel))
+    }
+}
 
 impl Client {
     /// Connects to `addr`, offering `wire`'s extensions, and waits for the server's answer so
@@ -110,14 +124,16 @@ impl Client {
         );
         Client(pb::BenchmarkServiceClient::new(client))
     }
+}
 
+impl<T: frpc::Caller> Client<T> {
     /// Keeps `inflight` calls outstanding on the one connection, issued as `callers` says.
     pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
         workload::slots(self, body, inflight, callers, limit).await
     }
 }
 
-impl Caller for Client {
+impl<T: frpc::Caller> Caller for Client<T> {
     async fn call(&mut self, body: &Body) {
         match body {
             Body::Text(message) => {

@@ -48,6 +48,10 @@ pub enum Framework {
     /// both sides: plain fRPC, as with a Go peer. Not in the default run; next to frpc-inline it
     /// shows what negotiating the extensions costs.
     FrpcPlain,
+    /// frpc with `Concurrency::Inline`, called through a reconnecting `frpc::Channel` (one
+    /// endpoint) instead of a plain `frpc::Client`. Not in the default run; next to
+    /// frpc-inline it shows what the channel costs.
+    FrpcChannel,
     /// tonic with its defaults plus TCP_NODELAY.
     Tonic,
     /// The same 10-byte header echoed by plain tokio: the machine's limit.
@@ -64,11 +68,12 @@ impl Framework {
     ];
 
     /// Every framework `--frameworks` accepts.
-    pub const KNOWN: [Framework; 6] = [
+    pub const KNOWN: [Framework; 7] = [
         Framework::FrpcInline,
         Framework::FrpcPerRpc,
         Framework::FrpcProtobuf,
         Framework::FrpcPlain,
+        Framework::FrpcChannel,
         Framework::Tonic,
         Framework::Raw,
     ];
@@ -80,6 +85,7 @@ impl Framework {
             Framework::FrpcPerRpc => "frpc-per-rpc",
             Framework::FrpcProtobuf => "frpc-protobuf",
             Framework::FrpcPlain => "frpc-plain",
+            Framework::FrpcChannel => "frpc-channel",
             Framework::Tonic => "tonic",
             Framework::Raw => "raw",
         }
@@ -101,7 +107,7 @@ impl FromStr for Framework {
             .ok_or_else(|| {
                 format!(
                     "unknown framework {s:?} (frpc-inline, frpc-per-rpc, frpc-protobuf, frpc-plain, \
-                     tonic, raw)"
+                     frpc-channel, tonic, raw)"
                 )
             })
     }
@@ -115,7 +121,9 @@ pub async fn serve(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     use ::frpc::Concurrency::{Inline, PerRpc};
     match framework {
-        Framework::FrpcInline => frpc::serve(listener, framing, Inline, frpc::Wire::Polyglot).await,
+        Framework::FrpcInline | Framework::FrpcChannel => {
+            frpc::serve(listener, framing, Inline, frpc::Wire::Polyglot).await
+        }
         Framework::FrpcPerRpc => frpc::serve(listener, framing, PerRpc, frpc::Wire::Polyglot).await,
         Framework::FrpcProtobuf => frpc::serve(listener, framing, Inline, frpc::Wire::Protobuf).await,
         Framework::FrpcPlain => frpc::serve(listener, framing, Inline, frpc::Wire::Plain).await,
@@ -129,6 +137,8 @@ pub async fn serve(
 pub enum Client {
     /// A generated frpc client.
     Frpc(frpc::Client),
+    /// A generated frpc client on a one-endpoint `frpc::Channel`.
+    FrpcChannel(frpc::Client<::frpc::Channel>),
     /// A generated tonic client.
     Tonic(tonic::Client),
     /// A socket speaking the bare framing.
@@ -148,6 +158,7 @@ impl Client {
             Framework::FrpcPlain => {
                 Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Plain).await)
             }
+            Framework::FrpcChannel => Client::FrpcChannel(frpc::Client::connect_channel(addr, framing).await),
             Framework::Tonic => Client::Tonic(tonic::Client::connect(addr).await),
             Framework::Raw => Client::Raw(raw::Client::connect(addr, framing).await),
         }
@@ -158,6 +169,7 @@ impl Client {
     pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
         match self {
             Client::Frpc(client) => client.drive(body, inflight, callers, limit).await,
+            Client::FrpcChannel(client) => client.drive(body, inflight, callers, limit).await,
             Client::Tonic(client) => client.drive(body, inflight, callers, limit).await,
             Client::Raw(client) => client.drive(body, inflight, limit).await,
         }

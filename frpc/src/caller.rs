@@ -1,0 +1,110 @@
+//! What generated clients call through: the [`Caller`] trait, implemented by [`Client`] (one
+//! connection) and [`crate::Channel`] (reconnecting, balanced, layered), and a unary call's
+//! [`Request`] and [`Reply`] as tower services see them (a [`crate::Channel`] is a
+//! `tower::Service<Request>`). Services floor: it names the client.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::client::Client;
+use crate::metadata::{Metadata, MetadataSlot};
+use crate::status::{Code, Error};
+
+/// One unary call as a tower service sees it: what client layers (timeout, concurrency limit,
+/// [`crate::retry::Idempotent`]) get to look at. Cheap to clone (retries clone it).
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The method's operation number (the generated `foo::METHOD` constants).
+    pub op: u16,
+    /// The encoded request message.
+    pub body: Bytes,
+    /// The call's timeout, when the handle has one (sent to the server as a deadline when it
+    /// takes them).
+    pub timeout: Option<Duration>,
+    /// Request metadata.
+    pub metadata: Option<Arc<Metadata>>,
+}
+
+/// A unary call's reply as a tower service sees it: the encoded message or remote error, with
+/// the status code and response metadata an frpc server sent along.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The encoded reply (a message or a remote error).
+    pub body: Bytes,
+    /// The status code of an error reply, when the server sent one.
+    pub code: Option<Code>,
+    /// Response metadata, when the server sent some.
+    pub metadata: Option<Metadata>,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::Client {}
+    impl Sealed for crate::Channel {}
+}
+
+/// What a generated client (`FooClient<T>`) calls through: a [`Client`] (one connection, the
+/// default: `FooClient` is `FooClient<frpc::Client>`) or a [`crate::Channel`] (reconnecting,
+/// balanced over several servers, with client layers). Sealed: frpc implements it for those two.
+pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
+    /// A handle whose calls time out after `timeout`.
+    fn with_timeout(&self, timeout: Duration) -> Self;
+
+    /// A handle whose calls carry `metadata` (added to what it already carries).
+    fn with_metadata(&self, metadata: Metadata) -> Self;
+
+    /// A handle whose unary calls leave their response metadata in `slot`.
+    fn with_response_metadata(&self, slot: &MetadataSlot) -> Self;
+
+    /// Makes one unary call (generated code calls this): `encode` writes the request in
+    /// protobuf (`true`) or polyglot, as the connection the call goes to negotiated.
+    #[doc(hidden)]
+    fn call(
+        &self,
+        op: u16,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send;
+
+    /// The connection a stream opens on, as a handle carrying this one's timeout and metadata.
+    #[doc(hidden)]
+    fn stream_client(&self) -> impl Future<Output = Result<Client, Error>> + Send;
+}
+
+impl Caller for Client {
+    fn with_timeout(&self, timeout: Duration) -> Client {
+        Client::with_timeout(self, timeout)
+    }
+
+    fn with_metadata(&self, metadata: Metadata) -> Client {
+        Client::with_metadata(self, metadata)
+    }
+
+    fn with_response_metadata(&self, slot: &MetadataSlot) -> Client {
+        Client::with_response_metadata(self, slot)
+    }
+
+    fn call(
+        &self,
+        op: u16,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send {
+        unary(self, op, encode(self.protobuf_accepted()))
+    }
+
+    async fn stream_client(&self) -> Result<Client, Error> {
+        Ok(self.clone())
+    }
+}
+
+/// [`Client`]'s unary call with the reply in its public form.
+pub(crate) async fn unary(client: &Client, op: u16, body: Bytes) -> Result<Reply, Error> {
+    let reply = client.unary(op, body).await?;
+    Ok(Reply {
+        body: reply.body,
+        code: reply.code,
+        metadata: reply.metadata,
+    })
+}

@@ -1,0 +1,263 @@
+//! Balanced channels: tower's power-of-two-choices balancer (`tower::balance::p2c`) over a
+//! `tower::discover` stream of endpoints, one reconnecting connection each, weighed by
+//! `tower::load::PendingRequests`. The balancer sits behind a `tower::buffer::Buffer` so that
+//! clones share it. An endpoint reports itself not ready while its connection is down, so the
+//! balancer skips it until it reconnects.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::Hash;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, ready};
+
+use futures_core::Stream;
+use tokio::sync::mpsc;
+use tower::balance::p2c::Balance;
+use tower::buffer::Buffer;
+use tower::discover::Change;
+use tower::load::{CompleteOnResponse, PendingRequests};
+use tower::util::BoxService;
+use tower::{BoxError, Service, ServiceExt};
+
+use super::endpoint::Endpoint;
+use super::single::{Handle, Health, Start};
+use crate::caller::{self, Reply, Request};
+use crate::client::Client;
+use crate::status::Error;
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// How many calls may queue for the balancer before callers wait.
+const BUFFER: usize = 1024;
+
+/// The shared part of a balanced channel.
+#[derive(Clone)]
+pub(crate) struct Balanced {
+    buffer: Buffer<Request, BoxFuture<Result<Reply, BoxError>>>,
+    endpoints: Arc<Endpoints>,
+    /// Keeps a fixed list's discovery stream open.
+    _list: Option<Arc<mpsc::Sender<Change<usize, Endpoint>>>>,
+}
+
+impl std::fmt::Debug for Balanced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Balanced")
+            .field("ready", &self.endpoints.health.ready())
+            .field("connecting", &self.endpoints.health.connecting())
+            .finish()
+    }
+}
+
+/// Every live endpoint of a balanced channel, for streams (which open on one connection, not
+/// through the balancer) and for counts.
+#[derive(Debug, Default)]
+struct Endpoints {
+    health: Arc<Health>,
+    handles: Mutex<Vec<Weak<Handle>>>,
+    next: AtomicUsize,
+}
+
+impl Balanced {
+    /// A balanced channel whose endpoints come and go through the returned sender.
+    pub(crate) fn new<K>(capacity: usize) -> (Balanced, mpsc::Sender<Change<K, Endpoint>>)
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        let capacity = capacity.max(1);
+        let (tx, mut rx) = mpsc::channel::<Change<K, Endpoint>>(capacity);
+        let (services, discovered) = mpsc::channel(capacity);
+        let endpoints = Arc::new(Endpoints::default());
+        let registry = endpoints.clone();
+        // Starts each endpoint's connection as soon as it is inserted (the balancer only looks
+        // at its discovery stream when a call comes).
+        // Removed (and replaced) endpoints are retired here at once rather than when the
+        // balancer next reads its discovery stream: they stop counting as connected and are no
+        // longer picked as soon as their connection state says so.
+        tokio::spawn(async move {
+            let mut live: HashMap<K, Arc<Handle>> = HashMap::new();
+            while let Some(change) = rx.recv().await {
+                let change = match change {
+                    Change::Insert(key, endpoint) => {
+                        let health = Some(registry.health.clone());
+                        let handle = Arc::new(Handle::spawn(endpoint, Start::Now, health));
+                        if let Some(old) = live.insert(key.clone(), handle.clone()) {
+                            old.retire();
+                        }
+                        {
+                            let mut handles = registry.handles.lock().unwrap_or_else(|e| e.into_inner());
+                            handles.retain(|h| h.strong_count() > 0);
+                            handles.push(Arc::downgrade(&handle));
+                        }
+                        let service = EndpointService { handle, wait: None };
+                        Change::Insert(key, PendingRequests::new(service, CompleteOnResponse::default()))
+                    }
+                    Change::Remove(key) => {
+                        if let Some(old) = live.remove(&key) {
+                            old.retire();
+                        }
+                        Change::Remove(key)
+                    }
+                };
+                if services.send(change).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let balance = Balance::new(Discovered { rx: discovered });
+        let buffer = Buffer::new(BoxService::new(balance), BUFFER);
+        let balanced = Balanced {
+            buffer,
+            endpoints,
+            _list: None,
+        };
+        (balanced, tx)
+    }
+
+    /// A balanced channel over a fixed list of endpoints.
+    pub(crate) fn list(list: impl IntoIterator<Item = Endpoint>) -> Balanced {
+        let list: Vec<Endpoint> = list.into_iter().collect();
+        let (mut balanced, tx) = Balanced::new(list.len());
+        for (key, endpoint) in list.into_iter().enumerate() {
+            // Room for every one: the channel holds `list.len()` changes.
+            let _ = tx.try_send(Change::Insert(key, endpoint));
+        }
+        balanced._list = Some(Arc::new(tx));
+        balanced
+    }
+
+    /// Endpoints connected now.
+    pub(crate) fn ready(&self) -> usize {
+        self.endpoints.health.ready()
+    }
+
+    /// Whether every connected endpoint takes protobuf-encoded messages: then requests are
+    /// encoded in protobuf before the balancer picks one.
+    pub(crate) fn protobuf(&self) -> bool {
+        self.endpoints.health.all_protobuf()
+    }
+
+    /// One unary call on the least loaded of two ready endpoints. With none connected, the
+    /// call waits while some are connecting and fails with [`Error::Unavailable`] when none is.
+    pub(crate) async fn call(&self, request: Request) -> Result<Reply, Error> {
+        let limit = request.timeout;
+        let work = async {
+            self.wait_ready().await?;
+            send(self.buffer.clone(), request)
+                .await
+                .map_err(Error::from_layer)
+        };
+        match limit {
+            None => work.await,
+            Some(limit) => tokio::time::timeout(limit, work)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+        }
+    }
+
+    /// Returns once an endpoint is connected; fails when none is connected or connecting.
+    pub(crate) async fn wait_ready(&self) -> Result<(), Error> {
+        let health = &self.endpoints.health;
+        loop {
+            let changed = health.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if health.ready() > 0 {
+                return Ok(());
+            }
+            if health.connecting() == 0 {
+                return Err(Error::Unavailable("no endpoint is connected".into()));
+            }
+            changed.await;
+        }
+    }
+
+    /// Waits until `done(connected endpoints)` holds.
+    pub(crate) async fn wait(&self, mut done: impl FnMut(usize) -> bool) {
+        let health = &self.endpoints.health;
+        loop {
+            let changed = health.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if done(health.ready()) {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// A connection to open a stream on: the connected endpoints in turn.
+    pub(crate) async fn stream_client(&self) -> Result<Client, Error> {
+        self.wait_ready().await?;
+        let handles: Vec<Arc<Handle>> = {
+            let handles = self.endpoints.handles.lock().unwrap_or_else(|e| e.into_inner());
+            handles.iter().filter_map(Weak::upgrade).collect()
+        };
+        let start = self.endpoints.next.fetch_add(1, Ordering::Relaxed);
+        (0..handles.len())
+            .find_map(|i| handles[(start + i) % handles.len()].ready_client())
+            .ok_or_else(|| Error::Unavailable("no endpoint is connected".into()))
+    }
+}
+
+/// Hands `request` to the balancer. A plain function: the buffer's future is proved `Send`
+/// here, where its error type is concrete (inside an `async` block rustc cannot prove it).
+fn send(
+    buffer: Buffer<Request, BoxFuture<Result<Reply, BoxError>>>,
+    request: Request,
+) -> BoxFuture<Result<Reply, BoxError>> {
+    Box::pin(buffer.oneshot(request))
+}
+
+/// The discovery stream the balancer reads: endpoints as they are inserted and removed.
+struct Discovered<K> {
+    rx: mpsc::Receiver<Change<K, PendingRequests<EndpointService>>>,
+}
+
+impl<K> Stream for Discovered<K> {
+    type Item = Result<Change<K, PendingRequests<EndpointService>>, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx).map(|change| change.map(Ok))
+    }
+}
+
+/// One endpoint as the balancer sees it: ready while its connection is up.
+struct EndpointService {
+    handle: Arc<Handle>,
+    /// Waiting for the connection to change state (boxed only while it is down).
+    wait: Option<BoxFuture<()>>,
+}
+
+impl Service<Request> for EndpointService {
+    type Response = Reply;
+    type Error = Error;
+    type Future = BoxFuture<Result<Reply, Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        loop {
+            if let Some(wait) = &mut self.wait {
+                ready!(wait.as_mut().poll(cx));
+                self.wait = None;
+            }
+            // Subscribed before looking, so that a change right after is not missed.
+            let mut rx = self.handle.subscribe();
+            if self.handle.is_ready() {
+                return Poll::Ready(Ok(()));
+            }
+            self.wait = Some(Box::pin(async move {
+                let _ = rx.changed().await;
+            }));
+        }
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let handle = self.handle.clone();
+        Box::pin(async move {
+            let mut client = handle.client().await?;
+            client.set_options(request.timeout, request.metadata, None);
+            caller::unary(&client, request.op, request.body).await
+        })
+    }
+}

@@ -1,0 +1,215 @@
+//! [`Endpoint`]: where and how a [`Channel`] connects (address, client configuration, TLS,
+//! reconnect backoff), tonic style.
+
+use std::fmt;
+use std::time::Duration;
+
+use frpc_wire::Framing;
+
+use super::Channel;
+use super::backoff::Backoff;
+use super::single;
+use crate::client::Client;
+use crate::config::ClientConfig;
+use crate::status::Error;
+
+/// One server a [`Channel`] connects to: its address (`host:port`, resolved again at each
+/// connection attempt), the [`ClientConfig`] of each connection, TLS, and the reconnect
+/// [`Backoff`].
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait Greeter {
+///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+/// # struct Hello;
+/// # impl Greeter for Hello {
+/// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+/// #         Ok(request)
+/// #     }
+/// # }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     use std::time::Duration;
+///     let server = frpc::Server::builder()
+///         .add_service(GreeterServer::new(Hello))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///
+///     let channel = frpc::Endpoint::new(addr.to_string())
+///         .connect_timeout(Duration::from_secs(1))
+///         .timeout(Duration::from_secs(5))
+///         .connect()
+///         .await?;
+///     let greeter = GreeterClient::new(channel);
+///     assert_eq!(greeter.greet(Text { value: "hi".into() }).await?.value, "hi");
+///     Ok(())
+/// }
+/// ```
+#[derive(Clone)]
+pub struct Endpoint {
+    address: String,
+    config: ClientConfig,
+    backoff: Backoff,
+    #[cfg(feature = "tls")]
+    tls: Option<(String, std::sync::Arc<crate::tls::rustls::ClientConfig>)>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("Endpoint");
+        out.field("address", &self.address)
+            .field("config", &self.config)
+            .field("backoff", &self.backoff);
+        #[cfg(feature = "tls")]
+        out.field("tls", &self.tls.as_ref().map(|(name, _)| name));
+        out.finish()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint for `address` (`host:port`; a name is resolved at each connection attempt)
+    /// with the default [`ClientConfig`] and [`Backoff`].
+    pub fn new(address: impl Into<String>) -> Endpoint {
+        Endpoint {
+            address: address.into(),
+            config: ClientConfig::default(),
+            backoff: Backoff::default(),
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
+    }
+
+    /// An endpoint for a static address (`Endpoint::from_static("10.0.0.7:8080")`).
+    pub fn from_static(address: &'static str) -> Endpoint {
+        Endpoint::new(address)
+    }
+
+    /// The address connected to.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The configuration of each connection.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Replaces the configuration of each connection.
+    pub fn client_config(mut self, config: ClientConfig) -> Endpoint {
+        self.config = config;
+        self
+    }
+
+    /// How long one connection attempt may take (`ClientConfig::connect_timeout`).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Endpoint {
+        self.config.connect_timeout = timeout;
+        self
+    }
+
+    /// The default timeout of each call (`ClientConfig::timeout`).
+    pub fn timeout(mut self, timeout: Duration) -> Endpoint {
+        self.config.timeout = Some(timeout);
+        self
+    }
+
+    /// The framing spoken (`ConnectionConfig::framing`).
+    pub fn framing(mut self, framing: Framing) -> Endpoint {
+        self.config.connection.framing = framing;
+        self
+    }
+
+    /// The backoff between failed connection attempts (see [`Backoff`] for the default).
+    pub fn backoff(mut self, backoff: Backoff) -> Endpoint {
+        self.backoff = backoff;
+        self
+    }
+
+    /// The reconnect backoff.
+    pub fn reconnect_backoff(&self) -> &Backoff {
+        &self.backoff
+    }
+
+    /// Connects over TLS, checking the server's certificate for `server_name`.
+    #[cfg(feature = "tls")]
+    pub fn tls(
+        mut self,
+        server_name: impl Into<String>,
+        config: std::sync::Arc<crate::tls::rustls::ClientConfig>,
+    ) -> Endpoint {
+        self.tls = Some((server_name.into(), config));
+        self
+    }
+
+    /// The same endpoint at another address (DNS discovery makes one per resolved address).
+    pub(crate) fn with_address(&self, address: String) -> Endpoint {
+        Endpoint {
+            address,
+            ..self.clone()
+        }
+    }
+
+    /// Connects now and returns a [`Channel`] that reconnects whenever the connection closes.
+    /// A failed first attempt is its error ([`Error::Connect`], [`Error::Config`]…). Must be
+    /// called within a Tokio runtime.
+    pub async fn connect(&self) -> Result<Channel, Error> {
+        let client = self.connect_client().await?;
+        Ok(Channel::single(single::Handle::spawn(
+            self.clone(),
+            single::Start::Connected(client),
+            None,
+        )))
+    }
+
+    /// A [`Channel`] that connects on its first call (which waits for that attempt) and
+    /// reconnects whenever the connection closes. Must be called within a Tokio runtime.
+    pub fn connect_lazy(&self) -> Channel {
+        Channel::single(single::Handle::spawn(self.clone(), single::Start::Lazy, None))
+    }
+
+    /// One connection attempt.
+    pub(crate) async fn connect_client(&self) -> Result<Client, Error> {
+        #[cfg(feature = "tls")]
+        if let Some((name, tls)) = &self.tls {
+            let config = self.config.clone();
+            let client = Client::connect_tls(self.address.as_str(), name, tls.clone(), config).await?;
+            return Ok(self.settle(client).await);
+        }
+        let client = Client::connect_with(self.address.as_str(), self.config.clone()).await?;
+        Ok(self.settle(client).await)
+    }
+
+    /// Waits (about one round trip, within the connect timeout) for the server's answer to
+    /// the extension offer before the connection takes calls, so that the channel knows how to
+    /// encode requests (protobuf or polyglot) for it. Without an answer in time the connection
+    /// is used as it stands: its calls go in polyglot until the answer comes.
+    async fn settle(&self, client: Client) -> Client {
+        if self.config.extensions {
+            let _ = tokio::time::timeout(self.config.connect_timeout, client.negotiated()).await;
+        }
+        client
+    }
+}
+
+impl From<&'static str> for Endpoint {
+    fn from(address: &'static str) -> Endpoint {
+        Endpoint::new(address)
+    }
+}
+
+impl From<String> for Endpoint {
+    fn from(address: String) -> Endpoint {
+        Endpoint::new(address)
+    }
+}
+
+impl From<std::net::SocketAddr> for Endpoint {
+    fn from(address: std::net::SocketAddr) -> Endpoint {
+        Endpoint::new(address.to_string())
+    }
+}

@@ -1,0 +1,451 @@
+//! [`Channel`]: calls to one server over a connection that comes back after it closes, or to
+//! many servers balanced by tower's power-of-two-choices, with client layers (tower
+//! middleware) on top. Built from [`Endpoint`]s. Services floor: it runs on [`Client`]s.
+
+mod backoff;
+mod balance;
+mod endpoint;
+mod single;
+
+use std::fmt;
+use std::hash::Hash;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tower::util::BoxCloneSyncService;
+use tower::{BoxError, Layer, Service, ServiceExt};
+
+pub use self::backoff::Backoff;
+pub use self::endpoint::Endpoint;
+pub use crate::caller::{Reply, Request};
+pub use tower::discover::Change;
+
+use self::balance::Balanced;
+use crate::caller::{self, Caller};
+use crate::client::Client;
+use crate::metadata::{Metadata, MetadataSlot};
+use crate::status::Error;
+
+type Layered = BoxCloneSyncService<Request, Reply, Error>;
+
+/// Calls to one server over a connection that reconnects, or to many servers balanced by
+/// tower's power-of-two-choices. Cheap to clone; clones share the connections, which close
+/// when the last clone (and the last call and stream on them) is gone. Generated clients take
+/// one: `GreeterClient::new(channel)`.
+///
+/// **One server** ([`Endpoint::connect`], [`Endpoint::connect_lazy`]): calls go straight to
+/// the current connection (no task hop, no lock beyond reading which connection is current).
+/// When it closes, the channel reconnects at once and then, while attempts fail, with the
+/// endpoint's [`Backoff`] (100 ms doubling to 5 s by default). Calls made while an attempt is
+/// under way (a lazy channel's first call, say) wait for it, within their timeout; calls made
+/// between failed attempts **fail at once** with [`Error::Unavailable`] (code `Unavailable`)
+/// rather than pile up: retry them with a [`crate::retry::Idempotent`] layer, or in the
+/// application. Calls in flight when a connection closes fail with
+/// [`Error::ConnectionClosed`] (code `Unavailable` too).
+///
+/// **Many servers** ([`Channel::balance_list`], [`Channel::balance_channel`]): one
+/// reconnecting connection per endpoint; each call goes to the less loaded (fewer calls in
+/// flight) of two endpoints picked at random among the connected ones. An endpoint whose
+/// connection is down is not picked; it rejoins once it reconnects. Calls fail with
+/// [`Error::Unavailable`] when no endpoint is connected or connecting.
+///
+/// **Streams** open on the current connection (one of the connected endpoints, in turn, on a
+/// balanced channel) and stay on it. **Layers** ([`Channel::with_layer`]) wrap unary calls.
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Text { pub value: String }
+/// #[frpc::service(package = "demo")]
+/// pub trait Greeter {
+///     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+/// }
+/// # struct Hello;
+/// # impl Greeter for Hello {
+/// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+/// #         Ok(request)
+/// #     }
+/// # }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let mut endpoints = Vec::new();
+///     for _ in 0..3 {
+///         let server = frpc::Server::builder()
+///             .add_service(GreeterServer::new(Hello))
+///             .bind("127.0.0.1:0")
+///             .await?;
+///         endpoints.push(frpc::Endpoint::from(server.local_addr()));
+///         tokio::spawn(server.serve());
+///     }
+///     // A lazy channel to the first server: it connects on the first call.
+///     let one = GreeterClient::new(endpoints[0].connect_lazy());
+///     assert_eq!(one.greet(Text { value: "lazy".into() }).await?.value, "lazy");
+///
+///     // All three, balanced.
+///     let channel = frpc::Channel::balance_list(endpoints);
+///     channel.connected(3).await;
+///     let greeter = GreeterClient::new(channel.with_timeout(std::time::Duration::from_secs(5)));
+///     for i in 0..10 {
+///         assert_eq!(greeter.greet(Text { value: i.to_string() }).await?.value, i.to_string());
+///     }
+///     Ok(())
+/// }
+/// ```
+#[derive(Clone)]
+pub struct Channel {
+    inner: Inner,
+    layered: Option<Layered>,
+    timeout: Option<Duration>,
+    metadata: Option<Arc<Metadata>>,
+    response: Option<MetadataSlot>,
+}
+
+#[derive(Debug, Clone)]
+enum Inner {
+    Single(single::Handle),
+    Balanced(Balanced),
+}
+
+impl fmt::Debug for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("Channel");
+        match &self.inner {
+            Inner::Single(handle) => out.field("endpoint", &handle.endpoint().address()),
+            Inner::Balanced(balanced) => out.field("balanced", balanced),
+        };
+        out.field("layered", &self.layered.is_some())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl Channel {
+    pub(crate) fn single(handle: single::Handle) -> Channel {
+        let timeout = handle.endpoint().config().timeout;
+        Channel::with_inner(Inner::Single(handle), timeout)
+    }
+
+    fn with_inner(inner: Inner, timeout: Option<Duration>) -> Channel {
+        Channel {
+            inner,
+            layered: None,
+            timeout,
+            metadata: None,
+            response: None,
+        }
+    }
+
+    /// A channel balancing calls over `endpoints`, each connected at once and reconnected
+    /// whenever its connection closes. Must be called within a Tokio runtime.
+    pub fn balance_list(endpoints: impl IntoIterator<Item = Endpoint>) -> Channel {
+        Channel::with_inner(Inner::Balanced(Balanced::list(endpoints)), None)
+    }
+
+    /// A channel balancing calls over endpoints added and removed at run time through the
+    /// returned sender (`Change::Insert(key, endpoint)`, `Change::Remove(key)`; inserting a key
+    /// again replaces its endpoint). A removed endpoint takes no new calls; its connection
+    /// closes once the calls in flight on it finish. `capacity` bounds the changes not yet
+    /// applied. Must be called within a Tokio runtime.
+    ///
+    /// ```
+    /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+    /// # pub struct Text { pub value: String }
+    /// # #[frpc::service(package = "demo")]
+    /// # pub trait Greeter {
+    /// #     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// # }
+    /// # struct Hello;
+    /// # impl Greeter for Hello {
+    /// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+    /// #         Ok(request)
+    /// #     }
+    /// # }
+    /// use frpc::channel::Change;
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let server = frpc::Server::builder()
+    ///         .add_service(GreeterServer::new(Hello))
+    ///         .bind("127.0.0.1:0")
+    ///         .await?;
+    ///     let addr = server.local_addr();
+    ///     tokio::spawn(server.serve());
+    ///
+    ///     let (channel, changes) = frpc::Channel::balance_channel(16);
+    ///     changes.send(Change::Insert("a", frpc::Endpoint::from(addr))).await?;
+    ///     let greeter = GreeterClient::new(channel.clone());
+    ///     assert_eq!(greeter.greet(Text { value: "hi".into() }).await?.value, "hi");
+    ///
+    ///     changes.send(Change::Remove("a")).await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn balance_channel<K>(capacity: usize) -> (Channel, mpsc::Sender<Change<K, Endpoint>>)
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        let (balanced, tx) = Balanced::new(capacity);
+        (Channel::with_inner(Inner::Balanced(balanced), None), tx)
+    }
+
+    /// A handle to the same channel whose calls time out after `timeout` (the default is the
+    /// endpoint's `ClientConfig::timeout`; none on a balanced channel).
+    pub fn with_timeout(&self, timeout: Duration) -> Channel {
+        Channel {
+            timeout: Some(timeout),
+            ..self.clone()
+        }
+    }
+
+    /// The timeout of this handle's calls, if any.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// A handle to the same channel whose calls and streams carry `metadata` (added to what
+    /// this handle carries; see [`Client::with_metadata`]).
+    pub fn with_metadata(&self, metadata: Metadata) -> Channel {
+        let metadata = match &self.metadata {
+            None => metadata,
+            Some(current) => {
+                let mut merged = Metadata::clone(current);
+                merged.merge(&metadata);
+                merged
+            }
+        };
+        Channel {
+            metadata: Some(Arc::new(metadata)),
+            ..self.clone()
+        }
+    }
+
+    /// A handle to the same channel whose unary calls leave their response metadata in `slot`.
+    pub fn with_response_metadata(&self, slot: &MetadataSlot) -> Channel {
+        Channel {
+            response: Some(slot.clone()),
+            ..self.clone()
+        }
+    }
+
+    /// A handle to the same channel whose unary calls go through `layer`, tower style: a
+    /// `tower::ServiceBuilder` with a timeout, a concurrency limit, a retry policy
+    /// ([`crate::retry::Idempotent`]) or any layer over a `Service<Request, Response = Reply>`.
+    /// Layers added later wrap those added before. Streams do not go through layers. A layer's
+    /// own error (tower's `Elapsed`) comes back as [`Error::Layer`]; frpc's errors unchanged.
+    ///
+    /// ```
+    /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+    /// # pub struct Text { pub value: String }
+    /// # #[frpc::service(package = "demo")]
+    /// # pub trait Greeter {
+    /// #     async fn greet(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// # }
+    /// # struct Hello;
+    /// # impl Greeter for Hello {
+    /// #     async fn greet(&self, _: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+    /// #         Ok(request)
+    /// #     }
+    /// # }
+    /// use std::time::Duration;
+    /// use tower::ServiceBuilder;
+    ///
+    /// #[tokio::main]
+    /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let server = frpc::Server::builder()
+    ///         .add_service(GreeterServer::new(Hello))
+    ///         .bind("127.0.0.1:0")
+    ///         .await?;
+    ///     let addr = server.local_addr();
+    ///     tokio::spawn(server.serve());
+    ///
+    ///     let channel = frpc::Endpoint::from(addr).connect().await?.with_layer(
+    ///         ServiceBuilder::new()
+    ///             .concurrency_limit(64)
+    ///             .timeout(Duration::from_secs(2))
+    ///             .retry(frpc::retry::Idempotent::new([greeter::GREET])),
+    ///     );
+    ///     let greeter = GreeterClient::new(channel);
+    ///     assert_eq!(greeter.greet(Text { value: "hi".into() }).await?.value, "hi");
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn with_layer<L>(&self, layer: L) -> Channel
+    where
+        L: Layer<Channel>,
+        L::Service: Service<Request, Response = Reply> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Request>>::Error: Into<BoxError>,
+        <L::Service as Service<Request>>::Future: Send + 'static,
+    {
+        let service = layer
+            .layer(self.clone())
+            .map_err(|err: <L::Service as Service<Request>>::Error| Error::from_layer(err.into()));
+        Channel {
+            layered: Some(BoxCloneSyncService::new(service)),
+            ..self.clone()
+        }
+    }
+
+    /// Whether a connection is up (on a balanced channel: to any endpoint).
+    pub fn is_connected(&self) -> bool {
+        match &self.inner {
+            Inner::Single(handle) => handle.is_ready(),
+            Inner::Balanced(balanced) => balanced.ready() > 0,
+        }
+    }
+
+    /// How many endpoints are connected now (0 or 1 for a channel to one server).
+    pub fn connected_endpoints(&self) -> usize {
+        match &self.inner {
+            Inner::Single(handle) => usize::from(handle.is_ready()),
+            Inner::Balanced(balanced) => balanced.ready(),
+        }
+    }
+
+    /// Waits until at least `count` endpoints are connected (a lazy channel starts
+    /// connecting); for a channel to one server any `count` above 0 means its connection.
+    pub async fn connected(&self, count: usize) {
+        self.wait_connected(|connected| connected >= count).await
+    }
+
+    /// Waits until `done(n)` holds for the number `n` of connected endpoints (0 or 1 for a
+    /// channel to one server): for tools and tests that follow a channel's connections
+    /// (`channel.wait_connected(|n| n == 2)` after an endpoint went down). Bound it with a
+    /// timeout: it waits as long as it takes.
+    pub async fn wait_connected(&self, mut done: impl FnMut(usize) -> bool) {
+        match &self.inner {
+            Inner::Single(handle) => handle.wait(|ready| done(usize::from(ready))).await,
+            Inner::Balanced(balanced) => balanced.wait(done).await,
+        }
+    }
+
+    fn request(&self, op: u16, body: Bytes) -> Request {
+        Request {
+            op,
+            body,
+            timeout: self.timeout,
+            metadata: self.metadata.clone(),
+        }
+    }
+
+    /// Whether to encode a request in protobuf before it is known which connection takes it:
+    /// only when every connected endpoint's server accepted the protobuf extension (polyglot,
+    /// which every fRPC server reads, otherwise).
+    fn protobuf(&self) -> bool {
+        match &self.inner {
+            Inner::Single(handle) => handle.ready_client().is_some_and(|c| c.protobuf_accepted()),
+            Inner::Balanced(balanced) => balanced.protobuf(),
+        }
+    }
+
+    /// One unary call through the layers, if any; `encode` writes the request (in protobuf
+    /// when given `true`).
+    fn unary(
+        &self,
+        op: u16,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send + 'static {
+        enum Route {
+            Layered(Layered, Request),
+            Direct(single::Handle, Option<Client>, Bytes),
+            Balanced(Balanced, Request),
+        }
+        let route = match (&self.layered, &self.inner) {
+            (Some(layered), _) => Route::Layered(layered.clone(), self.request(op, encode(self.protobuf()))),
+            // The fast path: the current connection (its own encoding), with this handle's
+            // options; while none is up, polyglot, which any server reads.
+            (None, Inner::Single(handle)) => {
+                let client = handle.ready_client();
+                let body = encode(client.as_ref().is_some_and(|c| c.protobuf_accepted()));
+                Route::Direct(handle.clone(), client, body)
+            }
+            (None, Inner::Balanced(balanced)) => {
+                Route::Balanced(balanced.clone(), self.request(op, encode(balanced.protobuf())))
+            }
+        };
+        let (timeout, metadata, response) = (self.timeout, self.metadata.clone(), self.response.clone());
+        async move {
+            let reply = match route {
+                Route::Layered(layered, request) => layered.oneshot(request).await,
+                Route::Direct(handle, client, body) => {
+                    let mut client = match client {
+                        Some(client) => client,
+                        None => handle.client().await?,
+                    };
+                    client.set_options(timeout, metadata, response);
+                    return caller::unary(&client, op, body).await;
+                }
+                Route::Balanced(balanced, request) => balanced.call(request).await,
+            };
+            let mut reply = reply?;
+            if let Some(slot) = &response {
+                slot.set(reply.metadata.take());
+            }
+            Ok(reply)
+        }
+    }
+
+    /// One unary call below the layers, with the request's options.
+    async fn base_call(inner: Inner, request: Request) -> Result<Reply, Error> {
+        match inner {
+            Inner::Single(handle) => {
+                let mut client = handle.client().await?;
+                client.set_options(request.timeout, request.metadata, None);
+                caller::unary(&client, request.op, request.body).await
+            }
+            Inner::Balanced(balanced) => balanced.call(request).await,
+        }
+    }
+}
+
+impl Service<Request> for Channel {
+    type Response = Reply;
+    type Error = Error;
+    type Future = Pin<Box<dyn std::future::Future<Output = Result<Reply, Error>> + Send>>;
+
+    /// Always ready: a channel with no connection fails the call itself (see [`Channel`]).
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        match &self.layered {
+            Some(layered) => Box::pin(layered.clone().oneshot(request)),
+            None => Box::pin(Channel::base_call(self.inner.clone(), request)),
+        }
+    }
+}
+
+impl Caller for Channel {
+    fn with_timeout(&self, timeout: Duration) -> Channel {
+        Channel::with_timeout(self, timeout)
+    }
+
+    fn with_metadata(&self, metadata: Metadata) -> Channel {
+        Channel::with_metadata(self, metadata)
+    }
+
+    fn with_response_metadata(&self, slot: &MetadataSlot) -> Channel {
+        Channel::with_response_metadata(self, slot)
+    }
+
+    fn call(
+        &self,
+        op: u16,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
+        self.unary(op, encode)
+    }
+
+    async fn stream_client(&self) -> Result<Client, Error> {
+        let mut client = match &self.inner {
+            Inner::Single(handle) => handle.client().await?,
+            Inner::Balanced(balanced) => balanced.stream_client().await?,
+        };
+        client.set_options(self.timeout, self.metadata.clone(), None);
+        Ok(client)
+    }
+}

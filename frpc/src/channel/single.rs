@@ -1,0 +1,294 @@
+//! One endpoint's reconnecting connection: a supervisor task connects, watches the connection
+//! and reconnects with backoff when it closes; callers read the current connection from a
+//! `watch` cell (a read lock and a reference count, no task hop).
+//!
+//! States follow gRPC's: while an attempt is under way calls wait for it; between attempts
+//! (after a failure, during the backoff) they fail at once with [`Error::Unavailable`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::endpoint::Endpoint;
+use crate::client::Client;
+use crate::status::Error;
+
+/// Where a connection stands.
+#[derive(Debug, Clone)]
+pub(crate) enum State {
+    /// Lazy, not yet asked to connect.
+    Idle,
+    /// An attempt is under way.
+    Connecting,
+    /// Connected.
+    Ready(Client),
+    /// The last attempt failed (why); the next comes after the backoff.
+    Down(String),
+    /// Every handle is gone: the supervisor stopped.
+    Closed,
+}
+
+impl State {
+    fn is_ready(&self) -> bool {
+        matches!(self, State::Ready(_))
+    }
+
+    fn is_connecting(&self) -> bool {
+        matches!(self, State::Idle | State::Connecting)
+    }
+}
+
+/// How the supervisor starts.
+#[derive(Debug)]
+pub(crate) enum Start {
+    /// Wait for the first call.
+    Lazy,
+    /// Connect at once.
+    Now,
+    /// Already connected (`Endpoint::connect`).
+    Connected(Client),
+}
+
+/// Counts of a balanced channel's endpoints by state, and a signal when any changes.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    ready: AtomicUsize,
+    connecting: AtomicUsize,
+    /// Connected endpoints whose server accepted the protobuf extension.
+    protobuf: AtomicUsize,
+    pub(crate) changed: Notify,
+}
+
+impl Health {
+    /// Endpoints connected now.
+    pub(crate) fn ready(&self) -> usize {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Endpoints with an attempt under way.
+    pub(crate) fn connecting(&self) -> usize {
+        self.connecting.load(Ordering::Acquire)
+    }
+
+    /// Whether every connected endpoint takes protobuf-encoded messages (and one is connected).
+    pub(crate) fn all_protobuf(&self) -> bool {
+        let ready = self.ready();
+        ready > 0 && self.protobuf.load(Ordering::Acquire) == ready
+    }
+
+    /// Moves one endpoint from `old` to `new`; `protobuf` says whether each was a connection
+    /// that negotiated protobuf.
+    fn update(&self, old: &State, new: &State, protobuf: (bool, bool)) {
+        match protobuf {
+            (false, true) => self.protobuf.fetch_add(1, Ordering::AcqRel),
+            (true, false) => self.protobuf.fetch_sub(1, Ordering::AcqRel),
+            _ => 0,
+        };
+        for (state, add) in [(old, false), (new, true)] {
+            let counter = match () {
+                _ if state.is_ready() => &self.ready,
+                _ if state.is_connecting() => &self.connecting,
+                _ => continue,
+            };
+            match add {
+                true => counter.fetch_add(1, Ordering::AcqRel),
+                false => counter.fetch_sub(1, Ordering::AcqRel),
+            };
+        }
+        self.changed.notify_waiters();
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    endpoint: Endpoint,
+    state: watch::Sender<State>,
+    /// A lazy channel's first call asks for the first attempt.
+    wake: Notify,
+    health: Option<Arc<Health>>,
+    /// Whether the current state is a connection that negotiated protobuf (read once, when
+    /// the state is set, so the health counts stay balanced).
+    protobuf: AtomicBool,
+}
+
+impl Shared {
+    fn set(&self, new: State) {
+        let protobuf = matches!(&new, State::Ready(client) if client.protobuf_accepted());
+        let was = self.protobuf.swap(protobuf, Ordering::AcqRel);
+        if let Some(health) = &self.health {
+            health.update(&self.state.borrow(), &new, (was, protobuf));
+        }
+        self.state.send_replace(new);
+    }
+}
+
+/// A handle on one endpoint's connection; the supervisor stops when the last clone is dropped.
+#[derive(Debug, Clone)]
+pub(crate) struct Handle {
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    _stop_on_drop: Arc<DropGuard>,
+}
+
+impl Handle {
+    /// Starts the supervisor of `endpoint`'s connection (within a Tokio runtime).
+    pub(crate) fn spawn(endpoint: Endpoint, start: Start, health: Option<Arc<Health>>) -> Handle {
+        let initial = match &start {
+            Start::Lazy => State::Idle,
+            Start::Now => State::Connecting,
+            Start::Connected(client) => State::Ready(client.clone()),
+        };
+        let protobuf = matches!(&initial, State::Ready(client) if client.protobuf_accepted());
+        if let Some(health) = &health {
+            health.update(&State::Closed, &initial, (false, protobuf));
+        }
+        let shared = Arc::new(Shared {
+            endpoint,
+            state: watch::Sender::new(initial),
+            wake: Notify::new(),
+            health,
+            protobuf: AtomicBool::new(protobuf),
+        });
+        let stop = CancellationToken::new();
+        tokio::spawn(supervise(shared.clone(), stop.clone(), start));
+        Handle {
+            shared,
+            stop: stop.clone(),
+            _stop_on_drop: Arc::new(stop.drop_guard()),
+        }
+    }
+
+    /// Stops reconnecting and drops the connection (calls in flight on it finish): the
+    /// endpoint was removed from its balanced channel.
+    pub(crate) fn retire(&self) {
+        self.stop.cancel();
+    }
+
+    /// The endpoint.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        &self.shared.endpoint
+    }
+
+    /// The current connection, when one is up.
+    pub(crate) fn ready_client(&self) -> Option<Client> {
+        match &*self.shared.state.borrow() {
+            State::Ready(client) if !client.is_closed() => Some(client.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether a connection is up.
+    pub(crate) fn is_ready(&self) -> bool {
+        matches!(&*self.shared.state.borrow(), State::Ready(client) if !client.is_closed())
+    }
+
+    /// A receiver of state changes (the current state counts as seen).
+    pub(crate) fn subscribe(&self) -> watch::Receiver<State> {
+        self.shared.state.subscribe()
+    }
+
+    /// The connection to call on: the current one; while an attempt is under way (or a lazy
+    /// channel's first), the outcome of that attempt; between attempts, [`Error::Unavailable`].
+    pub(crate) async fn client(&self) -> Result<Client, Error> {
+        if let Some(client) = self.ready_client() {
+            return Ok(client);
+        }
+        self.wait_client().await
+    }
+
+    async fn wait_client(&self) -> Result<Client, Error> {
+        let mut rx = self.shared.state.subscribe();
+        loop {
+            match &*rx.borrow_and_update() {
+                State::Ready(client) if !client.is_closed() => return Ok(client.clone()),
+                // Closed, and the supervisor is about to try again: wait for that attempt.
+                State::Ready(_) | State::Connecting => {}
+                State::Idle => self.shared.wake.notify_one(),
+                State::Down(reason) => return Err(Error::Unavailable(reason.clone())),
+                State::Closed => return Err(Error::Unavailable("the channel is closed".into())),
+            }
+            if rx.changed().await.is_err() {
+                return Err(Error::Unavailable("the channel is closed".into()));
+            }
+        }
+    }
+
+    /// Waits until `done(connected)` holds, `connected` being whether a connection is up; a
+    /// lazy channel starts connecting.
+    pub(crate) async fn wait(&self, mut done: impl FnMut(bool) -> bool) {
+        let mut rx = self.shared.state.subscribe();
+        loop {
+            let ready = match &*rx.borrow_and_update() {
+                State::Ready(client) => !client.is_closed(),
+                State::Idle => {
+                    self.shared.wake.notify_one();
+                    false
+                }
+                _ => false,
+            };
+            if done(ready) {
+                return;
+            }
+            // A closed connection is noticed by the supervisor, which then changes the state.
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// Connects, watches the connection, reconnects: the first attempt after a close goes at once,
+/// each after a failure waits out the backoff.
+async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
+    let mut current = match start {
+        Start::Lazy => {
+            tokio::select! {
+                _ = shared.wake.notified() => None,
+                _ = stop.cancelled() => return shared.set(State::Closed),
+            }
+        }
+        Start::Now => None,
+        Start::Connected(client) => Some(client),
+    };
+    let backoff = *shared.endpoint.reconnect_backoff();
+    let mut failures = 0;
+    loop {
+        let client = match current.take() {
+            Some(client) => client,
+            None => {
+                shared.set(State::Connecting);
+                let attempt = tokio::select! {
+                    attempt = shared.endpoint.connect_client() => attempt,
+                    _ = stop.cancelled() => break,
+                };
+                match attempt {
+                    Ok(client) => {
+                        shared.set(State::Ready(client.clone()));
+                        client
+                    }
+                    Err(err) => {
+                        let delay = backoff.delay(failures);
+                        failures = failures.saturating_add(1);
+                        tracing::debug!(endpoint = shared.endpoint.address(), %err, ?delay, "connect failed");
+                        shared.set(State::Down(err.to_string()));
+                        tokio::select! {
+                            _ = tokio::time::sleep(delay) => continue,
+                            _ = stop.cancelled() => break,
+                        }
+                    }
+                }
+            }
+        };
+        failures = 0;
+        tokio::select! {
+            _ = client.closed() => {
+                tracing::debug!(endpoint = shared.endpoint.address(), "connection closed, reconnecting");
+            }
+            _ = stop.cancelled() => break,
+        }
+    }
+    // Calls in flight keep their own handle on the connection: it closes when they finish.
+    shared.set(State::Closed);
+}

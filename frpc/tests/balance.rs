@@ -1,0 +1,204 @@
+//! Balanced channels over real servers: load spread by tower's p2c, endpoints that go down
+//! skipped and back in after they reconnect, endpoints inserted and removed at run time, and
+//! DNS discovery (with `localhost` and with an injected resolver).
+
+mod channel_support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use channel_support::*;
+use frpc::channel::{Backoff, Change};
+use frpc::{Channel, Code, Endpoint, Error};
+
+fn quick(endpoint: Endpoint) -> Endpoint {
+    endpoint.backoff(
+        Backoff::default()
+            .initial(Duration::from_millis(10))
+            .max(Duration::from_millis(100)),
+    )
+}
+
+async fn servers(n: usize) -> Vec<TestServer> {
+    let mut servers = Vec::new();
+    for i in 0..n {
+        servers.push(TestServer::start(&format!("s{i}"), "127.0.0.1:0").await);
+    }
+    servers
+}
+
+/// Makes `calls` calls, `concurrency` at a time, and counts the replies per server.
+async fn spread(client: &NamedClient<Channel>, calls: usize, concurrency: usize) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for _ in 0..calls / concurrency {
+        let batch = (0..concurrency).map(|_| client.whoami(Text::default()));
+        for reply in futures_util::future::join_all(batch).await {
+            *counts.entry(reply.unwrap().value).or_default() += 1;
+        }
+    }
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balancing_spreads_calls_over_three_servers() {
+    let servers = servers(3).await;
+    let channel = Channel::balance_list(servers.iter().map(TestServer::endpoint));
+    within("connect", channel.connected(3)).await;
+    let client = NamedClient::new(channel);
+    let counts = spread(&client, 600, 6).await;
+    for server in &servers {
+        let got = counts.get(&server.name).copied().unwrap_or(0);
+        // An even share is 200; p2c over idle servers is close to uniform.
+        assert!(got > 60, "{counts:?}");
+        assert_eq!(server.stats.calls(), got);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_goes_down_is_skipped_and_rejoins_after_restart() {
+    let mut servers = servers(3).await;
+    let channel = Channel::balance_list(servers.iter().map(|s| quick(s.endpoint())));
+    within("connect", channel.connected(3)).await;
+    let client = NamedClient::new(channel.clone());
+
+    servers[1].stop().await;
+    within("the channel sees the close", channel.wait_connected(|n| n == 2)).await;
+    let before = servers[1].stats.calls();
+    let counts = spread(&client, 200, 4).await;
+    assert_eq!(counts.get("s1"), None, "{counts:?}");
+    assert_eq!(counts.values().sum::<usize>(), 200);
+    assert_eq!(servers[1].stats.calls(), before);
+
+    servers[1].restart().await;
+    within("rejoin", channel.connected(3)).await;
+    let counts = spread(&client, 300, 6).await;
+    assert!(counts.get("s1").copied().unwrap_or(0) > 30, "{counts:?}");
+}
+
+#[tokio::test]
+async fn with_every_server_down_calls_fail_fast() {
+    let mut servers = servers(2).await;
+    let long = Backoff::default()
+        .initial(Duration::from_secs(60))
+        .max(Duration::from_secs(60));
+    let channel = Channel::balance_list(servers.iter().map(|s| s.endpoint().backoff(long)));
+    within("connect", channel.connected(2)).await;
+    for server in &mut servers {
+        server.stop().await;
+    }
+    within("the channel sees the closes", channel.wait_connected(|n| n == 0)).await;
+    let client = NamedClient::new(channel.with_timeout(Duration::from_secs(30)));
+    let started = std::time::Instant::now();
+    let err = within("the call", client.whoami(Text::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
+    assert_eq!(err.code(), Code::Unavailable);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_inserted_and_removed_at_run_time() {
+    let servers = servers(2).await;
+    let (channel, changes) = Channel::balance_channel::<&str>(8);
+    changes
+        .send(Change::Insert("s0", servers[0].endpoint()))
+        .await
+        .unwrap();
+    within("connect", channel.connected(1)).await;
+    let client = NamedClient::new(channel.clone());
+    let counts = spread(&client, 50, 5).await;
+    assert_eq!(counts.get("s0"), Some(&50), "{counts:?}");
+
+    changes
+        .send(Change::Insert("s1", servers[1].endpoint()))
+        .await
+        .unwrap();
+    within("connect", channel.connected(2)).await;
+    let counts = spread(&client, 300, 6).await;
+    assert!(counts.get("s1").copied().unwrap_or(0) > 30, "{counts:?}");
+
+    changes.send(Change::Remove("s0")).await.unwrap();
+    within("removal", channel.wait_connected(|n| n == 1)).await;
+    let s0_before = servers[0].stats.calls();
+    let counts = spread(&client, 100, 5).await;
+    assert_eq!(counts.get("s1"), Some(&100), "{counts:?}");
+    assert_eq!(servers[0].stats.calls(), s0_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_open_on_connected_endpoints_in_turn() {
+    let servers = servers(2).await;
+    let channel = Channel::balance_list(servers.iter().map(TestServer::endpoint));
+    within("connect", channel.connected(2)).await;
+    let client = NamedClient::new(channel);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let mut names = client.names(Text::default()).await.unwrap();
+        let first = names.message().await.unwrap().unwrap().value;
+        // A stream stays on its connection.
+        assert_eq!(names.message().await.unwrap().unwrap().value, first);
+        seen.push(first);
+    }
+    seen.sort();
+    assert_eq!(seen, ["s0", "s0", "s1", "s1"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_discovery_of_localhost() {
+    let server = TestServer::start("local", "127.0.0.1:0").await;
+    let channel = frpc::discover::dns("localhost", server.addr.port(), Duration::from_secs(60));
+    // `localhost` may also name ::1, where nothing listens: 127.0.0.1 is enough.
+    within("connect", channel.connected(1)).await;
+    let reply = NamedClient::new(channel).whoami(Text::default()).await.unwrap();
+    assert_eq!(reply.value, "local");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_discovery_follows_the_answers() {
+    let servers = servers(2).await;
+    let answer: Arc<Mutex<Vec<SocketAddr>>> = Arc::new(Mutex::new(vec![servers[0].addr]));
+    let asked = Arc::new(tokio::sync::Notify::new());
+    let (resolver_answer, resolver_asked) = (answer.clone(), asked.clone());
+    let channel = frpc::discover::Dns::new("cluster.test", 0)
+        .interval(Duration::from_millis(20))
+        .resolver(move |name, _port| {
+            assert_eq!(name, "cluster.test");
+            let addrs = resolver_answer.lock().unwrap().clone();
+            resolver_asked.notify_waiters();
+            async move { Ok(addrs) }
+        })
+        .channel();
+    within("connect", channel.connected(1)).await;
+    let client = NamedClient::new(channel.clone());
+    assert_eq!(spread(&client, 20, 2).await.get("s0"), Some(&20));
+
+    // The name now resolves to s1 only: s0 goes, s1 comes.
+    *answer.lock().unwrap() = vec![servers[1].addr];
+    within("the switch", async {
+        loop {
+            if let Ok(reply) = client.whoami(Text::default()).await
+                && reply.value == "s1"
+            {
+                break;
+            }
+            asked.notified().await;
+        }
+    })
+    .await;
+    within("s0 gone", channel.wait_connected(|n| n == 1)).await;
+    assert_eq!(spread(&client, 20, 2).await.get("s1"), Some(&20));
+
+    // A failed resolution keeps what was known.
+    let (failing, _) = (frpc::discover::Dns::new("nowhere.test", 0), ());
+    let broken = failing
+        .resolver(|_, _| async { Err(std::io::Error::other("no DNS today")) })
+        .channel();
+    let err = NamedClient::new(broken)
+        .whoami(Text::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable);
+}

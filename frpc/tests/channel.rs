@@ -1,0 +1,289 @@
+//! A reconnecting `Channel` to one server, over real sockets: lazy connect, reconnect after a
+//! restart on the same port, failing fast while down, streams, and client layers (timeout,
+//! concurrency limit, `retry::Idempotent`).
+
+mod channel_support;
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use channel_support::*;
+use frpc::channel::Backoff;
+use frpc::retry::Idempotent;
+use frpc::{Channel, Code, Endpoint, Error};
+use tower::ServiceBuilder;
+use tower::retry::budget::TpsBudget;
+
+/// A backoff so long that a channel which failed to reconnect stays down for the whole test.
+fn long_backoff() -> Backoff {
+    Backoff::default()
+        .initial(Duration::from_secs(60))
+        .max(Duration::from_secs(60))
+}
+
+#[tokio::test]
+async fn connect_calls_and_reports_connected() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    assert!(channel.is_connected());
+    assert_eq!(channel.connected_endpoints(), 1);
+    let client = NamedClient::new(channel);
+    assert_eq!(client.whoami(Text::default()).await.unwrap().value, "a");
+    assert_eq!(server.stats.calls(), 1);
+}
+
+#[tokio::test]
+async fn connect_to_nothing_is_a_connect_error() {
+    let server = TestServer::start("gone", "127.0.0.1:0").await;
+    let addr = server.addr;
+    let mut server = server;
+    server.stop().await;
+    let err = Endpoint::from(addr).connect().await.unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert_eq!(err.code(), Code::Unavailable);
+}
+
+#[tokio::test]
+async fn lazy_channel_connects_on_its_first_call() {
+    // Nothing listens yet: a lazy channel does not mind.
+    let mut server = TestServer::start("late", "127.0.0.1:0").await;
+    server.stop().await;
+    let channel = Endpoint::from(server.addr).backoff(long_backoff()).connect_lazy();
+    assert!(!channel.is_connected());
+    server.restart().await;
+    let client = NamedClient::new(channel.clone());
+    // The first call waits for the connection it starts.
+    assert_eq!(client.whoami(Text::default()).await.unwrap().value, "late");
+    assert!(channel.is_connected());
+}
+
+#[tokio::test]
+async fn lazy_channel_to_nothing_fails_its_first_call_as_unavailable() {
+    let mut server = TestServer::start("never", "127.0.0.1:0").await;
+    server.stop().await;
+    let channel = Endpoint::from(server.addr).connect_lazy();
+    let err = NamedClient::new(channel)
+        .whoami(Text::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
+    assert_eq!(err.code(), Code::Unavailable);
+}
+
+#[tokio::test]
+async fn reconnects_after_the_server_restarts_on_the_same_port() {
+    let mut server = TestServer::start("first", "127.0.0.1:0").await;
+    let channel = server
+        .endpoint()
+        .backoff(Backoff::default().initial(Duration::from_millis(10)))
+        .connect()
+        .await
+        .unwrap();
+    let client = NamedClient::new(channel.clone());
+    assert_eq!(client.whoami(Text::default()).await.unwrap().value, "first");
+
+    server.stop().await;
+    within("the channel sees the close", channel.wait_connected(|n| n == 0)).await;
+    server.name = "second".into();
+    server.restart().await;
+    within("reconnect", channel.connected(1)).await;
+    assert_eq!(client.whoami(Text::default()).await.unwrap().value, "second");
+    assert_eq!(server.stats.calls(), 2);
+}
+
+#[tokio::test]
+async fn calls_fail_fast_while_the_server_is_down() {
+    let mut server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().backoff(long_backoff()).connect().await.unwrap();
+    let client = NamedClient::new(channel.clone().with_timeout(Duration::from_secs(30)));
+    client.whoami(Text::default()).await.unwrap();
+    server.stop().await;
+
+    // The first call may still meet the closing connection; either way it is `Unavailable`.
+    let err = client.whoami(Text::default()).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    // The reconnect attempt is refused and the next is a minute away: calls do not wait
+    // (neither for the backoff nor for their 30 s timeout).
+    let started = Instant::now();
+    for _ in 0..3 {
+        let err = client.whoami(Text::default()).await.unwrap_err();
+        assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!channel.is_connected());
+}
+
+#[tokio::test]
+async fn streams_open_on_the_current_connection() {
+    let mut server = TestServer::start("s", "127.0.0.1:0").await;
+    let channel = server
+        .endpoint()
+        .backoff(Backoff::default().initial(Duration::from_millis(10)))
+        .connect()
+        .await
+        .unwrap();
+    let client = NamedClient::new(channel.clone());
+    let mut names = client.names(Text::default()).await.unwrap();
+    let mut got = Vec::new();
+    while let Some(text) = names.message().await.unwrap() {
+        got.push(text.value);
+    }
+    assert_eq!(got, ["s", "s", "s"]);
+
+    // And again after a reconnect.
+    server.stop().await;
+    within("the channel sees the close", channel.wait_connected(|n| n == 0)).await;
+    server.name = "t".into();
+    server.restart().await;
+    within("reconnect", channel.connected(1)).await;
+    let mut names = client.names(Text::default()).await.unwrap();
+    assert_eq!(names.message().await.unwrap().unwrap().value, "t");
+}
+
+#[tokio::test]
+async fn timeout_layer_fails_slow_calls_with_deadline_exceeded() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    let layered = channel.with_layer(ServiceBuilder::new().timeout(Duration::from_millis(50)));
+    let client = NamedClient::new(layered);
+    // `hold` waits for a permit that never comes.
+    let err = client.hold(Text::default()).await.unwrap_err();
+    assert!(matches!(err, Error::Layer(_)), "{err:?}");
+    assert_eq!(err.code(), Code::DeadlineExceeded);
+    // Fast calls go through.
+    assert_eq!(client.whoami(Text::default()).await.unwrap().value, "a");
+}
+
+#[tokio::test]
+async fn concurrency_limit_layer_bounds_calls_in_flight() {
+    for limit in [1, 3] {
+        let server = TestServer::start("a", "127.0.0.1:0").await;
+        let channel = server.endpoint().connect().await.unwrap();
+        let client = NamedClient::new(channel.with_layer(ServiceBuilder::new().concurrency_limit(limit)));
+        let calls: Vec<_> = (0..3)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move { client.hold(Text::default()).await })
+            })
+            .collect();
+        // `limit` calls get in...
+        within("calls enter", server.stats.wait_active(limit)).await;
+        // ...and the others only as those finish: let them out one by one.
+        for _ in 0..3 {
+            server.stats.gate.add_permits(1);
+        }
+        for call in calls {
+            assert_eq!(call.await.unwrap().unwrap().value, "a");
+        }
+        assert_eq!(
+            server.stats.max_active.load(Ordering::SeqCst),
+            limit,
+            "limit {limit}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn idempotent_methods_are_retried_on_unavailable() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    server.stats.flaky_failures.store(2, Ordering::SeqCst);
+    let retrying =
+        Idempotent::new([named::FLAKY]).backoff(Backoff::default().initial(Duration::from_millis(1)));
+    let client = NamedClient::new(channel.with_layer(ServiceBuilder::new().retry(retrying)));
+    assert_eq!(client.flaky(Text::default()).await.unwrap().value, "a");
+    assert_eq!(server.stats.flaky_calls.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn methods_not_marked_idempotent_are_not_retried() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    server.stats.flaky_failures.store(1, Ordering::SeqCst);
+    let client =
+        NamedClient::new(channel.with_layer(ServiceBuilder::new().retry(Idempotent::new([named::WHOAMI]))));
+    let err = client.flaky(Text::default()).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable);
+    assert_eq!(server.stats.flaky_calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn retries_stop_at_max_retries_and_at_an_empty_budget() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    let quick = Backoff::default().initial(Duration::from_millis(1));
+
+    server.stats.flaky_failures.store(10, Ordering::SeqCst);
+    let policy = Idempotent::new([named::FLAKY]).backoff(quick).max_retries(2);
+    let client = NamedClient::new(channel.with_layer(ServiceBuilder::new().retry(policy)));
+    assert_eq!(
+        client.flaky(Text::default()).await.unwrap_err().code(),
+        Code::Unavailable
+    );
+    assert_eq!(server.stats.flaky_calls.load(Ordering::SeqCst), 3);
+
+    // A budget with no reserve and no share of calls allows no retry at all.
+    server.stats.flaky_calls.store(0, Ordering::SeqCst);
+    let broke = TpsBudget::new(Duration::from_secs(1), 0, 0.0);
+    let policy = Idempotent::new([named::FLAKY]).backoff(quick).budget(broke);
+    let client = NamedClient::new(channel.with_layer(ServiceBuilder::new().retry(policy)));
+    assert_eq!(
+        client.flaky(Text::default()).await.unwrap_err().code(),
+        Code::Unavailable
+    );
+    assert_eq!(server.stats.flaky_calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn retry_over_a_restart_reaches_the_server_again() {
+    // A channel that is down fails at once with `Unavailable`: an idempotent call retried
+    // with enough backoff gets through once the server is back.
+    let mut server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server
+        .endpoint()
+        .backoff(
+            Backoff::default()
+                .initial(Duration::from_millis(5))
+                .max(Duration::from_millis(20)),
+        )
+        .connect()
+        .await
+        .unwrap();
+    server.stop().await;
+    within("the channel sees the close", channel.wait_connected(|n| n == 0)).await;
+    let policy = Idempotent::new([named::WHOAMI])
+        .backoff(
+            Backoff::default()
+                .initial(Duration::from_millis(20))
+                .max(Duration::from_millis(200)),
+        )
+        .max_retries(100)
+        .budget(TpsBudget::new(Duration::from_secs(10), 1000, 1.0));
+    let client = NamedClient::new(channel.with_layer(ServiceBuilder::new().retry(policy)));
+    let call = tokio::spawn(async move { client.whoami(Text::default()).await });
+    server.restart().await;
+    assert_eq!(
+        within("the retried call", call).await.unwrap().unwrap().value,
+        "a"
+    );
+}
+
+#[tokio::test]
+async fn channel_is_a_tower_service() {
+    use tower::ServiceExt;
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel: Channel = server.endpoint().connect().await.unwrap();
+    let request = frpc::channel::Request {
+        op: named::WHOAMI,
+        body: frpc::codegen::Message::to_polyglot(&Text::default()),
+        timeout: None,
+        metadata: None,
+    };
+    let reply = channel.oneshot(request).await.unwrap();
+    let text: Text = frpc::codegen::Message::from_polyglot(&reply.body).unwrap();
+    assert_eq!(text.value, "a");
+}
