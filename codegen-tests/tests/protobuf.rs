@@ -77,6 +77,9 @@ fn unhex(text: &str) -> Vec<u8> {
 
 /// The examples of docs/extensions.md §10, each checked to be in the document.
 struct Doc {
+    /// What an frpc client offers (every extension).
+    offer_all: String,
+    /// The first five extensions: what the raw peers offer and accept.
     offer: String,
     accept: String,
     request: String,
@@ -96,6 +99,7 @@ fn doc() -> Doc {
         fragments.join(" ")
     };
     Doc {
+        offer_all: in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 7f"]),
         offer: in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 1f"]),
         accept: in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 1f"]),
         request: in_doc(&["00 0f 00 01 00 0a 00 00 00 07", "fd", "0a 02 68 69", "20 01"]),
@@ -139,7 +143,7 @@ async fn the_client_writes_the_documented_bytes() {
     let addr = listener.local_addr().unwrap();
     let peer = tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.unwrap();
-        assert_eq!(next(&mut stream).await, doc.offer);
+        assert_eq!(next(&mut stream).await, doc.offer_all);
         stream.write_all(&unhex(&doc.accept)).await.unwrap();
         assert_eq!(next(&mut stream).await, doc.request);
         stream.write_all(&unhex(&doc.reply)).await.unwrap();
