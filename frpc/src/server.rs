@@ -139,6 +139,8 @@ impl Builder {
     ///   the response comes once the handler has finished the stream (so a concurrency limit
     ///   counts open streams and a timeout bounds the whole stream). A stream a layer refuses
     ///   ends at once with the layer's status.
+    /// - Under [`Concurrency::Inline`] a call waiting for readiness holds up its connection's
+    ///   reader, as its handler would; with the other modes it waits in its own task.
     /// - Raw routes ([`Builder::route`]) are not layered.
     /// - With no layer the calls take the same path as before, at no cost.
     ///
