@@ -34,7 +34,7 @@ use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
 type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
 
 /// One layer of [`Builder::layer`], type-erased: wraps the rest of the stack.
-type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send>;
+type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send + Sync>;
 
 /// A server's layer stack, built once and shared by every connection. The lock serializes
 /// readiness and `call` (tower services are `&mut`); it is held while the stack is not ready,
@@ -179,7 +179,7 @@ impl Builder {
     /// ```
     pub fn layer<L>(mut self, layer: L) -> Builder
     where
-        L: tower::Layer<CallService> + Send + 'static,
+        L: tower::Layer<CallService> + Send + Sync + 'static,
         L::Service: tower::Service<CallRequest, Response = CallResponse> + Send + 'static,
         <L::Service as tower::Service<CallRequest>>::Future: Send + 'static,
         <L::Service as tower::Service<CallRequest>>::Error: Into<BoxError>,
@@ -210,7 +210,7 @@ impl Builder {
     /// ```
     pub fn interceptor<F>(mut self, check: F) -> Builder
     where
-        F: FnMut(&CallRequest) -> Result<(), Status> + Send + 'static,
+        F: FnMut(&CallRequest) -> Result<(), Status> + Send + Sync + 'static,
     {
         self.layers.push(Box::new(move |inner| {
             middleware::erase(middleware::Interceptor::new(inner, check))

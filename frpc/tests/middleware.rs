@@ -493,3 +493,13 @@ async fn a_readiness_error_answers_that_call_only() {
     assert!(err.to_string().contains("not ready yet"), "{err}");
     assert_eq!(c.echo(text("2")).await.unwrap().value, "2");
 }
+
+#[test]
+fn a_builder_with_layers_stays_send_and_sync() {
+    fn check<T: Send + Sync>(_: &T) {}
+    let builder = frpc::Server::builder()
+        .layer(ConcurrencyLimitLayer::new(1))
+        .interceptor(|_: &CallRequest| Ok(()));
+    check(&builder);
+    check(&builder.build().unwrap());
+}
