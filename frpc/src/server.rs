@@ -245,7 +245,9 @@ impl Builder {
 
     /// Checks the routes and builds the server. Two services claiming one operation number
     /// (two .proto files both numbering from 10, say) are refused here rather than mis-routed,
-    /// and so is any claim of operation 0xFFFF (65535), which frpc's extensions use.
+    /// and so is any claim of operation 0xFFFF (65535), which frpc's extensions use. frpc's
+    /// health service (`frpc::health`) claims 0xFF00 and 0xFF01 like any service, so a route
+    /// on either beside it is refused too.
     ///
     /// An invalid configuration (see [`ServerConfig`] and [`crate::ConnectionConfig`]) is
     /// refused here with [`Error::Config`] naming the field.
