@@ -69,7 +69,6 @@ impl fmt::Debug for CallRequest {
 }
 
 impl CallRequest {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         target: Arc<dyn Service>,
         method: &'static str,

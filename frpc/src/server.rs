@@ -34,7 +34,7 @@ use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
 type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
 
 /// One layer of [`Builder::layer`], type-erased: wraps the rest of the stack.
-type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send>;
+type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send + Sync>;
 
 /// A server's layer stack, built once and shared by every connection. The lock serializes
 /// readiness and `call` (tower services are `&mut`); it is held while the stack is not ready,
@@ -139,6 +139,8 @@ impl Builder {
     ///   the response comes once the handler has finished the stream (so a concurrency limit
     ///   counts open streams and a timeout bounds the whole stream). A stream a layer refuses
     ///   ends at once with the layer's status.
+    /// - Under [`Concurrency::Inline`] a call waiting for readiness holds up its connection's
+    ///   reader, as its handler would; with the other modes it waits in its own task.
     /// - Raw routes ([`Builder::route`]) are not layered.
     /// - With no layer the calls take the same path as before, at no cost.
     ///
@@ -177,7 +179,7 @@ impl Builder {
     /// ```
     pub fn layer<L>(mut self, layer: L) -> Builder
     where
-        L: tower::Layer<CallService> + Send + 'static,
+        L: tower::Layer<CallService> + Send + Sync + 'static,
         L::Service: tower::Service<CallRequest, Response = CallResponse> + Send + 'static,
         <L::Service as tower::Service<CallRequest>>::Future: Send + 'static,
         <L::Service as tower::Service<CallRequest>>::Error: Into<BoxError>,
@@ -208,7 +210,7 @@ impl Builder {
     /// ```
     pub fn interceptor<F>(mut self, check: F) -> Builder
     where
-        F: FnMut(&CallRequest) -> Result<(), Status> + Send + 'static,
+        F: FnMut(&CallRequest) -> Result<(), Status> + Send + Sync + 'static,
     {
         self.layers.push(Box::new(move |inner| {
             middleware::erase(middleware::Interceptor::new(inner, check))
@@ -243,7 +245,9 @@ impl Builder {
 
     /// Checks the routes and builds the server. Two services claiming one operation number
     /// (two .proto files both numbering from 10, say) are refused here rather than mis-routed,
-    /// and so is any claim of operation 0xFFFF (65535), which frpc's extensions use.
+    /// and so is any claim of operation 0xFFFF (65535), which frpc's extensions use. frpc's
+    /// health service (`frpc::health`) claims 0xFF00 and 0xFF01 like any service, so a route
+    /// on either beside it is refused too.
     ///
     /// An invalid configuration (see [`ServerConfig`] and [`crate::ConnectionConfig`]) is
     /// refused here with [`Error::Config`] naming the field.

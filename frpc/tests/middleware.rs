@@ -493,3 +493,31 @@ async fn a_readiness_error_answers_that_call_only() {
     assert!(err.to_string().contains("not ready yet"), "{err}");
     assert_eq!(c.echo(text("2")).await.unwrap().value, "2");
 }
+
+#[test]
+fn a_builder_with_layers_stays_send_and_sync() {
+    fn check<T: Send + Sync>(_: &T) {}
+    let builder = frpc::Server::builder()
+        .layer(ConcurrencyLimitLayer::new(1))
+        .interceptor(|_: &CallRequest| Ok(()));
+    check(&builder);
+    check(&builder.build().unwrap());
+}
+
+#[tokio::test]
+async fn a_panicking_layer_fails_its_call_and_the_server_goes_on() {
+    let h = serve(|b| {
+        b.interceptor(|call: &CallRequest| {
+            if call.body().len() > 8 {
+                panic!("the interceptor gave up");
+            }
+            Ok(())
+        })
+    })
+    .await;
+    let c = client(h.addr).await;
+    let err = c.echo(text("far too long")).await.unwrap_err();
+    assert!(err.to_string().contains("the interceptor gave up"), "{err}");
+    // The stack's lock was released by the unwinding call.
+    assert_eq!(c.echo(text("ok")).await.unwrap().value, "ok");
+}
