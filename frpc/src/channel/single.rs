@@ -117,10 +117,12 @@ impl Shared {
     fn set(&self, new: State) {
         let protobuf = matches!(&new, State::Ready(client) if client.protobuf_accepted());
         let was = self.protobuf.swap(protobuf, Ordering::AcqRel);
+        // The new state is visible before the counts change: whoever the counts wake (a
+        // caller waiting for `connected(n)`, say) finds the connection in place.
+        let old = self.state.send_replace(new);
         if let Some(health) = &self.health {
-            health.update(&self.state.borrow(), &new, (was, protobuf));
+            health.update(&old, &self.state.borrow(), (was, protobuf));
         }
-        self.state.send_replace(new);
     }
 }
 
