@@ -27,7 +27,7 @@ fn text(value: &str) -> Text {
     Text { value: value.into() }
 }
 
-/// Operations: echo 10, produce 11, count 12, pipe 13, sink 14, watch 15, put 16.
+/// Operations: echo 10, produce 11, count 12, pipe 13, sink 14, watch 15, put 16, drain 17.
 #[frpc::service(package = "flow")]
 pub trait Flow {
     /// Echoes the request.
@@ -64,6 +64,13 @@ pub trait Flow {
     ) -> Result<(), frpc::Status>;
     /// Publishes the request to the watchers.
     async fn put(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// Bidi: reads one message (a number), drops its inbound stream, sends that many messages.
+    async fn drain(
+        &self,
+        ctx: &frpc::Context,
+        inbound: frpc::Streaming<Text>,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
 }
 
 const SINK: u16 = 14;
@@ -163,6 +170,20 @@ impl Flow for Svc {
     async fn put(&self, _: &frpc::Context, request: Text) -> Result<Text, Status> {
         let _ = self.0.puts.send(request.value.clone());
         Ok(request)
+    }
+
+    async fn drain(
+        &self,
+        _: &frpc::Context,
+        mut inbound: frpc::Streaming<Text>,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), Status> {
+        let first = inbound.message().await?.unwrap_or_default();
+        drop(inbound);
+        for n in 0..number(&first)? {
+            out.send(text(&n.to_string())).await?;
+        }
+        Ok(())
     }
 }
 
@@ -336,6 +357,30 @@ async fn a_slow_bidi_handler_slows_the_client() {
         let echoes = bounded("echoes", producer).await.unwrap();
         let expected: Vec<String> = (0..40).map(|i| i.to_string()).collect();
         assert_eq!(echoes, expected, "{framing:?}");
+    }
+}
+
+/// A handler that drops its inbound stream and keeps sending: its own sends stay flow
+/// controlled (the client's small window holds), and the client's further sends get their
+/// credit back instead of stalling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_stops_reading_keeps_both_directions_flowing() {
+    for framing in FRAMINGS {
+        let running = serve(server_config(framing, 4)).await;
+        let flow = connect(&running, client_config(framing, 4)).await;
+        let mut call = bounded("drain", flow.drain()).await.unwrap();
+        bounded("first send", call.send(text("20"))).await.unwrap();
+        for i in 0..30 {
+            bounded("ignored send", call.send(text(&i.to_string())))
+                .await
+                .unwrap();
+        }
+        bounded("close_send", call.close_send()).await.unwrap();
+        for n in 0..20 {
+            let got = bounded("drained", call.message()).await.unwrap().unwrap();
+            assert_eq!(got.value, n.to_string(), "{framing:?}");
+        }
+        assert!(call.message().await.unwrap().is_none());
     }
 }
 

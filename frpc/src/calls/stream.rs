@@ -268,8 +268,14 @@ impl StreamTable {
     /// without a token, is left alone).
     pub(crate) fn cancel(&self, id: u16) {
         let table = self.lock();
-        if let Some(token) = table.routes.get(&id).and_then(|route| route.cancel.as_ref()) {
+        let Some(route) = table.routes.get(&id) else {
+            return;
+        };
+        if let Some(token) = &route.cancel {
             token.cancel();
+            // Sends waiting for credit (a clone of the sender in a task of its own, say) wake
+            // up and fail with `Cancelled`.
+            route.close_credit();
         }
     }
 
@@ -346,7 +352,7 @@ impl StreamTable {
 
     /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
     /// knows, for the dispatcher to handle.
-    pub(crate) fn route(&self, conn: &Connection, id: u16, content: Bytes) -> Option<Bytes> {
+    pub(crate) fn route(&self, conn: &Arc<Connection>, id: u16, content: Bytes) -> Option<Bytes> {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
             // A close for an unknown stream is ignored.
@@ -396,9 +402,17 @@ impl StreamTable {
                 send_detached(conn, id, status, codes);
             }
             // The local handle is gone: drop late messages.
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                self.forget(&mut table, id);
-            }
+            Err(mpsc::error::TrySendError::Closed(content)) => match &route.recv_credit {
+                // A server handler that dropped its inbound stream may still be sending on it:
+                // the stream stays (for its own credit), and the peer gets its message's
+                // credit back so its sends do not stall.
+                Some(credit) if !is_control(&content) => {
+                    credit.fetch_add(1, Ordering::AcqRel);
+                    send_soon(conn, ext::stream_window(ext::CREDIT, id, 1));
+                }
+                Some(_) => {}
+                None => self.forget(&mut table, id),
+            },
         }
         None
     }
@@ -848,6 +862,34 @@ impl<T: Message> futures_core::Stream for Streaming<T> {
 
 impl<T> Unpin for Streaming<T> {}
 
+impl<T> Drop for Streaming<T> {
+    /// A consumer gone while the stream goes on (a server handler that stops reading but keeps
+    /// sending): gives back the credit of what it never read, so the peer's sends do not stall.
+    /// Later messages get theirs back from the reader.
+    fn drop(&mut self) {
+        let Some((credit, _)) = &self.inbound.recv else {
+            return;
+        };
+        if Arc::strong_count(&self.guard) == 1 {
+            return; // the whole stream goes: nothing more to grant
+        }
+        self.inbound.rx.close();
+        let is_data = |content: &Bytes| !content.is_empty() && !is_control(content);
+        let mut unread = std::mem::take(&mut self.unacked);
+        unread += u32::from(self.peeked.take().is_some_and(|content| is_data(&content)));
+        while let Ok(content) = self.inbound.rx.try_recv() {
+            unread += u32::from(is_data(&content));
+        }
+        if unread > 0 {
+            credit.fetch_add(unread, Ordering::AcqRel);
+            send_soon(
+                &self.guard.conn,
+                ext::stream_window(ext::CREDIT, self.guard.id, unread),
+            );
+        }
+    }
+}
+
 /// Sends messages on a stream: the server's response stream, or the client's request stream.
 ///
 /// Server-streaming and bidi methods get one as their `outbound`; each `send` waits while the
@@ -981,12 +1023,15 @@ impl<T: Message> StreamSender<T> {
             if let Some(window) = self.guard.send_credit.as_ref().filter(|_| credit) {
                 // A closed window (the stream or connection ended) lets the send go on, as
                 // without flow control: it then fails on a closed connection, or the peer
-                // drops it.
+                // drops it; a cancelled stream's send fails.
                 match window.try_acquire() {
                     Ok(permit) => permit.forget(),
                     Err(_) => {
                         if let Ok(permit) = window.acquire().await {
                             permit.forget();
+                        }
+                        if self.guard.is_cancelled() {
+                            return Err(Error::Cancelled);
                         }
                     }
                 }
