@@ -398,6 +398,27 @@ async fn a_credit_wait_ends_at_the_idle_timeout() {
     assert!(matches!(err, Error::Timeout(_)), "{err}");
 }
 
+/// A credit wait ends when the connection closes: the send fails, it does not hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credit_wait_ends_when_the_connection_closes() {
+    let running = serve(server_config(Framing::Frisbee, 2)).await;
+    let client = frpc::Client::connect_with(running.addr, client_config(Framing::Frisbee, 1024))
+        .await
+        .unwrap();
+    let mut call = bounded("sink", FlowClient::new(client.clone()).sink())
+        .await
+        .unwrap();
+    call.send(text("a")).await.unwrap();
+    call.send(text("b")).await.unwrap();
+    let waiting = tokio::spawn(async move { call.send(text("c")).await });
+    client.close();
+    let result = bounded("the waiting send", waiting).await.unwrap();
+    assert!(
+        matches!(result, Err(Error::ConnectionClosed { .. })),
+        "{result:?}"
+    );
+}
+
 /// Open acknowledgement: a watch opened right after connecting, then a put on the same client:
 /// the watcher sees the put, every time (without it the put could run before the handler
 /// subscribed).
