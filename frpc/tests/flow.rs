@@ -472,6 +472,81 @@ async fn refusals_fail_the_call_at_open() {
     }
 }
 
+/// A hand-written service whose streaming handlers return without ending their streams.
+#[derive(Clone)]
+struct Bare;
+
+static BARE: &[frpc::codegen::MethodDesc] = &[
+    frpc::codegen::MethodDesc {
+        name: "Refuse",
+        op: 10,
+        kind: frpc::codegen::MethodKind::Bidi,
+    },
+    frpc::codegen::MethodDesc {
+        name: "Quiet",
+        op: 11,
+        kind: frpc::codegen::MethodKind::Bidi,
+    },
+];
+
+impl frpc::codegen::Service for Bare {
+    fn name(&self) -> &'static str {
+        "flow.Bare"
+    }
+    fn methods(&self) -> &'static [frpc::codegen::MethodDesc] {
+        BARE
+    }
+    fn call_unary(
+        &self,
+        op: u16,
+        _: frpc::Context,
+        _: Bytes,
+    ) -> frpc::codegen::BoxFuture<Result<Bytes, Status>> {
+        frpc::codegen::unimplemented_unary(op)
+    }
+    fn call_streaming(
+        &self,
+        op: u16,
+        _: frpc::Context,
+        stream: frpc::codegen::ServerStream,
+    ) -> frpc::codegen::BoxFuture<Result<(), Status>> {
+        match op {
+            10 => frpc::codegen::unimplemented_streaming(op),
+            _ => Box::pin(async move {
+                drop(stream);
+                Ok(())
+            }),
+        }
+    }
+}
+
+/// A handler that returns without ending its stream (a hand-written service, a refusing layer)
+/// still ends it: with its error (the call fails at open) or with `EOF`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_does_not_end_its_stream_still_answers_the_open() {
+    for framing in FRAMINGS {
+        let bound = frpc::Server::builder()
+            .config(server_config(framing, 1024))
+            .add_service(Bare)
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = bound.local_addr();
+        tokio::spawn(bound.serve());
+        let client = frpc::Client::connect_with(addr, client_config(framing, 1024))
+            .await
+            .unwrap();
+        let err = bounded("refused", frpc::codegen::call_bidi::<Text, Text>(&client, 10))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unimplemented, "{framing:?}: {err}");
+        let mut quiet = bounded("quiet", frpc::codegen::call_bidi::<Text, Text>(&client, 11))
+            .await
+            .unwrap();
+        assert!(bounded("end", quiet.message()).await.unwrap().is_none());
+    }
+}
+
 // ---- Raw peers: hostile credit, and the spec's bytes ----------------------------------------
 
 type Raw = Framed<TcpStream, frpc::wire::PacketCodec>;

@@ -536,6 +536,8 @@ struct StreamGuard {
     finished: AtomicBool,
     /// What this side may send (flow-controlled streams).
     send_credit: Option<Arc<Semaphore>>,
+    /// Set once this side ended its half (sent `EOF`).
+    ended: AtomicBool,
 }
 
 impl StreamGuard {
@@ -556,6 +558,7 @@ impl StreamGuard {
             ext,
             finished: AtomicBool::new(false),
             send_credit: inbound.send_credit.clone(),
+            ended: AtomicBool::new(false),
         }
     }
 
@@ -1048,6 +1051,7 @@ impl<T: Message> StreamSender<T> {
     }
 
     async fn send_eof(&self) -> Result<(), Error> {
+        self.guard.ended.store(true, Ordering::Relaxed);
         self.send_raw(Bytes::from_static(EOF_MESSAGE), false).await
     }
 
@@ -1088,7 +1092,43 @@ pub struct ServerStream {
     guard: Arc<StreamGuard>,
 }
 
+/// What the server's dispatcher keeps of a stream it hands to a handler: enough to end the
+/// stream for a handler that returned without ending it (generated handlers always do; a
+/// hand-written service, or a layer refusing the call, may not), so the client always sees an
+/// end (and, with open acknowledgement, its open never waits in vain).
+#[derive(Debug)]
+pub(crate) struct StreamEnd {
+    guard: Arc<StreamGuard>,
+}
+
+impl StreamEnd {
+    /// Ends the stream with the handler's outcome unless the handler ended it.
+    pub(crate) async fn ensure(self, result: &Result<(), Status>, bits: u32) {
+        if self.guard.ended.load(Ordering::Relaxed) || self.guard.conn.is_closed() {
+            return;
+        }
+        let sender = StreamSender::<()>::new(self.guard);
+        match result {
+            Err(status) => {
+                let content = error_content(status, bits & ext::EXT_STATUS != 0);
+                let _ = sender.send_raw(content, false).await;
+                let _ = sender.send_eof().await;
+            }
+            Ok(()) => {
+                let _ = sender.send_eof().await;
+            }
+        }
+    }
+}
+
 impl ServerStream {
+    /// A handle that ends the stream if its handler does not (see [`StreamEnd`]).
+    pub(crate) fn end_handle(&self) -> StreamEnd {
+        StreamEnd {
+            guard: self.guard.clone(),
+        }
+    }
+
     pub(crate) fn accept(
         conn: &Arc<Connection>,
         table: &Arc<StreamTable>,
