@@ -896,7 +896,8 @@ impl<T> Drop for Streaming<T> {
 /// Sends messages on a stream: the server's response stream, or the client's request stream.
 ///
 /// Server-streaming and bidi methods get one as their `outbound`; each `send` waits while the
-/// connection's write queue is full, and fails once the peer has gone. Cheap to clone (to send
+/// connection's write queue is full and, between frpc peers (flow control), while the peer's
+/// consumer is a whole window behind; it fails once the peer has gone. Cheap to clone (to send
 /// from several tasks):
 ///
 /// ```
@@ -1001,8 +1002,9 @@ impl<T: Message> StreamSender<T> {
         self.guard.id
     }
 
-    /// Sends one message, waiting while the connection's write queue is full. Fails with
-    /// [`Error::TooLarge`] for a message over the content limit (the stream stays usable).
+    /// Sends one message, waiting while the connection's write queue is full, and for
+    /// flow-control credit when the peer's window is used up. Fails with [`Error::TooLarge`] for
+    /// a message over the content limit (the stream stays usable).
     pub async fn send(&self, message: T) -> Result<(), Error> {
         let content = message.to_polyglot();
         drop(message);
