@@ -78,8 +78,12 @@ enum EndReason {
 }
 
 /// The most credit a stream's sender may hold: a peer granting more is capped (the semaphore
-/// would panic past its own limit, far above this).
-const MAX_CREDIT: usize = u32::MAX as usize;
+/// would panic past its own limit, which is lower on 32-bit targets).
+const MAX_CREDIT: usize = if (u32::MAX as usize) < Semaphore::MAX_PERMITS {
+    u32::MAX as usize
+} else {
+    Semaphore::MAX_PERMITS
+};
 
 /// Room in a flow-controlled stream's inbound buffer beyond its window: the OPENED mark, an
 /// error, `EOF` and a second `EOF` (Go's habit), none of which take credit.
@@ -313,7 +317,7 @@ impl StreamTable {
         let recv_credit = (setup.recv_window > 0).then(|| Arc::new(AtomicU32::new(setup.recv_window)));
         let send_credit = setup
             .send_credit
-            .map(|credit| Arc::new(Semaphore::new(credit as usize)));
+            .map(|credit| Arc::new(Semaphore::new((credit as usize).min(MAX_CREDIT))));
         let route = Route {
             tx,
             end: end.clone(),
