@@ -122,19 +122,22 @@ pub struct ClientConfig {
     /// The connection's settings. Default: [`ConnectionConfig::default`].
     pub connection: ConnectionConfig,
     /// Timeout of every unary call that sets none, covering the whole call: waiting for room in
-    /// the write queue, sending, and the reply; and of opening a stream. Default: `None` (wait
-    /// until the reply or the connection closes, like Go).
+    /// the write queue, sending, and the reply; and of opening a stream (with an frpc server,
+    /// until it acknowledged the stream; a server-streaming call's request included). Default:
+    /// `None` (wait until the reply or the connection closes, like Go).
     pub timeout: Option<Duration>,
     /// How long `Client::connect*` may spend resolving and connecting before failing with
     /// [`crate::Error::Connect`] (kind `TimedOut`); `connect_tls` then allows the TLS handshake
     /// as long again. Default: 10 s.
     pub connect_timeout: Duration,
     /// How long a client stream may wait for its next message, received or sent (room in the
-    /// write queue), before failing with [`crate::Error::Timeout`], which ends the stream.
+    /// write queue, or flow-control credit from an frpc server), before failing with
+    /// [`crate::Error::Timeout`], which ends the stream.
     /// Default: `None` (streams wait as long as the connection lives, like Go).
     pub stream_idle_timeout: Option<Duration>,
-    /// Offer frpc's extensions (cancellation, deadlines, status codes, metadata; see
-    /// `docs/extensions.md`) with one packet right after connecting. A Go fRPC server ignores
+    /// Offer frpc's extensions (cancellation, deadlines, status codes, metadata, stream flow
+    /// control and open acknowledgement; see `docs/extensions.md`) with one packet right after
+    /// connecting. A Go fRPC server ignores
     /// the offer and everything stays plain fRPC; an frpc server answers, and from its answer
     /// on both sides use them. `false`: the client writes exactly what a Go client writes.
     /// Default: `true`.
@@ -213,7 +216,7 @@ pub struct ServerConfig {
     /// (TCP backpressure). Default: 4096.
     pub max_inflight_per_connection: usize,
     /// Answer an frpc client's extension offer (cancellation, deadlines, status codes,
-    /// metadata; see `docs/extensions.md`). Go clients never offer, so they always get plain
+    /// metadata, stream flow control and open acknowledgement; see `docs/extensions.md`). Go clients never offer, so they always get plain
     /// fRPC. `false`: offers are ignored as a Go server ignores them. Default: `true`.
     pub extensions: bool,
     /// Accept the protobuf extension when a client offers it (with `extensions` on): then

@@ -27,7 +27,7 @@ fn text(value: &str) -> Text {
     Text { value: value.into() }
 }
 
-/// Operations: echo 10, produce 11, count 12, pipe 13, sink 14, watch 15, put 16.
+/// Operations: echo 10, produce 11, count 12, pipe 13, sink 14, watch 15, put 16, drain 17.
 #[frpc::service(package = "flow")]
 pub trait Flow {
     /// Echoes the request.
@@ -64,6 +64,13 @@ pub trait Flow {
     ) -> Result<(), frpc::Status>;
     /// Publishes the request to the watchers.
     async fn put(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status>;
+    /// Bidi: reads one message (a number), drops its inbound stream, sends that many messages.
+    async fn drain(
+        &self,
+        ctx: &frpc::Context,
+        inbound: frpc::Streaming<Text>,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
 }
 
 const SINK: u16 = 14;
@@ -163,6 +170,20 @@ impl Flow for Svc {
     async fn put(&self, _: &frpc::Context, request: Text) -> Result<Text, Status> {
         let _ = self.0.puts.send(request.value.clone());
         Ok(request)
+    }
+
+    async fn drain(
+        &self,
+        _: &frpc::Context,
+        mut inbound: frpc::Streaming<Text>,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), Status> {
+        let first = inbound.message().await?.unwrap_or_default();
+        drop(inbound);
+        for n in 0..number(&first)? {
+            out.send(text(&n.to_string())).await?;
+        }
+        Ok(())
     }
 }
 
@@ -339,6 +360,30 @@ async fn a_slow_bidi_handler_slows_the_client() {
     }
 }
 
+/// A handler that drops its inbound stream and keeps sending: its own sends stay flow
+/// controlled (the client's small window holds), and the client's further sends get their
+/// credit back instead of stalling.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_stops_reading_keeps_both_directions_flowing() {
+    for framing in FRAMINGS {
+        let running = serve(server_config(framing, 4)).await;
+        let flow = connect(&running, client_config(framing, 4)).await;
+        let mut call = bounded("drain", flow.drain()).await.unwrap();
+        bounded("first send", call.send(text("20"))).await.unwrap();
+        for i in 0..30 {
+            bounded("ignored send", call.send(text(&i.to_string())))
+                .await
+                .unwrap();
+        }
+        bounded("close_send", call.close_send()).await.unwrap();
+        for n in 0..20 {
+            let got = bounded("drained", call.message()).await.unwrap().unwrap();
+            assert_eq!(got.value, n.to_string(), "{framing:?}");
+        }
+        assert!(call.message().await.unwrap().is_none());
+    }
+}
+
 /// A credit wait ends at the client's stream idle timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_credit_wait_ends_at_the_idle_timeout() {
@@ -351,6 +396,27 @@ async fn a_credit_wait_ends_at_the_idle_timeout() {
     call.send(text("b")).await.unwrap();
     let err = bounded("third send", call.send(text("c"))).await.unwrap_err();
     assert!(matches!(err, Error::Timeout(_)), "{err}");
+}
+
+/// A credit wait ends when the connection closes: the send fails, it does not hang.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credit_wait_ends_when_the_connection_closes() {
+    let running = serve(server_config(Framing::Frisbee, 2)).await;
+    let client = frpc::Client::connect_with(running.addr, client_config(Framing::Frisbee, 1024))
+        .await
+        .unwrap();
+    let mut call = bounded("sink", FlowClient::new(client.clone()).sink())
+        .await
+        .unwrap();
+    call.send(text("a")).await.unwrap();
+    call.send(text("b")).await.unwrap();
+    let waiting = tokio::spawn(async move { call.send(text("c")).await });
+    client.close();
+    let result = bounded("the waiting send", waiting).await.unwrap();
+    assert!(
+        matches!(result, Err(Error::ConnectionClosed { .. })),
+        "{result:?}"
+    );
 }
 
 /// Open acknowledgement: a watch opened right after connecting, then a put on the same client:
@@ -403,6 +469,81 @@ async fn refusals_fail_the_call_at_open() {
             .unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument, "{framing:?}: {err}");
         assert!(err.to_string().contains("not a number"), "{err}");
+    }
+}
+
+/// A hand-written service whose streaming handlers return without ending their streams.
+#[derive(Clone)]
+struct Bare;
+
+static BARE: &[frpc::codegen::MethodDesc] = &[
+    frpc::codegen::MethodDesc {
+        name: "Refuse",
+        op: 10,
+        kind: frpc::codegen::MethodKind::Bidi,
+    },
+    frpc::codegen::MethodDesc {
+        name: "Quiet",
+        op: 11,
+        kind: frpc::codegen::MethodKind::Bidi,
+    },
+];
+
+impl frpc::codegen::Service for Bare {
+    fn name(&self) -> &'static str {
+        "flow.Bare"
+    }
+    fn methods(&self) -> &'static [frpc::codegen::MethodDesc] {
+        BARE
+    }
+    fn call_unary(
+        &self,
+        op: u16,
+        _: frpc::Context,
+        _: Bytes,
+    ) -> frpc::codegen::BoxFuture<Result<Bytes, Status>> {
+        frpc::codegen::unimplemented_unary(op)
+    }
+    fn call_streaming(
+        &self,
+        op: u16,
+        _: frpc::Context,
+        stream: frpc::codegen::ServerStream,
+    ) -> frpc::codegen::BoxFuture<Result<(), Status>> {
+        match op {
+            10 => frpc::codegen::unimplemented_streaming(op),
+            _ => Box::pin(async move {
+                drop(stream);
+                Ok(())
+            }),
+        }
+    }
+}
+
+/// A handler that returns without ending its stream (a hand-written service, a refusing layer)
+/// still ends it: with its error (the call fails at open) or with `EOF`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_does_not_end_its_stream_still_answers_the_open() {
+    for framing in FRAMINGS {
+        let bound = frpc::Server::builder()
+            .config(server_config(framing, 1024))
+            .add_service(Bare)
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = bound.local_addr();
+        tokio::spawn(bound.serve());
+        let client = frpc::Client::connect_with(addr, client_config(framing, 1024))
+            .await
+            .unwrap();
+        let err = bounded("refused", frpc::codegen::call_bidi::<Text, Text>(&client, 10))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unimplemented, "{framing:?}: {err}");
+        let mut quiet = bounded("quiet", frpc::codegen::call_bidi::<Text, Text>(&client, 11))
+            .await
+            .unwrap();
+        assert!(bounded("end", quiet.message()).await.unwrap().is_none());
     }
 }
 
@@ -538,7 +679,7 @@ async fn the_flow_spec_examples_are_the_bytes() {
         }
         fragments.join(" ")
     };
-    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 6f"]);
+    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 7f"]);
     let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 6f"]);
     let open = in_doc(&[
         "00 0f 00 01 00 02 00 00 00 0d",

@@ -216,6 +216,20 @@ fn broken_connection_configs() -> Vec<(&'static str, frpc::ConnectionConfig)> {
             },
         ),
         (
+            "stream_window",
+            frpc::ConnectionConfig {
+                stream_window: 0,
+                ..base()
+            },
+        ),
+        (
+            "stream_window",
+            frpc::ConnectionConfig {
+                stream_window: (1 << 20) + 1,
+                ..base()
+            },
+        ),
+        (
             "max_content_length",
             frpc::ConnectionConfig {
                 max_content_length: 0,

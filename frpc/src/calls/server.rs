@@ -422,6 +422,7 @@ impl<H: Handlers> ServerDispatch<H> {
             }
         };
         let info = state.clone().map(CallInfo::State);
+        let end = stream.end_handle();
         let call = self.handlers.streaming(conn, method, stream, info);
         // Streams always get their own task: they consume packets the reader has yet to read.
         let span = tracing::debug_span!(
@@ -432,7 +433,6 @@ impl<H: Handlers> ServerDispatch<H> {
             method = tracing::field::Empty
         );
         record_names(&span, &self.handlers, method);
-        let conn = conn.clone();
         self.rpcs.spawn(
             async move {
                 let result = match &state {
@@ -443,11 +443,10 @@ impl<H: Handlers> ServerDispatch<H> {
                         None => return tracing::debug!("stream cancelled by the client"),
                     },
                 };
+                // A handler dropped at its deadline, or one that returned without ending the
+                // stream: end it for the handler.
+                end.ensure(&result, bits).await;
                 if let Err(status) = result {
-                    if status.code() == Code::DeadlineExceeded && state.is_some() {
-                        // The handler was dropped at its deadline: end the stream for it.
-                        ServerStream::refuse(&conn, id, status.clone(), bits).await;
-                    }
                     tracing::debug!(%status, "streaming call failed");
                 }
             }

@@ -78,8 +78,12 @@ enum EndReason {
 }
 
 /// The most credit a stream's sender may hold: a peer granting more is capped (the semaphore
-/// would panic past its own limit, far above this).
-const MAX_CREDIT: usize = u32::MAX as usize;
+/// would panic past its own limit, which is lower on 32-bit targets).
+const MAX_CREDIT: usize = if (u32::MAX as usize) < Semaphore::MAX_PERMITS {
+    u32::MAX as usize
+} else {
+    Semaphore::MAX_PERMITS
+};
 
 /// Room in a flow-controlled stream's inbound buffer beyond its window: the OPENED mark, an
 /// error, `EOF` and a second `EOF` (Go's habit), none of which take credit.
@@ -268,8 +272,14 @@ impl StreamTable {
     /// without a token, is left alone).
     pub(crate) fn cancel(&self, id: u16) {
         let table = self.lock();
-        if let Some(token) = table.routes.get(&id).and_then(|route| route.cancel.as_ref()) {
+        let Some(route) = table.routes.get(&id) else {
+            return;
+        };
+        if let Some(token) = &route.cancel {
             token.cancel();
+            // Sends waiting for credit (a clone of the sender in a task of its own, say) wake
+            // up and fail with `Cancelled`.
+            route.close_credit();
         }
     }
 
@@ -307,7 +317,7 @@ impl StreamTable {
         let recv_credit = (setup.recv_window > 0).then(|| Arc::new(AtomicU32::new(setup.recv_window)));
         let send_credit = setup
             .send_credit
-            .map(|credit| Arc::new(Semaphore::new(credit as usize)));
+            .map(|credit| Arc::new(Semaphore::new((credit as usize).min(MAX_CREDIT))));
         let route = Route {
             tx,
             end: end.clone(),
@@ -346,7 +356,7 @@ impl StreamTable {
 
     /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
     /// knows, for the dispatcher to handle.
-    pub(crate) fn route(&self, conn: &Connection, id: u16, content: Bytes) -> Option<Bytes> {
+    pub(crate) fn route(&self, conn: &Arc<Connection>, id: u16, content: Bytes) -> Option<Bytes> {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
             // A close for an unknown stream is ignored.
@@ -396,9 +406,17 @@ impl StreamTable {
                 send_detached(conn, id, status, codes);
             }
             // The local handle is gone: drop late messages.
-            Err(mpsc::error::TrySendError::Closed(_)) => {
-                self.forget(&mut table, id);
-            }
+            Err(mpsc::error::TrySendError::Closed(content)) => match &route.recv_credit {
+                // A server handler that dropped its inbound stream may still be sending on it:
+                // the stream stays (for its own credit), and the peer gets its message's
+                // credit back so its sends do not stall.
+                Some(credit) if !is_control(&content) => {
+                    credit.fetch_add(1, Ordering::AcqRel);
+                    send_soon(conn, ext::stream_window(ext::CREDIT, id, 1));
+                }
+                Some(_) => {}
+                None => self.forget(&mut table, id),
+            },
         }
         None
     }
@@ -522,6 +540,8 @@ struct StreamGuard {
     finished: AtomicBool,
     /// What this side may send (flow-controlled streams).
     send_credit: Option<Arc<Semaphore>>,
+    /// Set once this side ended its half (sent `EOF`).
+    ended: AtomicBool,
 }
 
 impl StreamGuard {
@@ -542,6 +562,7 @@ impl StreamGuard {
             ext,
             finished: AtomicBool::new(false),
             send_credit: inbound.send_credit.clone(),
+            ended: AtomicBool::new(false),
         }
     }
 
@@ -846,10 +867,39 @@ impl<T: Message> futures_core::Stream for Streaming<T> {
 
 impl<T> Unpin for Streaming<T> {}
 
+impl<T> Drop for Streaming<T> {
+    /// A consumer gone while the stream goes on (a server handler that stops reading but keeps
+    /// sending): gives back the credit of what it never read, so the peer's sends do not stall.
+    /// Later messages get theirs back from the reader.
+    fn drop(&mut self) {
+        let Some((credit, _)) = &self.inbound.recv else {
+            return;
+        };
+        if Arc::strong_count(&self.guard) == 1 {
+            return; // the whole stream goes: nothing more to grant
+        }
+        self.inbound.rx.close();
+        let is_data = |content: &Bytes| !content.is_empty() && !is_control(content);
+        let mut unread = std::mem::take(&mut self.unacked);
+        unread += u32::from(self.peeked.take().is_some_and(|content| is_data(&content)));
+        while let Ok(content) = self.inbound.rx.try_recv() {
+            unread += u32::from(is_data(&content));
+        }
+        if unread > 0 {
+            credit.fetch_add(unread, Ordering::AcqRel);
+            send_soon(
+                &self.guard.conn,
+                ext::stream_window(ext::CREDIT, self.guard.id, unread),
+            );
+        }
+    }
+}
+
 /// Sends messages on a stream: the server's response stream, or the client's request stream.
 ///
 /// Server-streaming and bidi methods get one as their `outbound`; each `send` waits while the
-/// connection's write queue is full, and fails once the peer has gone. Cheap to clone (to send
+/// connection's write queue is full and, between frpc peers (flow control), while the peer's
+/// consumer is a whole window behind; it fails once the peer has gone. Cheap to clone (to send
 /// from several tasks):
 ///
 /// ```
@@ -954,8 +1004,9 @@ impl<T: Message> StreamSender<T> {
         self.guard.id
     }
 
-    /// Sends one message, waiting while the connection's write queue is full. Fails with
-    /// [`Error::TooLarge`] for a message over the content limit (the stream stays usable).
+    /// Sends one message, waiting while the connection's write queue is full, and for
+    /// flow-control credit when the peer's window is used up. Fails with [`Error::TooLarge`] for
+    /// a message over the content limit (the stream stays usable).
     pub async fn send(&self, message: T) -> Result<(), Error> {
         let content = self.encode(&message);
         drop(message);
@@ -984,12 +1035,15 @@ impl<T: Message> StreamSender<T> {
             if let Some(window) = self.guard.send_credit.as_ref().filter(|_| credit) {
                 // A closed window (the stream or connection ended) lets the send go on, as
                 // without flow control: it then fails on a closed connection, or the peer
-                // drops it.
+                // drops it; a cancelled stream's send fails.
                 match window.try_acquire() {
                     Ok(permit) => permit.forget(),
                     Err(_) => {
                         if let Ok(permit) = window.acquire().await {
                             permit.forget();
+                        }
+                        if self.guard.is_cancelled() {
+                            return Err(Error::Cancelled);
                         }
                     }
                 }
@@ -1006,6 +1060,7 @@ impl<T: Message> StreamSender<T> {
     }
 
     async fn send_eof(&self) -> Result<(), Error> {
+        self.guard.ended.store(true, Ordering::Relaxed);
         self.send_raw(Bytes::from_static(EOF_MESSAGE), false).await
     }
 
@@ -1046,7 +1101,43 @@ pub struct ServerStream {
     guard: Arc<StreamGuard>,
 }
 
+/// What the server's dispatcher keeps of a stream it hands to a handler: enough to end the
+/// stream for a handler that returned without ending it (generated handlers always do; a
+/// hand-written service, or a layer refusing the call, may not), so the client always sees an
+/// end (and, with open acknowledgement, its open never waits in vain).
+#[derive(Debug)]
+pub(crate) struct StreamEnd {
+    guard: Arc<StreamGuard>,
+}
+
+impl StreamEnd {
+    /// Ends the stream with the handler's outcome unless the handler ended it.
+    pub(crate) async fn ensure(self, result: &Result<(), Status>, bits: u32) {
+        if self.guard.ended.load(Ordering::Relaxed) || self.guard.conn.is_closed() {
+            return;
+        }
+        let sender = StreamSender::<()>::new(self.guard);
+        match result {
+            Err(status) => {
+                let content = error_content(status, bits & ext::EXT_STATUS != 0);
+                let _ = sender.send_raw(content, false).await;
+                let _ = sender.send_eof().await;
+            }
+            Ok(()) => {
+                let _ = sender.send_eof().await;
+            }
+        }
+    }
+}
+
 impl ServerStream {
+    /// A handle that ends the stream if its handler does not (see [`StreamEnd`]).
+    pub(crate) fn end_handle(&self) -> StreamEnd {
+        StreamEnd {
+            guard: self.guard.clone(),
+        }
+    }
+
     pub(crate) fn accept(
         conn: &Arc<Connection>,
         table: &Arc<StreamTable>,
