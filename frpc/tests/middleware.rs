@@ -242,8 +242,8 @@ async fn a_users_auth_layer_accepts_and_rejects() {
     assert_eq!(stream.message().await.unwrap().unwrap().value, "0");
     assert_eq!(stream.message().await.unwrap().unwrap().value, "1");
     assert!(stream.message().await.unwrap().is_none());
-    let mut refused = bad.count(text("2")).await.unwrap();
-    let err = refused.message().await.unwrap_err();
+    // Between frpc peers the open is acknowledged: a refused stream fails the call itself.
+    let err = bad.count(text("2")).await.unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied, "{err}");
 }
 
@@ -276,8 +276,8 @@ async fn interceptor_checks_token_method_and_peer() {
         code(with_authorization(&c, "Bearer 7").echo(text("hi")).await),
         Code::Unauthenticated
     );
-    let mut stream = c.count(text("3")).await.unwrap();
-    assert_eq!(code(stream.message().await), Code::Unauthenticated);
+    // The acknowledged open fails with the interceptor's status.
+    assert_eq!(code(c.count(text("3")).await), Code::Unauthenticated);
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 4);
     assert_eq!(seen[0], ("Echo", "127.0.0.1".to_string()));
