@@ -413,6 +413,12 @@ impl Client {
             None => calls.negotiation().accepted(),
             Some(_) => calls.extensions_for(conn, metadata, self.strict_metadata).await?,
         };
+        // Protobuf for this stream only if both its message types have it (a Rust-first type
+        // reads only polyglot), and then in both directions (the open message says so).
+        let bits = match Req::PROTOBUF && Resp::PROTOBUF {
+            true => bits,
+            false => bits & !ext::EXT_PROTOBUF,
+        };
         let header = metadata
             .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
             .map(|metadata| ext::Header {

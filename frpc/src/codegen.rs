@@ -177,9 +177,10 @@ pub async fn call_unary<Req: Message, Resp: Message>(
     op: u16,
     request: &Req,
 ) -> Result<Resp, Error> {
-    let reply = client
-        .unary(op, codec::encode(request, client.protobuf_accepted()))
-        .await?;
+    // Protobuf only if the reply's type reads it too: the server answers in the request's
+    // encoding.
+    let protobuf = Resp::PROTOBUF && client.protobuf_accepted();
+    let reply = client.unary(op, codec::encode(request, protobuf)).await?;
     decode_reply(&reply.body, reply.code)
 }
 

@@ -176,6 +176,8 @@ impl Builder {
         for (index, (op, _)) in self.raw.iter().enumerate() {
             claim(*op, Route::Raw(index), format!("raw route #{index}"))?;
         }
+        // The protobuf extension only where every service reads it.
+        let protobuf = self.services.iter().all(|service| service.protobuf());
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
@@ -183,7 +185,7 @@ impl Builder {
                 #[cfg(feature = "tls")]
                 tls: self.tls,
                 routes,
-                limits: Arc::new(Limits::new(&self.config)),
+                limits: Arc::new(Limits::new(&self.config, protobuf)),
                 config: self.config,
                 connections: AtomicUsize::new(0),
             }),

@@ -263,10 +263,17 @@ fn send_detached(conn: &Connection, id: u16, status: Status) {
     }
 }
 
-/// The content of a stream-open packet: polyglot u16 of the method number (`09 <varint>`).
-pub(crate) fn open_message(method: u16) -> Bytes {
-    let mut buf = BytesMut::with_capacity(encode::u16_len(method));
+/// The content of a stream-open packet: polyglot u16 of the method number (`09 <varint>`),
+/// followed by the protobuf marker when the client asks for the stream's messages in protobuf
+/// (the protobuf extension; a Go server, or an frpc server without it, never sees the marker).
+/// The marker goes behind the method so that the content still starts with `09`: a late
+/// protobuf message of a finished stream (`FD …`) is never taken for an open.
+pub(crate) fn open_message(method: u16, protobuf: bool) -> Bytes {
+    let mut buf = BytesMut::with_capacity(encode::u16_len(method) + usize::from(protobuf));
     encode::put_u16(&mut buf, method);
+    if protobuf {
+        buf.extend_from_slice(&[codec::MARKER]);
+    }
     buf.freeze()
 }
 
@@ -794,9 +801,10 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
     let ext = StreamExt { bits, cancel: None };
     let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, client, ext));
     let sender = StreamSender::new(guard.clone());
+    let open = open_message(method, bits & ext::EXT_PROTOBUF != 0);
     let open = match header {
-        Some(header) => header.encode(&open_message(method)),
-        None => open_message(method),
+        Some(header) => header.encode(&open),
+        None => open,
     };
     sender.send_raw(open).await?;
     Ok((sender, Streaming::new(inbound, guard)))
