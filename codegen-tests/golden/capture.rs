@@ -443,7 +443,7 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
         }
     }
     fn protobuf(&self) -> bool {
-        true && <Data as ::frpc::codegen::Message>::PROTOBUF
+        <Data as ::frpc::codegen::Message>::PROTOBUF
             && <Request as ::frpc::codegen::Message>::PROTOBUF
             && <Response as ::frpc::codegen::Message>::PROTOBUF
             && <SearchResponse as ::frpc::codegen::Message>::PROTOBUF

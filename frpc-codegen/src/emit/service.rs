@@ -242,7 +242,14 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
         .collect();
     types.sort_unstable();
     types.dedup();
-    let types = types.into_iter().map(path);
+    let protobuf = types
+        .into_iter()
+        .map(|ty| {
+            let ty = path(ty);
+            quote!(<#ty as ::frpc::codegen::Message>::PROTOBUF)
+        })
+        .reduce(|all, next| quote!(#all && #next))
+        .unwrap_or_else(|| quote!(true));
     quote! {
         #trait_doc
         #cfg
@@ -307,7 +314,7 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
                 #call_streaming
             }
             fn protobuf(&self) -> bool {
-                true #( && <#types as ::frpc::codegen::Message>::PROTOBUF )*
+                #protobuf
             }
         }
     }
