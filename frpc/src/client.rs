@@ -334,8 +334,9 @@ impl Client {
         self.handle.calls.negotiation().accepted() != 0
     }
 
-    /// Whether messages of calls and streams started now travel in protobuf (the server
-    /// accepted the protobuf extension; see `docs/extensions.md`).
+    /// Whether the server accepted the protobuf extension: calls and streams started from now
+    /// on whose message types have a protobuf encoding (frpc-codegen's) travel in protobuf
+    /// (`docs/extensions.md` §10). `false` while the answer is pending, and for Go servers.
     pub fn protobuf_accepted(&self) -> bool {
         self.handle.calls.negotiation().accepted() & ext::EXT_PROTOBUF != 0
     }

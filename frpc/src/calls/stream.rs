@@ -2,7 +2,8 @@
 //! outbound [`StreamSender`], and the client's call handles. Calls floor: the table is owned by
 //! the client's and the server's dispatchers, and handles send through the transport.
 //!
-//! Every message is one `STREAM` packet (op 2, id = stream id). A side ends its half with the
+//! Every message is one `STREAM` packet (op 2, id = stream id), in polyglot or, on a stream
+//! opened for it between frpc peers, in protobuf (`calls::codec`). A side ends its half with the
 //! Error `EOF`; a failing side sends its error and then `EOF`. Go never sends a Frisbee stream
 //! close, and neither do we in normal operation.
 //!
@@ -691,7 +692,8 @@ impl<T: Message> StreamSender<T> {
         self.send_raw(self.encode(message)).await
     }
 
-    /// Protobuf when the stream opened on a connection that negotiated it, else polyglot.
+    /// Protobuf when the stream is (the client asked for it in the open message, on a connection
+    /// that negotiated it), else polyglot.
     fn encode(&self, message: &T) -> Bytes {
         codec::encode(message, self.guard.ext.bits & ext::EXT_PROTOBUF != 0)
     }
