@@ -17,7 +17,8 @@
 //!   peers (`docs/extensions.md`): cancellation ([`Context::cancelled`] fires and the handler is
 //!   dropped when the client gives up), deadlines ([`Context::deadline`]), status codes
 //!   ([`Code`], [`Status::code`]) and [`Metadata`] ([`Client::with_metadata`],
-//!   [`Context::metadata`]).
+//!   [`Context::metadata`]), and generated messages in protobuf instead of polyglot, so schemas
+//!   evolve by field number ([`Client::protobuf_accepted`]; the README's "Schema evolution").
 //!
 //! A service, a server on a free port and a client calling it. With a .proto, `build.rs` runs
 //! `frpc_codegen::compile` and `frpc::include_proto!("package")` brings in the same trait,
