@@ -442,6 +442,13 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
             _ => ::frpc::codegen::unimplemented_streaming(op),
         }
     }
+    fn protobuf(&self) -> bool {
+        <Data as ::frpc::codegen::Message>::PROTOBUF
+            && <Request as ::frpc::codegen::Message>::PROTOBUF
+            && <Response as ::frpc::codegen::Message>::PROTOBUF
+            && <SearchResponse as ::frpc::codegen::Message>::PROTOBUF
+            && <StockPricesWrapper as ::frpc::codegen::Message>::PROTOBUF
+    }
 }
 /// A client for the `capture.EchoService` service.
 ///

@@ -109,7 +109,7 @@ fn doc() -> Doc {
             "0a 02 68 69",
             "12 05 0a 01 64 10 01",
         ]),
-        open: in_doc(&["00 0f 00 01 00 02 00 00 00 02 09 0d"]),
+        open: in_doc(&["00 0f 00 01 00 02 00 00 00 03 09 0d fd"]),
         stream_request: in_doc(&["00 0f 00 01 00 02 00 00 00 04 fd 1a 01 61"]),
         stream_reply: in_doc(&["00 0f 00 01 00 02 00 00 00 04 fd 0a 01 61"]),
         eof: in_doc(&["00 0f 00 01 00 02 00 00 00 07 06 05 0a 03 45 4f 46"]),
@@ -182,8 +182,8 @@ async fn the_client_writes_the_documented_bytes() {
 
 /// A raw client that offered protobuf against an frpc server: protobuf requests get the
 /// document's protobuf replies, a polyglot request on the same connection a polyglot reply,
-/// the stream's messages are protobuf and its `EOF` polyglot; a protobuf request that does not
-/// decode fails that call only.
+/// a stream opened with the marker carries protobuf (its `EOF` polyglot), one opened without it
+/// polyglot; a protobuf request that does not decode fails that call only.
 #[tokio::test]
 async fn the_server_writes_the_documented_bytes() {
     let doc = doc();
@@ -219,6 +219,33 @@ async fn the_server_writes_the_documented_bytes() {
     stream.write_all(&unhex(&doc.stream_request)).await.unwrap();
     assert_eq!(next(&mut stream).await, doc.stream_reply);
     assert_eq!(next(&mut stream).await, doc.eof);
+
+    // A stream opened without the marker (a client whose types read only polyglot): polyglot
+    // both ways on the same connection.
+    let polyglot_request = frpc::codegen::Message::to_polyglot(&SearchResponse {
+        snippets: vec!["a".into()],
+        ..Default::default()
+    });
+    let mut packets = unhex("00 0f 00 03 00 02 00 00 00 02 09 0d 00 0f 00 03 00 02");
+    packets.extend_from_slice(&(polyglot_request.len() as u32).to_be_bytes());
+    packets.extend_from_slice(&polyglot_request);
+    stream.write_all(&packets).await.unwrap();
+    let polyglot_reply = frpc::codegen::Message::to_polyglot(&Response {
+        message: "a".into(),
+        test: None,
+    });
+    let header = format!(
+        "00 0f 00 03 00 02 {}",
+        hex(&(polyglot_reply.len() as u32).to_be_bytes())
+    );
+    assert_eq!(
+        next(&mut stream).await,
+        format!("{header} {}", hex(&polyglot_reply))
+    );
+    assert_eq!(
+        next(&mut stream).await,
+        doc.eof.replacen("00 0f 00 01", "00 0f 00 03", 1)
+    );
 
     // Garbage behind the marker (a length running past the end): an error reply, id 3.
     stream

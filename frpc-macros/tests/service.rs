@@ -211,7 +211,10 @@ impl generated::EchoService for Generated {
 }
 
 /// Rust-first client → generated server, and generated client → Rust-first server: the same
-/// operation numbers and bytes.
+/// operation numbers and bytes. Rust-first messages read only polyglot: against the generated
+/// server (which accepts the protobuf extension) the Rust-first client's calls and streams stay
+/// polyglot, and the Rust-first server does not accept the extension, so the generated client
+/// sends polyglot too.
 #[tokio::test]
 async fn interoperates_with_codegen_generated_service() {
     let server = frpc::Server::builder()
@@ -219,7 +222,10 @@ async fn interoperates_with_codegen_generated_service() {
         .build()
         .unwrap();
     let (addr, serving) = serve(server).await;
-    let client = EchoServiceClient::connect(addr).await.unwrap();
+    let raw = frpc::Client::connect(addr).await.unwrap();
+    assert!(raw.negotiated().await);
+    assert!(raw.protobuf_accepted(), "a generated server reads protobuf");
+    let client = EchoServiceClient::new(raw);
     let response = client
         .echo(Request {
             message: "hi".into(),
@@ -257,7 +263,13 @@ async fn interoperates_with_codegen_generated_service() {
         .build()
         .unwrap();
     let (addr, serving) = serve(server).await;
-    let client = generated::EchoServiceClient::connect(addr).await.unwrap();
+    let raw = frpc::Client::connect(addr).await.unwrap();
+    assert!(raw.negotiated().await);
+    assert!(
+        !raw.protobuf_accepted(),
+        "a Rust-first server reads only polyglot"
+    );
+    let client = generated::EchoServiceClient::new(raw);
     let response = client
         .echo(generated::Request {
             message: "yo".into(),

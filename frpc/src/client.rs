@@ -334,8 +334,9 @@ impl Client {
         self.handle.calls.negotiation().accepted() != 0
     }
 
-    /// Whether messages of calls and streams started now travel in protobuf (the server
-    /// accepted the protobuf extension; see `docs/extensions.md`).
+    /// Whether the server accepted the protobuf extension: calls and streams started from now
+    /// on whose message types have a protobuf encoding (frpc-codegen's) travel in protobuf
+    /// (`docs/extensions.md` §10). `false` while the answer is pending, and for Go servers.
     pub fn protobuf_accepted(&self) -> bool {
         self.handle.calls.negotiation().accepted() & ext::EXT_PROTOBUF != 0
     }
@@ -416,6 +417,12 @@ impl Client {
         let bits = match metadata {
             None => calls.negotiation().accepted(),
             Some(_) => calls.extensions_for(conn, metadata, self.strict_metadata).await?,
+        };
+        // Protobuf for this stream only if both its message types have it (a Rust-first type
+        // reads only polyglot), and then in both directions (the open message says so).
+        let bits = match Req::PROTOBUF && Resp::PROTOBUF {
+            true => bits,
+            false => bits & !ext::EXT_PROTOBUF,
         };
         let header = metadata
             .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)

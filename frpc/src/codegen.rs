@@ -179,9 +179,11 @@ pub async fn call_unary<Req: Message, Resp: Message>(
     op: u16,
     request: &Req,
 ) -> Result<Resp, Error> {
-    // The encoding is picked where the connection is known (protobuf once it was negotiated).
+    // The encoding is picked where the connection is known (protobuf once it was negotiated),
+    // and protobuf only if the reply's type reads it too: the server answers in the request's
+    // encoding.
     let reply = client
-        .call(op, |protobuf| codec::encode(request, protobuf))
+        .call(op, |protobuf| codec::encode(request, Resp::PROTOBUF && protobuf))
         .await?;
     decode_reply(&reply.body, reply.code)
 }

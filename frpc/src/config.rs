@@ -219,10 +219,11 @@ pub struct ServerConfig {
     /// metadata, stream flow control and open acknowledgement; see `docs/extensions.md`). Go clients never offer, so they always get plain
     /// fRPC. `false`: offers are ignored as a Go server ignores them. Default: `true`.
     pub extensions: bool,
-    /// Accept the protobuf extension when a client offers it (with `extensions` on): then
-    /// that client's protobuf-encoded requests are answered in protobuf, and its streams'
-    /// messages go out in protobuf. `false`: the connection stays polyglot, as with Go
-    /// clients (who never offer). Default: `true`.
+    /// Accept the protobuf extension when a client offers it (with `extensions` on, and only if
+    /// every service's message types have a protobuf encoding: a Rust-first service's do not):
+    /// then that client's protobuf requests are answered in protobuf, and the streams it opens
+    /// for protobuf carry protobuf both ways. `false`: the connection stays polyglot, as with
+    /// Go clients (who never offer). Default: `true`.
     pub protobuf: bool,
 }
 

@@ -17,7 +17,8 @@
 //!   peers (`docs/extensions.md`): cancellation ([`Context::cancelled`] fires and the handler is
 //!   dropped when the client gives up), deadlines ([`Context::deadline`]), status codes
 //!   ([`Code`], [`Status::code`]) and [`Metadata`] ([`Client::with_metadata`],
-//!   [`Context::metadata`]).
+//!   [`Context::metadata`]), and generated messages in protobuf instead of polyglot, so schemas
+//!   evolve by field number ([`Client::protobuf_accepted`]; the README's "Schema evolution").
 //! - Middleware: [`Builder::layer`] puts any `tower::Layer` (concurrency and rate limits, load
 //!   shedding, timeouts, your own auth) around every call, seeing a [`CallRequest`];
 //!   [`Builder::interceptor`] is the shorthand for "look at the call, maybe reject it"

@@ -297,6 +297,8 @@ impl Builder {
                 .fold(bottom, |inner, layer| layer(inner));
             Arc::new(tokio::sync::Mutex::new(service))
         });
+        // The protobuf extension only where every service reads it.
+        let protobuf = self.services.iter().all(|service| service.protobuf());
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
@@ -305,7 +307,7 @@ impl Builder {
                 #[cfg(feature = "tls")]
                 tls: self.tls,
                 routes,
-                limits: Arc::new(Limits::new(&self.config)),
+                limits: Arc::new(Limits::new(&self.config, protobuf)),
                 config: self.config,
                 connections: AtomicUsize::new(0),
             }),

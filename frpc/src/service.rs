@@ -29,4 +29,11 @@ pub trait Service: Send + Sync + 'static {
     fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
     /// Runs a streaming method on a stream the client opened.
     fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>>;
+    /// Whether every request and response type of every method has a protobuf encoding
+    /// (frpc-codegen's services answer from their types). A server accepts the protobuf
+    /// extension only when all its services do, so a client never sends protobuf to a type
+    /// that reads only polyglot (a Rust-first service's).
+    fn protobuf(&self) -> bool {
+        false
+    }
 }

@@ -233,6 +233,23 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
         }
     };
     let server_debug = server_name.to_string();
+    // Protobuf-capable when every request and response type is (a Rust-first or extern type may
+    // read only polyglot): the server then accepts the protobuf extension.
+    let mut types: Vec<&str> = s
+        .methods
+        .iter()
+        .flat_map(|m| [m.input.as_str(), m.output.as_str()])
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    let protobuf = types
+        .into_iter()
+        .map(|ty| {
+            let ty = path(ty);
+            quote!(<#ty as ::frpc::codegen::Message>::PROTOBUF)
+        })
+        .reduce(|all, next| quote!(#all && #next))
+        .unwrap_or_else(|| quote!(true));
     quote! {
         #trait_doc
         #cfg
@@ -295,6 +312,9 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
                 stream: ::frpc::codegen::ServerStream,
             ) -> ::frpc::codegen::BoxFuture<::core::result::Result<(), ::frpc::Status>> {
                 #call_streaming
+            }
+            fn protobuf(&self) -> bool {
+                #protobuf
             }
         }
     }

@@ -34,8 +34,13 @@ macro_rules! seconds_nanos {
 seconds_nanos!(prost_types::Timestamp);
 seconds_nanos!(prost_types::Duration);
 
-/// `google.protobuf.Empty`, which prost maps to `()`.
+/// `google.protobuf.Empty`, which prost maps to `()`. Its protobuf encoding is empty; reading
+/// one ignores whatever fields it carries (a later version's, which protobuf readers skip).
 impl Message for () {
+    const PROTOBUF: bool = true;
+    fn decode_protobuf(_: bytes::Bytes) -> Result<(), DecodeError> {
+        Ok(())
+    }
     fn fields_len(&self) -> usize {
         0
     }

@@ -16,6 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::codec;
 use super::ext::{self, CallInfo, CallState, Registry};
 use super::stream::{ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ServerConfig};
@@ -93,7 +94,9 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    pub(crate) fn new(config: &ServerConfig) -> Limits {
+    /// The limits of `config`; `protobuf`: whether every service reads protobuf (the extension
+    /// is accepted only then, and only with `config.protobuf`).
+    pub(crate) fn new(config: &ServerConfig, protobuf: bool) -> Limits {
         let global = match config.concurrency {
             Concurrency::Limited(n) => Some(Arc::new(Semaphore::new(n.max(1)))),
             _ => None,
@@ -107,7 +110,7 @@ impl Limits {
             stream_window: config.connection.stream_window,
             open_streams: Arc::default(),
             extensions: config.extensions,
-            supported: ext::supported(config.protobuf),
+            supported: ext::supported(config.protobuf && protobuf),
         }
     }
 }
@@ -377,7 +380,8 @@ impl<H: Handlers> ServerDispatch<H> {
                 }
             },
         };
-        let Ok(method) = Decoder::from_bytes(&first).u16() else {
+        let mut open = Decoder::from_bytes(&first);
+        let Ok(method) = open.u16() else {
             // A late message, EOF or error of a stream we already finished (a handler that
             // replied before reading to the end): dropped, as Go does. Closing it instead would
             // make the peer's next send fail and lose the reply it already has.
@@ -405,6 +409,12 @@ impl<H: Handlers> ServerDispatch<H> {
             codes: bits & ext::EXT_STATUS != 0,
         };
         let state = (bits != 0).then(|| Arc::new(CallState::new(header.unwrap_or_default())));
+        // The client asks for protobuf with the marker behind the method (docs/extensions.md
+        // §10); only on a connection that negotiated it.
+        let bits = match open.peek() == Some(codec::MARKER) {
+            true => bits,
+            false => bits & !ext::EXT_PROTOBUF,
+        };
         let ext = StreamExt {
             bits,
             cancel: state.as_ref().map(|state| state.cancel.clone()),

@@ -2,7 +2,8 @@
 //! outbound [`StreamSender`], and the client's call handles. Calls floor: the table is owned by
 //! the client's and the server's dispatchers, and handles send through the transport.
 //!
-//! Every message is one `STREAM` packet (op 2, id = stream id). A side ends its half with the
+//! Every message is one `STREAM` packet (op 2, id = stream id), in polyglot or, on a stream
+//! opened for it between frpc peers, in protobuf (`calls::codec`). A side ends its half with the
 //! Error `EOF`; a failing side sends its error and then `EOF`. Go never sends a Frisbee stream
 //! close, and neither do we in normal operation.
 //!
@@ -498,10 +499,17 @@ fn send_detached(conn: &Connection, id: u16, status: Status, codes: bool) {
     }
 }
 
-/// The content of a stream-open packet: polyglot u16 of the method number (`09 <varint>`).
-pub(crate) fn open_message(method: u16) -> Bytes {
-    let mut buf = BytesMut::with_capacity(encode::u16_len(method));
+/// The content of a stream-open packet: polyglot u16 of the method number (`09 <varint>`),
+/// followed by the protobuf marker when the client asks for the stream's messages in protobuf
+/// (the protobuf extension; a Go server, or an frpc server without it, never sees the marker).
+/// The marker goes behind the method so that the content still starts with `09`: a late
+/// protobuf message of a finished stream (`FD …`) is never taken for an open.
+pub(crate) fn open_message(method: u16, protobuf: bool) -> Bytes {
+    let mut buf = BytesMut::with_capacity(encode::u16_len(method) + usize::from(protobuf));
     encode::put_u16(&mut buf, method);
+    if protobuf {
+        buf.extend_from_slice(&[codec::MARKER]);
+    }
     buf.freeze()
 }
 
@@ -1018,7 +1026,8 @@ impl<T: Message> StreamSender<T> {
         self.send_raw(self.encode(message), true).await
     }
 
-    /// Protobuf when the stream opened on a connection that negotiated it, else polyglot.
+    /// Protobuf when the stream is (the client asked for it in the open message, on a connection
+    /// that negotiated it), else polyglot.
     fn encode(&self, message: &T) -> Bytes {
         codec::encode(message, self.guard.ext.bits & ext::EXT_PROTOBUF != 0)
     }
@@ -1223,9 +1232,10 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
             ..header.unwrap_or_default()
         }),
     };
+    let open = open_message(method, bits & ext::EXT_PROTOBUF != 0);
     let open = match header {
-        Some(header) => header.encode(&open_message(method)),
-        None => open_message(method),
+        Some(header) => header.encode(&open),
+        None => open,
     };
     sender.send_raw(open, false).await?;
     Ok((sender, Streaming::new(inbound, guard)))
