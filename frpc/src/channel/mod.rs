@@ -337,9 +337,9 @@ impl Channel {
             (Some(layered), _) => layered.clone().oneshot(self.request(op, body)).await,
             // The fast path: the current connection, with this handle's options.
             (None, Inner::Single(handle)) => {
-                let mut client = handle.client().await?;
+                let (mut client, timeout) = handle.client_within(self.timeout).await?;
                 let response = self.response.clone();
-                client.set_options(self.timeout, self.metadata.clone(), response);
+                client.set_options(timeout, self.metadata.clone(), response);
                 return caller::unary(&client, op, body).await;
             }
             (None, Inner::Balanced(balanced)) => balanced.call(self.request(op, body)).await,
@@ -355,8 +355,8 @@ impl Channel {
     async fn base_call(inner: Inner, request: Request) -> Result<Reply, Error> {
         match inner {
             Inner::Single(handle) => {
-                let mut client = handle.client().await?;
-                client.set_options(request.timeout, request.metadata, None);
+                let (mut client, timeout) = handle.client_within(request.timeout).await?;
+                client.set_options(timeout, request.metadata, None);
                 caller::unary(&client, request.op, request.body).await
             }
             Inner::Balanced(balanced) => balanced.call(request).await,
@@ -400,11 +400,11 @@ impl Caller for Channel {
     }
 
     async fn stream_client(&self) -> Result<Client, Error> {
-        let mut client = match &self.inner {
-            Inner::Single(handle) => handle.client().await?,
-            Inner::Balanced(balanced) => balanced.stream_client().await?,
+        let (mut client, timeout) = match &self.inner {
+            Inner::Single(handle) => handle.client_within(self.timeout).await?,
+            Inner::Balanced(balanced) => (balanced.stream_client().await?, self.timeout),
         };
-        client.set_options(self.timeout, self.metadata.clone(), None);
+        client.set_options(timeout, self.metadata.clone(), None);
         Ok(client)
     }
 }

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -174,6 +175,25 @@ impl Handle {
             return Ok(client);
         }
         self.wait_client().await
+    }
+
+    /// [`Handle::client`] within `limit`, if any: waiting for an attempt counts towards it.
+    /// Returns the connection and what is left of `limit` for the call itself.
+    pub(crate) async fn client_within(
+        &self,
+        limit: Option<Duration>,
+    ) -> Result<(Client, Option<Duration>), Error> {
+        if let Some(client) = self.ready_client() {
+            return Ok((client, limit));
+        }
+        let Some(limit) = limit else {
+            return Ok((self.wait_client().await?, None));
+        };
+        let started = Instant::now();
+        match tokio::time::timeout(limit, self.wait_client()).await {
+            Ok(client) => Ok((client?, Some(limit.saturating_sub(started.elapsed())))),
+            Err(_) => Err(Error::Timeout(limit)),
+        }
     }
 
     async fn wait_client(&self) -> Result<Client, Error> {
