@@ -287,3 +287,20 @@ async fn channel_is_a_tower_service() {
     let text: Text = frpc::codegen::Message::from_polyglot(&reply.body).unwrap();
     assert_eq!(text.value, "a");
 }
+
+#[tokio::test]
+async fn metadata_goes_both_ways_through_plain_and_layered_channels() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    let layered = channel.with_layer(ServiceBuilder::new().concurrency_limit(4));
+    for channel in [channel, layered] {
+        let mut md = frpc::Metadata::new();
+        md.insert("k", "v").unwrap();
+        let slot = frpc::MetadataSlot::new();
+        let client = NamedClient::new(channel)
+            .with_metadata(md)
+            .with_response_metadata(&slot);
+        assert_eq!(client.meta(Text::default()).await.unwrap().value, "v");
+        assert_eq!(slot.take().unwrap().get("server"), Some("a"));
+    }
+}
