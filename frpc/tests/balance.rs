@@ -133,7 +133,7 @@ async fn streams_open_on_connected_endpoints_in_turn() {
     let servers = servers(2).await;
     let channel = Channel::balance_list(servers.iter().map(TestServer::endpoint));
     within("connect", channel.connected(2)).await;
-    let client = NamedClient::new(channel);
+    let client = NamedClient::new(channel.clone());
     let mut seen = Vec::new();
     for _ in 0..4 {
         let mut names = client.names(Text::default()).await.unwrap();

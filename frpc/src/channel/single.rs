@@ -97,11 +97,12 @@ struct Shared {
 }
 
 impl Shared {
+    /// Publishes a new state, then counts it: whoever the counts wake sees the new state.
     fn set(&self, new: State) {
+        let old = self.state.send_replace(new);
         if let Some(health) = &self.health {
-            health.update(&self.state.borrow(), &new);
+            health.update(&old, &self.state.borrow());
         }
-        self.state.send_replace(new);
     }
 }
 
