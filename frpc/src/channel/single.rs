@@ -72,7 +72,10 @@ impl Health {
     }
 
     fn update(&self, old: &State, new: &State) {
-        for (state, add) in [(old, false), (new, true)] {
+        // The new state counted before the old one is uncounted: a reader in between sees one
+        // endpoint too many, never none (an endpoint going from ready to connecting must not
+        // look like "nothing connected or connecting" for a moment).
+        for (state, add) in [(new, true), (old, false)] {
             let counter = match () {
                 _ if state.is_ready() => &self.ready,
                 _ if state.is_connecting() => &self.connecting,
@@ -259,9 +262,14 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
             None => {
                 shared.set(State::Connecting);
                 let attempt = tokio::select! {
-                    attempt = shared.endpoint.connect_client() => attempt,
+                    biased;
                     _ = stop.cancelled() => break,
+                    attempt = shared.endpoint.connect_client() => attempt,
                 };
+                // Retired while connecting: the new connection is not published.
+                if stop.is_cancelled() {
+                    break;
+                }
                 match attempt {
                     Ok(client) => {
                         shared.set(State::Ready(client.clone()));
