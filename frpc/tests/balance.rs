@@ -133,7 +133,7 @@ async fn streams_open_on_connected_endpoints_in_turn() {
     let servers = servers(2).await;
     let channel = Channel::balance_list(servers.iter().map(TestServer::endpoint));
     within("connect", channel.connected(2)).await;
-    let client = NamedClient::new(channel);
+    let client = NamedClient::new(channel.clone());
     let mut seen = Vec::new();
     for _ in 0..4 {
         let mut names = client.names(Text::default()).await.unwrap();
@@ -201,4 +201,29 @@ async fn dns_discovery_follows_the_answers() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_right_after_an_insert_waits_for_that_endpoint() {
+    let servers = servers(1).await;
+    for _ in 0..20 {
+        let (channel, changes) = Channel::balance_channel::<u8>(4);
+        changes
+            .send(Change::Insert(0, servers[0].endpoint()))
+            .await
+            .unwrap();
+        let reply = within("the call", NamedClient::new(channel).whoami(Text::default())).await;
+        assert_eq!(reply.unwrap().value, "s0");
+    }
+    // With nothing inserted (or everything removed) calls fail at once.
+    let (channel, changes) = Channel::balance_channel::<u8>(4);
+    changes
+        .send(Change::Insert(0, servers[0].endpoint()))
+        .await
+        .unwrap();
+    changes.send(Change::Remove(0)).await.unwrap();
+    let err = within("the call", NamedClient::new(channel).whoami(Text::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
 }

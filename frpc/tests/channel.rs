@@ -287,3 +287,58 @@ async fn channel_is_a_tower_service() {
     let text: Text = frpc::codegen::Message::from_polyglot(&reply.body).unwrap();
     assert_eq!(text.value, "a");
 }
+
+#[tokio::test]
+async fn metadata_goes_both_ways_through_plain_and_layered_channels() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    let layered = channel.with_layer(ServiceBuilder::new().concurrency_limit(4));
+    for channel in [channel, layered] {
+        let mut md = frpc::Metadata::new();
+        md.insert("k", "v").unwrap();
+        let slot = frpc::MetadataSlot::new();
+        let client = NamedClient::new(channel)
+            .with_metadata(md)
+            .with_response_metadata(&slot);
+        assert_eq!(client.meta(Text::default()).await.unwrap().value, "v");
+        assert_eq!(slot.take().unwrap().get("server"), Some("a"));
+    }
+}
+
+/// Waiting for a connection attempt counts towards the call's timeout (the attempt here hangs:
+/// the peer takes the TCP connection and never answers the TLS handshake).
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn a_call_waiting_for_a_connection_attempt_keeps_to_its_timeout() {
+    use frpc::tls::rustls;
+    use std::sync::Arc;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let channel = Endpoint::from(addr)
+        .connect_timeout(Duration::from_secs(60))
+        .tls("localhost", Arc::new(tls))
+        .connect_lazy();
+    let client = NamedClient::new(channel.with_timeout(Duration::from_millis(100)));
+    let started = Instant::now();
+    let err = client.whoami(Text::default()).await.unwrap_err();
+    assert!(matches!(err, Error::Timeout(_)), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    silent.abort();
+}

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, ready};
 
 use futures_core::Stream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tower::balance::p2c::Balance;
 use tower::buffer::Buffer;
 use tower::discover::Change;
@@ -37,6 +37,8 @@ const BUFFER: usize = 1024;
 pub(crate) struct Balanced {
     buffer: Buffer<Request, BoxFuture<Result<Reply, BoxError>>>,
     endpoints: Arc<Endpoints>,
+    /// Asks the forwarder to apply every change sent so far, then answer.
+    sync: mpsc::UnboundedSender<oneshot::Sender<()>>,
     /// Keeps a fixed list's discovery stream open.
     _list: Option<Arc<mpsc::Sender<Change<usize, Endpoint>>>>,
 }
@@ -66,50 +68,22 @@ impl Balanced {
         K: Hash + Eq + Clone + Send + 'static,
     {
         let capacity = capacity.max(1);
-        let (tx, mut rx) = mpsc::channel::<Change<K, Endpoint>>(capacity);
+        let (tx, rx) = mpsc::channel::<Change<K, Endpoint>>(capacity);
         let (services, discovered) = mpsc::channel(capacity);
+        let (sync, syncs) = mpsc::unbounded_channel();
         let endpoints = Arc::new(Endpoints::default());
-        let registry = endpoints.clone();
-        // Starts each endpoint's connection as soon as it is inserted (the balancer only looks
-        // at its discovery stream when a call comes).
-        // Removed (and replaced) endpoints are retired here at once rather than when the
-        // balancer next reads its discovery stream: they stop counting as connected and are no
-        // longer picked as soon as their connection state says so.
-        tokio::spawn(async move {
-            let mut live: HashMap<K, Arc<Handle>> = HashMap::new();
-            while let Some(change) = rx.recv().await {
-                let change = match change {
-                    Change::Insert(key, endpoint) => {
-                        let health = Some(registry.health.clone());
-                        let handle = Arc::new(Handle::spawn(endpoint, Start::Now, health));
-                        if let Some(old) = live.insert(key.clone(), handle.clone()) {
-                            old.retire();
-                        }
-                        {
-                            let mut handles = registry.handles.lock().unwrap_or_else(|e| e.into_inner());
-                            handles.retain(|h| h.strong_count() > 0);
-                            handles.push(Arc::downgrade(&handle));
-                        }
-                        let service = EndpointService { handle, wait: None };
-                        Change::Insert(key, PendingRequests::new(service, CompleteOnResponse::default()))
-                    }
-                    Change::Remove(key) => {
-                        if let Some(old) = live.remove(&key) {
-                            old.retire();
-                        }
-                        Change::Remove(key)
-                    }
-                };
-                if services.send(change).await.is_err() {
-                    break;
-                }
-            }
-        });
+        let forwarder = Forwarder {
+            registry: endpoints.clone(),
+            live: HashMap::new(),
+            services,
+        };
+        tokio::spawn(forwarder.run(rx, syncs));
         let balance = Balance::new(Discovered { rx: discovered });
         let buffer = Buffer::new(BoxService::new(balance), BUFFER);
         let balanced = Balanced {
             buffer,
             endpoints,
+            sync,
             _list: None,
         };
         (balanced, tx)
@@ -144,9 +118,12 @@ impl Balanced {
         let limit = request.timeout;
         let work = async {
             self.wait_ready().await?;
-            send(self.buffer.clone(), request)
-                .await
-                .map_err(Error::from_layer)
+            // The balancer waits while no endpoint is ready; give up when none is connecting
+            // either (every endpoint went down or was removed since the check above).
+            tokio::select! {
+                reply = send(self.buffer.clone(), request) => reply.map_err(Error::from_layer),
+                () = self.all_down() => Err(Error::Unavailable("no endpoint is connected".into())),
+            }
         };
         match limit {
             None => work.await,
@@ -159,6 +136,7 @@ impl Balanced {
     /// Returns once an endpoint is connected; fails when none is connected or connecting.
     pub(crate) async fn wait_ready(&self) -> Result<(), Error> {
         let health = &self.endpoints.health;
+        let mut synced = false;
         loop {
             let changed = health.changed.notified();
             tokio::pin!(changed);
@@ -167,10 +145,25 @@ impl Balanced {
                 return Ok(());
             }
             if health.connecting() == 0 {
+                // An endpoint inserted just before this call may not be applied yet: have the
+                // forwarder apply everything sent so far, then look again.
+                let (done, applied) = oneshot::channel();
+                if !synced && self.sync.send(done).is_ok() {
+                    synced = true;
+                    let _ = applied.await;
+                    continue;
+                }
                 return Err(Error::Unavailable("no endpoint is connected".into()));
             }
             changed.await;
         }
+    }
+
+    /// Resolves once no endpoint is connected or connecting.
+    async fn all_down(&self) {
+        let health = &self.endpoints.health;
+        self.wait(|_| health.ready() == 0 && health.connecting() == 0)
+            .await
     }
 
     /// Waits until `done(connected endpoints)` holds.
@@ -208,6 +201,72 @@ fn send(
     request: Request,
 ) -> BoxFuture<Result<Reply, BoxError>> {
     Box::pin(buffer.oneshot(request))
+}
+
+/// Applies the changes sent to a balanced channel: starts each inserted endpoint's connection
+/// at once (the balancer only reads its discovery stream when a call comes) and retires removed
+/// (and replaced) endpoints at once, so that they stop counting as connected and are not picked
+/// as soon as their state says so; then hands the change on to the balancer.
+struct Forwarder<K> {
+    registry: Arc<Endpoints>,
+    live: HashMap<K, Arc<Handle>>,
+    services: mpsc::Sender<Change<K, PendingRequests<EndpointService>>>,
+}
+
+impl<K: Hash + Eq + Clone + Send + 'static> Forwarder<K> {
+    async fn run(
+        mut self,
+        mut changes: mpsc::Receiver<Change<K, Endpoint>>,
+        mut syncs: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    ) {
+        loop {
+            tokio::select! {
+                biased;
+                change = changes.recv() => {
+                    let Some(change) = change else { return };
+                    if !self.apply(change).await {
+                        return;
+                    }
+                }
+                Some(done) = syncs.recv() => {
+                    // Every change whose `send` returned before the sync was asked is queued.
+                    while let Ok(change) = changes.try_recv() {
+                        if !self.apply(change).await {
+                            return;
+                        }
+                    }
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// Applies one change; `false` once the balancer is gone.
+    async fn apply(&mut self, change: Change<K, Endpoint>) -> bool {
+        let change = match change {
+            Change::Insert(key, endpoint) => {
+                let health = Some(self.registry.health.clone());
+                let handle = Arc::new(Handle::spawn(endpoint, Start::Now, health));
+                if let Some(old) = self.live.insert(key.clone(), handle.clone()) {
+                    old.retire();
+                }
+                {
+                    let mut handles = self.registry.handles.lock().unwrap_or_else(|e| e.into_inner());
+                    handles.retain(|h| h.strong_count() > 0);
+                    handles.push(Arc::downgrade(&handle));
+                }
+                let service = EndpointService { handle, wait: None };
+                Change::Insert(key, PendingRequests::new(service, CompleteOnResponse::default()))
+            }
+            Change::Remove(key) => {
+                if let Some(old) = self.live.remove(&key) {
+                    old.retire();
+                }
+                Change::Remove(key)
+            }
+        };
+        self.services.send(change).await.is_ok()
+    }
 }
 
 /// The discovery stream the balancer reads: endpoints as they are inserted and removed.

@@ -371,9 +371,10 @@ impl Channel {
             let reply = match route {
                 Route::Layered(layered, request) => layered.oneshot(request).await,
                 Route::Direct(handle, client, body) => {
-                    let mut client = match client {
-                        Some(client) => client,
-                        None => handle.client().await?,
+                    // Waiting for a connection counts towards the call's timeout.
+                    let (mut client, timeout) = match client {
+                        Some(client) => (client, timeout),
+                        None => handle.client_within(timeout).await?,
                     };
                     client.set_options(timeout, metadata, response);
                     return caller::unary(&client, op, body).await;
@@ -392,8 +393,8 @@ impl Channel {
     async fn base_call(inner: Inner, request: Request) -> Result<Reply, Error> {
         match inner {
             Inner::Single(handle) => {
-                let mut client = handle.client().await?;
-                client.set_options(request.timeout, request.metadata, None);
+                let (mut client, timeout) = handle.client_within(request.timeout).await?;
+                client.set_options(timeout, request.metadata, None);
                 caller::unary(&client, request.op, request.body).await
             }
             Inner::Balanced(balanced) => balanced.call(request).await,
@@ -441,11 +442,11 @@ impl Caller for Channel {
     }
 
     async fn stream_client(&self) -> Result<Client, Error> {
-        let mut client = match &self.inner {
-            Inner::Single(handle) => handle.client().await?,
-            Inner::Balanced(balanced) => balanced.stream_client().await?,
+        let (mut client, timeout) = match &self.inner {
+            Inner::Single(handle) => handle.client_within(self.timeout).await?,
+            Inner::Balanced(balanced) => (balanced.stream_client().await?, self.timeout),
         };
-        client.set_options(self.timeout, self.metadata.clone(), None);
+        client.set_options(timeout, self.metadata.clone(), None);
         Ok(client)
     }
 }

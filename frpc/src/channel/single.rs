@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -86,7 +87,10 @@ impl Health {
             (true, false) => self.protobuf.fetch_sub(1, Ordering::AcqRel),
             _ => 0,
         };
-        for (state, add) in [(old, false), (new, true)] {
+        // The new state counted before the old one is uncounted: a reader in between sees one
+        // endpoint too many, never none (an endpoint going from ready to connecting must not
+        // look like "nothing connected or connecting" for a moment).
+        for (state, add) in [(new, true), (old, false)] {
             let counter = match () {
                 _ if state.is_ready() => &self.ready,
                 _ if state.is_connecting() => &self.connecting,
@@ -114,11 +118,10 @@ struct Shared {
 }
 
 impl Shared {
+    /// Publishes a new state, then counts it: whoever the counts wake sees the new state.
     fn set(&self, new: State) {
         let protobuf = matches!(&new, State::Ready(client) if client.protobuf_accepted());
         let was = self.protobuf.swap(protobuf, Ordering::AcqRel);
-        // The new state is visible before the counts change: whoever the counts wake (a
-        // caller waiting for `connected(n)`, say) finds the connection in place.
         let old = self.state.send_replace(new);
         if let Some(health) = &self.health {
             health.update(&old, &self.state.borrow(), (was, protobuf));
@@ -200,6 +203,25 @@ impl Handle {
         self.wait_client().await
     }
 
+    /// [`Handle::client`] within `limit`, if any: waiting for an attempt counts towards it.
+    /// Returns the connection and what is left of `limit` for the call itself.
+    pub(crate) async fn client_within(
+        &self,
+        limit: Option<Duration>,
+    ) -> Result<(Client, Option<Duration>), Error> {
+        if let Some(client) = self.ready_client() {
+            return Ok((client, limit));
+        }
+        let Some(limit) = limit else {
+            return Ok((self.wait_client().await?, None));
+        };
+        let started = Instant::now();
+        match tokio::time::timeout(limit, self.wait_client()).await {
+            Ok(client) => Ok((client?, Some(limit.saturating_sub(started.elapsed())))),
+            Err(_) => Err(Error::Timeout(limit)),
+        }
+    }
+
     async fn wait_client(&self) -> Result<Client, Error> {
         let mut rx = self.shared.state.subscribe();
         loop {
@@ -262,9 +284,14 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
             None => {
                 shared.set(State::Connecting);
                 let attempt = tokio::select! {
-                    attempt = shared.endpoint.connect_client() => attempt,
+                    biased;
                     _ = stop.cancelled() => break,
+                    attempt = shared.endpoint.connect_client() => attempt,
                 };
+                // Retired while connecting: the new connection is not published.
+                if stop.is_cancelled() {
+                    break;
+                }
                 match attempt {
                     Ok(client) => {
                         shared.set(State::Ready(client.clone()));

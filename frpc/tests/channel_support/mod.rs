@@ -30,6 +30,8 @@ pub trait Named {
     async fn flaky(&self, ctx: &Context, request: Text) -> Result<Text, Status>;
     /// Waits for a permit of the server's gate, then replies with its name.
     async fn hold(&self, ctx: &Context, request: Text) -> Result<Text, Status>;
+    /// Replies with the request metadata's `k` and sets response metadata `server`.
+    async fn meta(&self, ctx: &Context, request: Text) -> Result<Text, Status>;
     /// Sends the server's name three times.
     async fn names(&self, ctx: &Context, request: Text, out: StreamSender<Text>) -> Result<(), Status>;
 }
@@ -113,6 +115,14 @@ impl Named for Svc {
         permit.map_err(|_| Status::internal("gate closed"))?.forget();
         self.stats.active.fetch_sub(1, Ordering::SeqCst);
         Ok(Text::new(&self.name))
+    }
+
+    async fn meta(&self, ctx: &Context, _: Text) -> Result<Text, Status> {
+        let value = ctx.metadata().get("k").unwrap_or("none").to_owned();
+        let mut response = frpc::Metadata::new();
+        response.insert("server", self.name.as_str()).unwrap();
+        ctx.set_response_metadata(response);
+        Ok(Text::new(value))
     }
 
     async fn names(&self, _: &Context, _: Text, out: StreamSender<Text>) -> Result<(), Status> {
