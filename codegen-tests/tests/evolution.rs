@@ -132,7 +132,7 @@ async fn pair(framing: Framing, protobuf: bool) -> Running {
 
 /// Whether `client`'s calls and streams travel in protobuf, seen from the values: over
 /// polyglot v1 reads v2's `email` as its `name`.
-async fn speaks_protobuf(client: &v1::ProfilesClient) -> bool {
+async fn speaks_protobuf<T: frpc::Caller>(client: &v1::ProfilesClient<T>) -> bool {
     let unary = client.get(v1::Lookup { id: "x".into() }).await.unwrap();
     let mut watch = client.watch(v1::Lookup { id: "x".into() }).await.unwrap();
     let streamed = watch.message().await.unwrap().unwrap();
@@ -328,5 +328,41 @@ async fn one_server_serves_polyglot_and_protobuf_clients_at_once() {
         );
         assert!(speaks_protobuf(&proto).await);
         assert!(!speaks_protobuf(&plain).await);
+    }
+}
+
+/// Channels pick the encoding where the connection is known: a one-endpoint channel and a
+/// channel balanced over two v2 servers speak protobuf; balanced over a server with protobuf and
+/// one without, unary calls go in polyglot (which both read), so no call fails.
+#[tokio::test]
+async fn channels_speak_protobuf_where_their_connections_negotiated_it() {
+    let off = Side {
+        extensions: true,
+        protobuf: false,
+    };
+    for framing in FRAMINGS {
+        let endpoint = |addr| frpc::Endpoint::from(addr).framing(framing);
+        let (a, _seen_a) = serve(framing, ON).await;
+        let (b, _seen_b) = serve(framing, ON).await;
+        let (plain, _seen_plain) = serve(framing, off).await;
+
+        let one = v1::ProfilesClient::new(endpoint(a).connect().await.unwrap());
+        assert!(speaks_protobuf(&one).await, "{framing:?}");
+
+        let both = frpc::Channel::balance_list([endpoint(a), endpoint(b)]);
+        both.connected(2).await;
+        let both = v1::ProfilesClient::new(both);
+        for _ in 0..4 {
+            assert!(speaks_protobuf(&both).await, "{framing:?}");
+        }
+
+        let mixed = frpc::Channel::balance_list([endpoint(a), endpoint(plain)]);
+        mixed.connected(2).await;
+        let mixed = v1::ProfilesClient::new(mixed);
+        for _ in 0..8 {
+            let got = mixed.get(v1::Lookup { id: "x".into() }).await.unwrap();
+            // Polyglot: v1 reads v2's `email` as its `name`.
+            assert_eq!((got.name.as_str(), got.email.as_str()), ("x@example.com", "x"));
+        }
     }
 }
