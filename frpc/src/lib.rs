@@ -10,6 +10,10 @@
 //! - [`Client`]: one multiplexed connection shared by every generated service client, with
 //!   timeouts covering whole calls; cheap to clone. The connection lives while any clone or
 //!   stream handle does.
+//! - [`Channel`] from [`Endpoint`]s: a connection that reconnects with backoff, or many servers
+//!   balanced by tower's power of two choices ([`Channel::balance_list`],
+//!   [`Channel::balance_channel`], [`discover`] by DNS), with client layers and
+//!   [`retry::Idempotent`]; generated clients take either (`FooClient::new(channel)`).
 //! - Streams: [`Streaming`] in, [`StreamSender`] out, [`ClientStreamingCall`] and [`BidiCall`]
 //!   on the client.
 //! - Heartbeats like Go's (PING every 500 ms, a silent peer dropped after 5 s).
@@ -19,6 +23,9 @@
 //!   ([`Code`], [`Status::code`]) and [`Metadata`] ([`Client::with_metadata`],
 //!   [`Context::metadata`]), and generated messages in protobuf instead of polyglot, so schemas
 //!   evolve by field number ([`Client::protobuf_accepted`]; the README's "Schema evolution").
+//!   Streams between frpc peers are flow controlled (a slow consumer slows its producer:
+//!   `stream_window` in [`ConnectionConfig`]) and a streaming call resolves once the server
+//!   has started its handler, or fails with the server's status.
 //! - Middleware: [`Builder::layer`] puts any `tower::Layer` (concurrency and rate limits, load
 //!   shedding, timeouts, your own auth) around every call, seeing a [`CallRequest`];
 //!   [`Builder::interceptor`] is the shorthand for "look at the call, maybe reject it"
