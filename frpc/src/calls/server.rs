@@ -380,8 +380,8 @@ impl<H: Handlers> ServerDispatch<H> {
                 }
             },
         };
-        let mut open = Decoder::from_bytes(&first);
-        let Ok(method) = open.u16() else {
+        let mut open_message = Decoder::from_bytes(&first);
+        let Ok(method) = open_message.u16() else {
             // A late message, EOF or error of a stream we already finished (a handler that
             // replied before reading to the end): dropped, as Go does. Closing it instead would
             // make the peer's next send fail and lose the reply it already has.
@@ -411,7 +411,7 @@ impl<H: Handlers> ServerDispatch<H> {
         let state = (bits != 0).then(|| Arc::new(CallState::new(header.unwrap_or_default())));
         // The client asks for protobuf with the marker behind the method (docs/extensions.md
         // §10); only on a connection that negotiated it.
-        let bits = match open.peek() == Some(codec::MARKER) {
+        let bits = match open_message.peek() == Some(codec::MARKER) {
             true => bits,
             false => bits & !ext::EXT_PROTOBUF,
         };
