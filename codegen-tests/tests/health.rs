@@ -57,7 +57,7 @@ const SERVICES: [&str; 4] = ["", "pkg.Svc", "a name with ünïcode", "frpc.healt
 #[test]
 fn requests_match_the_proto_in_protobuf() {
     use frpc::codegen::prost::Message as _;
-    assert!(<HealthCheckRequest as Message>::PROTOBUF);
+    const { assert!(<HealthCheckRequest as Message>::PROTOBUF) };
     let long = "x".repeat(300); // a two-byte length
     for service in SERVICES.into_iter().chain([long.as_str()]) {
         let ours = HealthCheckRequest {
@@ -92,7 +92,7 @@ fn requests_match_the_proto_in_protobuf() {
 fn responses_match_the_proto_in_protobuf_for_every_status() {
     use frpc::codegen::prost::Message as _;
     use generated::health_check_response::ServingStatus as Generated;
-    assert!(<HealthCheckResponse as Message>::PROTOBUF);
+    const { assert!(<HealthCheckResponse as Message>::PROTOBUF) };
     let pairs = [
         (ServingStatus::Unknown, Generated::Unknown, &[][..]),
         (ServingStatus::Serving, Generated::Serving, &[0x08, 0x01]),

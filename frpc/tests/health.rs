@@ -280,8 +280,8 @@ async fn serve_with(
 
 #[tokio::test]
 async fn health_keeps_protobuf_on_beside_a_protobuf_service() {
-    assert!(<HealthCheckRequest as frpc::codegen::Message>::PROTOBUF);
-    assert!(<HealthCheckResponse as frpc::codegen::Message>::PROTOBUF);
+    const { assert!(<HealthCheckRequest as frpc::codegen::Message>::PROTOBUF) };
+    const { assert!(<HealthCheckResponse as frpc::codegen::Message>::PROTOBUF) };
     let (reporter, client) = serve_with(|b| b.add_service(PbEchoServer::new(Svc))).await;
     assert!(client.protobuf_accepted(), "health switched protobuf off");
 
