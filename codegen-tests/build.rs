@@ -45,6 +45,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     frpc_codegen::configure()
         .out_dir(out.join("default"))
         .compile(&["../proto/frpc/health/v1/health.proto"], &["../proto"])?;
+    // The client a user in any language makes from it: generated, then its two operation numbers
+    // changed to the fixed ones frpc serves health on (docs/health.md), for tests/health.rs.
+    frpc_codegen::configure()
+        .out_dir(out.join("health_client"))
+        .build_server(false)
+        .compile(&["../proto/frpc/health/v1/health.proto"], &["../proto"])?;
+    renumber_health_client(&out.join("health_client/frpc.health.v1.rs"))?;
 
     // One schema in two versions (tests/evolution.rs): a v1 client against a v2 server.
     for version in ["v1", "v2"] {
@@ -113,5 +120,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .operation_numbering(OperationNumbering::Shared)
         .out_dir(out.join("shared_ops"))
         .compile(SPLIT, &["proto"])?;
+    Ok(())
+}
+
+/// Changes the generated health client's `Check` (10) and `Watch` (11) to `0xFF00` and
+/// `0xFF01`: the call, the traced operation and the constant of each. Fails the build if the
+/// generated code no longer has the expected shape, rather than leave a number unchanged.
+fn renumber_health_client(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let code = std::fs::read_to_string(path)?;
+    let mut out = String::with_capacity(code.len());
+    let mut changed = 0;
+    let mut method = "";
+    for line in code.lines() {
+        let trimmed = line.trim();
+        let mut line = line.to_string();
+        match trimmed {
+            "\"Check\"," => method = "Check",
+            "\"Watch\"," => method = "Watch",
+            "10," if method == "Check" => (line, changed) = (line.replace("10", "0xFF00"), changed + 1),
+            "11," if method == "Watch" => (line, changed) = (line.replace("11", "0xFF01"), changed + 1),
+            _ => {
+                for (from, to) in [
+                    ("call_unary(&self.client, 10,", "call_unary(&self.client, 0xFF00,"),
+                    (
+                        "call_server_streaming(&self.client, 11,",
+                        "call_server_streaming(&self.client, 0xFF01,",
+                    ),
+                    ("CHECK: u16 = 10;", "CHECK: u16 = 0xFF00;"),
+                    ("WATCH: u16 = 11;", "WATCH: u16 = 0xFF01;"),
+                ] {
+                    if line.contains(from) {
+                        line = line.replace(from, to);
+                        changed += 1;
+                    }
+                }
+                method = "";
+            }
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if changed != 6 {
+        return Err(format!("renumbering the health client changed {changed} numbers, not 6").into());
+    }
+    std::fs::write(path, out)?;
     Ok(())
 }

@@ -67,6 +67,13 @@ pub mod default {
     }
 }
 
+/// `proto/frpc/health/v1/health.proto` generated without a server, its client's `Check` and
+/// `Watch` renumbered `0xFF00` and `0xFF01` (`build.rs`): how a user calls `frpc::health` with
+/// a client generated from the .proto (`docs/health.md`).
+pub mod health_client {
+    include!(concat!(env!("OUT_DIR"), "/health_client/frpc.health.v1.rs"));
+}
+
 /// `proto/evolve/v1`: the first version of a schema that evolves (`tests/evolution.rs`).
 pub mod evolve_v1 {
     include!(concat!(env!("OUT_DIR"), "/evolve_v1/evolve.rs"));

@@ -1,5 +1,6 @@
 //! `#[frpc(...)]` helper attributes and doc comments.
 
+use syn::spanned::Spanned;
 use syn::{Attribute, Expr, ExprLit, Lit, LitStr, Meta};
 
 /// How a field holds an enum.
@@ -40,20 +41,39 @@ pub(crate) fn field_attrs(attrs: &[Attribute]) -> syn::Result<FieldAttrs> {
     Ok(out)
 }
 
-/// Parses the `#[frpc(...)]` attributes of a type: `name = "pkg.Name"`.
-pub(crate) fn type_name(attrs: &[Attribute]) -> syn::Result<Option<String>> {
-    let mut name = None;
+/// `#[frpc(...)]` on a type.
+#[derive(Default)]
+pub(crate) struct TypeAttrs {
+    /// `name = "pkg.Name"`: the proto name in error messages.
+    pub(crate) name: Option<String>,
+    /// `protobuf`: the type also implements `prost::Message`, its protobuf encoding (structs
+    /// only). Keeps the span to point at when it means nothing (on an enum).
+    pub(crate) protobuf: Option<proc_macro2::Span>,
+}
+
+/// Parses the `#[frpc(...)]` attributes of a type: `name = "pkg.Name"` and `protobuf`.
+pub(crate) fn type_attrs(attrs: &[Attribute]) -> syn::Result<TypeAttrs> {
+    let mut out = TypeAttrs::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident("frpc")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("name") {
-                name = Some(meta.value()?.parse::<LitStr>()?.value());
+                out.name = Some(meta.value()?.parse::<LitStr>()?.value());
+                Ok(())
+            } else if meta.path.is_ident("protobuf") {
+                if meta.input.peek(syn::Token![=]) || meta.input.peek(syn::token::Paren) {
+                    return Err(meta.error("`protobuf` takes no value: write `#[frpc(protobuf)]`"));
+                }
+                out.protobuf = Some(meta.path.span());
                 Ok(())
             } else {
-                Err(meta.error("unknown attribute: expected `#[frpc(name = \"pkg.Name\")]`"))
+                Err(meta.error(
+                    "unknown attribute: expected `#[frpc(name = \"pkg.Name\")]` or \
+                     `#[frpc(protobuf)]`",
+                ))
             }
         })?;
     }
-    Ok(name)
+    Ok(out)
 }
 
 /// Rejects `#[frpc(...)]` where it means nothing (enum variants).

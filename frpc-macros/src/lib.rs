@@ -45,6 +45,30 @@ use proc_macro::TokenStream;
 ///
 /// `#[frpc(name = "pkg.Name")]` on the type sets the proto name used in error messages.
 ///
+/// `#[frpc(protobuf)]` on a struct says it also implements `prost::Message` (and `Default`):
+/// the derive then gives it the protobuf encoding frpc peers can negotiate (the `protobuf`
+/// extension, `docs/extensions.md` §10), delegating to that prost impl as frpc-codegen's
+/// generated messages do. Without it a derived message reads only polyglot, and a server with
+/// a service using it never accepts protobuf. The prost impl (derived with `prost::Message` or
+/// written by hand, see `frpc::health`) must match the polyglot fields; the derive does not
+/// check it. `#[frpc(protobuf)]` on an enum is an error: an enum is a number inside a message.
+///
+/// ```
+/// #[derive(frpc::Message, prost::Message, Clone, PartialEq)]
+/// #[frpc(protobuf)]
+/// struct Named {
+///     #[prost(string, tag = "1")]
+///     name: String,
+/// }
+///
+/// use frpc::codegen::Message as _;
+/// const { assert!(<Named as frpc::codegen::Message>::PROTOBUF) };
+/// let named = Named { name: "hi".into() };
+/// let mut buf = Vec::new();
+/// named.encode_protobuf(&mut buf);
+/// assert_eq!(buf, [0x0a, 0x02, b'h', b'i']);
+/// ```
+///
 /// ```
 /// use std::collections::HashMap;
 ///

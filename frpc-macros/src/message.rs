@@ -21,10 +21,20 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
              has one concrete layout",
         ));
     }
-    let name = attr::type_name(&input.attrs)?.unwrap_or_else(|| unraw(&input.ident));
+    let attrs = attr::type_attrs(&input.attrs)?;
+    let name = attrs.name.unwrap_or_else(|| unraw(&input.ident));
     match &input.data {
-        Data::Struct(data) => message(input, name, data),
-        Data::Enum(data) => enumeration(input, name, data),
+        Data::Struct(data) => message(input, name, attrs.protobuf.is_some(), data),
+        Data::Enum(data) => {
+            if let Some(span) = attrs.protobuf {
+                return Err(syn::Error::new(
+                    span,
+                    "`#[frpc(protobuf)]` is for structs (messages): an enum travels as a number \
+                     inside the message that holds it",
+                ));
+            }
+            enumeration(input, name, data)
+        }
         Data::Union(data) => Err(syn::Error::new(
             data.union_token.span,
             "`#[derive(frpc::Message)]` supports structs (messages) and unit-only enums (proto \
@@ -33,8 +43,15 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
     }
 }
 
-/// A struct with named fields (or a unit struct, an empty message) → `impl Message`.
-fn message(input: &DeriveInput, proto_name: String, data: &DataStruct) -> syn::Result<TokenStream> {
+/// A struct with named fields (or a unit struct, an empty message) → `impl Message`; with
+/// `protobuf` (`#[frpc(protobuf)]`) its protobuf encoding is the type's own `prost::Message`
+/// impl, as for a message frpc-codegen generates.
+fn message(
+    input: &DeriveInput,
+    proto_name: String,
+    protobuf: bool,
+    data: &DataStruct,
+) -> syn::Result<TokenStream> {
     let named = match &data.fields {
         Fields::Named(named) => named.named.iter().collect(),
         Fields::Unit => Vec::new(),
@@ -66,7 +83,7 @@ fn message(input: &DeriveInput, proto_name: String, data: &DataStruct) -> syn::R
         fields,
         oneofs: Vec::new(),
     };
-    errors.finish(message_impl(&msg, false))
+    errors.finish(message_impl(&msg, protobuf))
 }
 
 /// A unit-only enum → `impl EnumIndex` (declaration indices) and the `i32` conversions prost

@@ -145,7 +145,7 @@ pub struct ClientConfig {
     /// Offer the protobuf extension with the others (ignored when `extensions` is off): with a
     /// server that accepts it, messages of calls and streams started from then on travel in
     /// their standard protobuf encoding (frpc-codegen's messages; Rust-first ones stay
-    /// polyglot), so schemas evolve by field number (README, "Schema evolution"). `false`:
+    /// polyglot unless `#[frpc(protobuf)]`), so schemas evolve by field number (README, "Schema evolution"). `false`:
     /// polyglot, as with Go. Default: `true`.
     pub protobuf: bool,
     /// A call carrying metadata to a peer that does not take it (a Go server, or extensions
@@ -220,7 +220,8 @@ pub struct ServerConfig {
     /// fRPC. `false`: offers are ignored as a Go server ignores them. Default: `true`.
     pub extensions: bool,
     /// Accept the protobuf extension when a client offers it (with `extensions` on, and only if
-    /// every service's message types have a protobuf encoding: a Rust-first service's do not):
+    /// every service's message types have a protobuf encoding: a Rust-first service's do not
+    /// unless they are `#[frpc(protobuf)]`, the health service's do):
     /// then that client's protobuf requests are answered in protobuf, and the streams it opens
     /// for protobuf carry protobuf both ways. `false`: the connection stays polyglot, as with
     /// Go clients (who never offer). Default: `true`.

@@ -4,7 +4,10 @@
 //! A server adds it in one line and reports through a [`HealthReporter`]; [`HealthClient`]
 //! asks. The messages are those of `proto/frpc/health/v1/health.proto` (package
 //! `frpc.health.v1`, the same fields and enum as `grpc.health.v1`), encoded like any fRPC
-//! message.
+//! message: polyglot, or protobuf where the connection negotiated it (`docs/extensions.md`
+//! §10). The messages implement `prost::Message` by hand with the .proto's bytes, so adding
+//! health to a server keeps protobuf on for its other services
+//! ([`Client::protobuf_accepted`]).
 //!
 //! **Operation numbers.** fRPC numbers a service's methods from 10 in file order, so a fixed
 //! service beside the user's needs numbers nobody else takes: `Check` is [`CHECK_OP`]
@@ -97,18 +100,104 @@ pub enum ServingStatus {
 }
 
 /// The request of `Check` and `Watch`: which service (`""`: the whole server).
+///
+/// Also a `prost::Message` with the bytes of the .proto's `string service = 1`.
 #[derive(frpc_macros::Message, Clone, Debug, Default, PartialEq, Eq)]
+#[frpc(protobuf)]
 pub struct HealthCheckRequest {
     /// The service's full proto name (`package.Service`), or `""` for the whole server.
     pub service: String,
 }
 
 /// The answer of `Check`, and each message of `Watch`.
+///
+/// Also a `prost::Message` with the bytes of the .proto's `ServingStatus status = 1`. A
+/// status number this version does not declare (from a peer with a newer .proto) decodes from
+/// protobuf as [`ServingStatus::Unknown`], what prost's generated `status()` getter answers
+/// for it; in polyglot, whose enums travel as declaration indices, an undeclared index fails
+/// the decode (`DecodeError::UnknownEnumIndex`), as for every enum held as its Rust type.
 #[derive(frpc_macros::Message, Clone, Debug, Default, PartialEq, Eq)]
+#[frpc(protobuf)]
 pub struct HealthCheckResponse {
     /// The service's serving status.
     #[frpc(enumeration)]
     pub status: ServingStatus,
+}
+
+// The protobuf encoding of the two messages, by hand as prost would derive it from
+// `proto/frpc/health/v1/health.proto` (proto3: a field at its default is not written; unknown
+// fields are skipped). `codegen-tests/tests/health.rs` checks the bytes against the code
+// frpc-codegen generates from the .proto.
+
+impl prost::Message for HealthCheckRequest {
+    fn encode_raw(&self, buf: &mut impl bytes::BufMut) {
+        if !self.service.is_empty() {
+            prost::encoding::string::encode(1, &self.service, buf);
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        match tag {
+            1 => prost::encoding::string::merge(wire_type, &mut self.service, buf, ctx),
+            _ => prost::encoding::skip_field(wire_type, tag, buf, ctx),
+        }
+    }
+
+    fn encoded_len(&self) -> usize {
+        match self.service.is_empty() {
+            true => 0,
+            false => prost::encoding::string::encoded_len(1, &self.service),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.service.clear();
+    }
+}
+
+impl prost::Message for HealthCheckResponse {
+    fn encode_raw(&self, buf: &mut impl bytes::BufMut) {
+        let number = i32::from(self.status);
+        if number != 0 {
+            prost::encoding::int32::encode(1, &number, buf);
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        match tag {
+            1 => {
+                let mut number = 0;
+                prost::encoding::int32::merge(wire_type, &mut number, buf, ctx)?;
+                // An undeclared number: `Unknown`, as prost's `status()` getter reads it.
+                self.status = ServingStatus::try_from(number).unwrap_or_default();
+                Ok(())
+            }
+            _ => prost::encoding::skip_field(wire_type, tag, buf, ctx),
+        }
+    }
+
+    fn encoded_len(&self) -> usize {
+        match i32::from(self.status) {
+            0 => 0,
+            number => prost::encoding::int32::encoded_len(1, &number),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.status = ServingStatus::default();
+    }
 }
 
 /// A new health service: the reporter to set statuses with, and the service to add to a
@@ -297,6 +386,13 @@ impl Service for HealthServer {
         codegen::server_streaming(ctx, stream, move |ctx, request: HealthCheckRequest, out| {
             watch_status(statuses, ctx, request.service, out)
         })
+    }
+
+    /// Both messages have a protobuf encoding (`#[frpc(protobuf)]`), so health keeps a
+    /// server's protobuf extension on; the same rule as generated services.
+    fn protobuf(&self) -> bool {
+        <HealthCheckRequest as codegen::Message>::PROTOBUF
+            && <HealthCheckResponse as codegen::Message>::PROTOBUF
     }
 }
 

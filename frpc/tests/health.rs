@@ -1,6 +1,7 @@
 //! The health service over real TCP: `Check` per service beside a user's service, unknown
 //! names, `Watch` following changes in order and ending at shutdown, plain fRPC clients,
-//! the operation numbers and their collision checks, and the messages' bytes.
+//! the operation numbers and their collision checks, the messages' bytes, and health beside a
+//! protobuf-capable service keeping the server's protobuf encoding on.
 
 use bytes::Bytes;
 use frpc::health::{self, HealthCheckRequest, HealthCheckResponse, HealthClient, ServingStatus};
@@ -229,4 +230,114 @@ async fn probes_pass_an_auth_interceptor_that_exempts_health() {
     );
     let err = EchoClient::new(client).echo(Text::default()).await.unwrap_err();
     assert_eq!(err.code(), frpc::Code::Unauthenticated);
+}
+
+/// A Rust-first message with a protobuf encoding too (`#[frpc(protobuf)]` over prost's derive).
+#[derive(Clone, PartialEq, frpc::Message, prost::Message)]
+#[frpc(protobuf)]
+pub struct PbText {
+    #[prost(string, tag = "1")]
+    pub value: String,
+}
+
+#[frpc::service(package = "hp")]
+pub trait PbEcho {
+    async fn echo(&self, ctx: &frpc::Context, request: PbText) -> Result<PbText, frpc::Status>;
+}
+
+impl PbEcho for Svc {
+    async fn echo(&self, _ctx: &frpc::Context, request: PbText) -> Result<PbText, frpc::Status> {
+        Ok(request)
+    }
+}
+
+/// `HealthCheckResponse` read as a plain `int32 status = 1`: protobuf reads it (the same
+/// bytes), polyglot does not (an `i32` field where the reply has an enum), so a reply that
+/// decodes into it travelled in protobuf.
+#[derive(Clone, PartialEq, frpc::Message, prost::Message)]
+#[frpc(protobuf)]
+pub struct StatusNumber {
+    #[prost(int32, tag = "1")]
+    pub status: i32,
+}
+
+/// A server with `services` and health, and a client that waited for the negotiation.
+async fn serve_with(
+    add: impl FnOnce(frpc::Builder) -> frpc::Builder,
+) -> (health::HealthReporter, frpc::Client) {
+    let (reporter, health) = health::service();
+    let bound = add(frpc::Server::builder())
+        .add_service(health)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let client = frpc::Client::connect(addr).await.unwrap();
+    assert!(client.negotiated().await);
+    (reporter, client)
+}
+
+#[tokio::test]
+async fn health_keeps_protobuf_on_beside_a_protobuf_service() {
+    const { assert!(<HealthCheckRequest as frpc::codegen::Message>::PROTOBUF) };
+    const { assert!(<HealthCheckResponse as frpc::codegen::Message>::PROTOBUF) };
+    let (reporter, client) = serve_with(|b| b.add_service(PbEchoServer::new(Svc))).await;
+    assert!(client.protobuf_accepted(), "health switched protobuf off");
+
+    reporter.set_serving("hp.PbEcho");
+    let health = HealthClient::new(client.clone());
+    assert_eq!(health.check("").await.unwrap(), ServingStatus::Serving);
+    assert_eq!(health.check("hp.PbEcho").await.unwrap(), ServingStatus::Serving);
+    assert_eq!(health.check("nope").await.unwrap(), ServingStatus::ServiceUnknown);
+    let mut watch = health.watch("hp.PbEcho").await.unwrap();
+    let mut next = async || watch.message().await.unwrap().unwrap().status;
+    assert_eq!(next().await, ServingStatus::Serving);
+    reporter.set_not_serving("hp.PbEcho");
+    assert_eq!(next().await, ServingStatus::NotServing);
+    reporter.set_status("hp.PbEcho", ServingStatus::Unknown); // the default: no field at all
+    assert_eq!(next().await, ServingStatus::Unknown);
+    let reply = PbEchoClient::new(client.clone())
+        .echo(PbText { value: "pb".into() })
+        .await
+        .unwrap();
+    assert_eq!(reply.value, "pb");
+
+    // The replies were protobuf: a type that reads only the protobuf bytes decodes them.
+    reporter.set_not_serving("hp.PbEcho");
+    let request = HealthCheckRequest {
+        service: "hp.PbEcho".into(),
+    };
+    let reply: StatusNumber = frpc::codegen::call_unary(&client, health::CHECK_OP, &request)
+        .await
+        .unwrap();
+    assert_eq!(reply.status, ServingStatus::NotServing as i32);
+    let mut numbers =
+        frpc::codegen::call_server_streaming::<_, StatusNumber>(&client, health::WATCH_OP, &request)
+            .await
+            .unwrap();
+    assert_eq!(numbers.message().await.unwrap().unwrap().status, 2);
+    reporter.set_status("hp.PbEcho", ServingStatus::ServiceUnknown);
+    assert_eq!(numbers.message().await.unwrap().unwrap().status, 3);
+}
+
+#[tokio::test]
+async fn protobuf_with_health_alone_and_off_beside_a_polyglot_only_service() {
+    let (_, client) = serve_with(|b| b).await;
+    assert!(client.protobuf_accepted());
+    assert_eq!(
+        HealthClient::new(client).check("").await.unwrap(),
+        ServingStatus::Serving
+    );
+
+    // `Text` reads only polyglot: that service, not health, keeps protobuf off.
+    let (_, client) = serve_with(|b| b.add_service(EchoServer::new(Svc))).await;
+    assert!(client.extensions_accepted() && !client.protobuf_accepted());
+    let health = HealthClient::new(client.clone());
+    assert_eq!(health.check("").await.unwrap(), ServingStatus::Serving);
+    let request = HealthCheckRequest::default();
+    let err = frpc::codegen::call_unary::<_, StatusNumber>(&client, health::CHECK_OP, &request)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("decode"), "{err}");
 }

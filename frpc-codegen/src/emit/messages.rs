@@ -8,8 +8,9 @@ use super::{ident, path};
 use crate::model::{Codec, Enum, Field, Message, Shape};
 
 /// The `Message` impl of one message: fields in three groups, each in declaration order. With
-/// `protobuf` (a prost message, as frpc-codegen generates), also its protobuf encoding through
-/// prost; without (frpc-macros' Rust-first messages), the type stays polyglot only.
+/// `protobuf` (a prost message, as frpc-codegen generates, or a Rust-first message marked
+/// `#[frpc(protobuf)]`), also its protobuf encoding through prost; without (other Rust-first
+/// messages), the type stays polyglot only.
 pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
     let ty = path(&msg.rust_path);
     let ordered: Vec<&Field> = msg.wire_order().collect();
