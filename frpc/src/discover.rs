@@ -126,17 +126,24 @@ impl Dns {
     /// last clone is dropped. Must be called within a Tokio runtime.
     pub fn channel(self) -> Channel {
         let (channel, changes) = Channel::balance_channel(64);
-        self.spawn(changes);
+        // Calls made before the first answer wait for it rather than fail for want of
+        // endpoints.
+        let first = channel.first_answer();
+        tokio::spawn(self.run(changes, first));
         channel
     }
 
     /// Sends the discovered changes to `changes` (a [`Channel::balance_channel`]'s sender)
     /// until it closes. Must be called within a Tokio runtime.
     pub fn spawn(self, changes: mpsc::Sender<Change<SocketAddr, Endpoint>>) -> JoinHandle<()> {
-        tokio::spawn(self.run(changes))
+        tokio::spawn(self.run(changes, None))
     }
 
-    async fn run(self, changes: mpsc::Sender<Change<SocketAddr, Endpoint>>) {
+    async fn run(
+        self,
+        changes: mpsc::Sender<Change<SocketAddr, Endpoint>>,
+        mut first: Option<crate::channel::FirstAnswer>,
+    ) {
         let mut known: HashSet<SocketAddr> = HashSet::new();
         loop {
             match (self.resolve)(self.name.clone(), self.port).await {
@@ -159,6 +166,8 @@ impl Dns {
                     tracing::warn!(name = %self.name, %err, "DNS discovery failed, keeping the last addresses")
                 }
             }
+            // The first answer (addresses, or a failure) is in: calls stop waiting for it.
+            drop(first.take());
             tokio::select! {
                 _ = tokio::time::sleep(self.interval) => {}
                 _ = changes.closed() => return,

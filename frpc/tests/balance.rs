@@ -227,3 +227,46 @@ async fn a_call_right_after_an_insert_waits_for_that_endpoint() {
         .unwrap_err();
     assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
 }
+
+/// A DNS channel's first calls wait for its first answer instead of failing for want of
+/// endpoints; once an answer is in, a channel with none fails fast again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_wait_for_the_first_dns_answer() {
+    let servers = servers(1).await;
+    let addr = servers[0].addr;
+    let (release, gate) = tokio::sync::oneshot::channel::<()>();
+    let gate = Arc::new(tokio::sync::Mutex::new(Some(gate)));
+    let asked = Arc::new(tokio::sync::Notify::new());
+    let (resolver_gate, resolver_asked) = (gate.clone(), asked.clone());
+    let asked_once = asked.notified();
+    let channel = frpc::discover::Dns::new("slow.test", 0)
+        .interval(Duration::from_secs(60))
+        .resolver(move |_, _| {
+            let (gate, asked) = (resolver_gate.clone(), resolver_asked.clone());
+            async move {
+                asked.notify_waiters();
+                if let Some(gate) = gate.lock().await.take() {
+                    let _ = gate.await;
+                }
+                Ok(vec![addr])
+            }
+        })
+        .channel();
+    within("the first question", asked_once).await;
+    let call = tokio::spawn(async move { NamedClient::new(channel).whoami(Text::default()).await });
+    // The call is under way (or queued) while the resolver holds its answer back.
+    tokio::task::yield_now().await;
+    assert!(!call.is_finished(), "the call did not wait for the first answer");
+    release.send(()).unwrap();
+    let reply = within("the call", call).await.unwrap().unwrap();
+    assert_eq!(reply.value, "s0");
+
+    // An empty first answer: calls fail fast.
+    let empty = frpc::discover::Dns::new("empty.test", 0)
+        .resolver(|_, _| async { Ok(Vec::new()) })
+        .channel();
+    let err = within("the empty call", NamedClient::new(empty).whoami(Text::default()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable);
+}

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::hash::Hash;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, ready};
 
@@ -59,6 +59,20 @@ struct Endpoints {
     health: Arc<Health>,
     handles: Mutex<Vec<Weak<Handle>>>,
     next: AtomicUsize,
+    /// Discovery ([`crate::discover::Dns`]) has not given its first answer: calls wait for it
+    /// instead of failing for want of endpoints.
+    discovering: AtomicBool,
+}
+
+/// Held by a discovery until its first answer is sent: the channel's calls wait for it.
+#[derive(Debug)]
+pub(crate) struct FirstAnswer(Arc<Endpoints>);
+
+impl Drop for FirstAnswer {
+    fn drop(&mut self) {
+        self.0.discovering.store(false, Ordering::Release);
+        self.0.health.changed.notify_waiters();
+    }
 }
 
 impl Balanced {
@@ -101,6 +115,13 @@ impl Balanced {
         balanced
     }
 
+    /// Makes calls wait for endpoints until the returned guard is dropped (a discovery's first
+    /// answer).
+    pub(crate) fn first_answer(&self) -> FirstAnswer {
+        self.endpoints.discovering.store(true, Ordering::Release);
+        FirstAnswer(self.endpoints.clone())
+    }
+
     /// Endpoints connected now.
     pub(crate) fn ready(&self) -> usize {
         self.endpoints.health.ready()
@@ -133,7 +154,8 @@ impl Balanced {
         }
     }
 
-    /// Returns once an endpoint is connected; fails when none is connected or connecting.
+    /// Returns once an endpoint is connected; fails when none is connected or connecting,
+    /// unless discovery has not answered yet (then it waits).
     pub(crate) async fn wait_ready(&self) -> Result<(), Error> {
         let health = &self.endpoints.health;
         let mut synced = false;
@@ -153,7 +175,12 @@ impl Balanced {
                     let _ = applied.await;
                     continue;
                 }
-                return Err(Error::Unavailable("no endpoint is connected".into()));
+                if !self.endpoints.discovering.load(Ordering::Acquire) {
+                    return Err(Error::Unavailable("no endpoint is connected".into()));
+                }
+                // Discovery has not answered yet: wait for it (within the call's timeout),
+                // then have the forwarder apply what it sent before looking again.
+                synced = false;
             }
             changed.await;
         }

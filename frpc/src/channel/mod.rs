@@ -20,6 +20,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
 pub use self::backoff::Backoff;
+pub(crate) use self::balance::FirstAnswer;
 pub use self::endpoint::Endpoint;
 pub use crate::caller::{Reply, Request};
 pub use tower::discover::Change;
@@ -51,7 +52,8 @@ type Layered = BoxCloneSyncService<Request, Reply, Error>;
 /// reconnecting connection per endpoint; each call goes to the less loaded (fewer calls in
 /// flight) of two endpoints picked at random among the connected ones. An endpoint whose
 /// connection is down is not picked; it rejoins once it reconnects. Calls fail with
-/// [`Error::Unavailable`] when no endpoint is connected or connecting.
+/// [`Error::Unavailable`] when no endpoint is connected or connecting, except that a
+/// [`crate::discover::Dns`] channel's calls wait for its first answer (within their timeout).
 ///
 /// **Streams** open on the current connection (one of the connected endpoints, in turn, on a
 /// balanced channel) and stay on it. **Layers** ([`Channel::with_layer`]) wrap unary calls.
@@ -190,6 +192,15 @@ impl Channel {
     {
         let (balanced, tx) = Balanced::new(capacity);
         (Channel::with_inner(Inner::Balanced(balanced), None), tx)
+    }
+
+    /// For a discovery feeding this balanced channel: calls wait for endpoints (instead of
+    /// failing for want of any) until the returned guard is dropped.
+    pub(crate) fn first_answer(&self) -> Option<balance::FirstAnswer> {
+        match &self.inner {
+            Inner::Balanced(balanced) => Some(balanced.first_answer()),
+            Inner::Single(_) => None,
+        }
     }
 
     /// A handle to the same channel whose calls time out after `timeout` (the default is the
