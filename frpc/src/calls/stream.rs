@@ -522,6 +522,9 @@ struct StreamGuard {
     finished: AtomicBool,
     /// What this side may send (flow-controlled streams).
     send_credit: Option<Arc<Semaphore>>,
+    /// Set once a send had to wait for credit: the producer outruns its consumer, so its
+    /// messages go through the writer's queue, batched, from then on (see `send_raw`).
+    bulk: AtomicBool,
 }
 
 impl StreamGuard {
@@ -542,6 +545,7 @@ impl StreamGuard {
             ext,
             finished: AtomicBool::new(false),
             send_credit: inbound.send_credit.clone(),
+            bulk: AtomicBool::new(false),
         }
     }
 
@@ -988,13 +992,22 @@ impl<T: Message> StreamSender<T> {
                 match window.try_acquire() {
                     Ok(permit) => permit.forget(),
                     Err(_) => {
+                        self.guard.bulk.store(true, Ordering::Relaxed);
                         if let Ok(permit) = window.acquire().await {
                             permit.forget();
                         }
                     }
                 }
             }
-            conn.send(packet).await
+            // A producer that ran out of credit sends in bursts (a grant lets half a window
+            // go at once) into a pipeline the wait has emptied. The direct path would write
+            // each message with a syscall of its own (the window keeps too little in flight to
+            // fill the socket, which is what moves a plain stream onto the batching queue);
+            // the queue lets the writer task write the burst in a few.
+            match self.guard.bulk.load(Ordering::Relaxed) {
+                true => conn.queue(packet).await,
+                false => conn.send(packet).await,
+            }
         };
         match self.guard.client.idle {
             None => send.await,
