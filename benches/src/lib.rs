@@ -12,6 +12,7 @@
 //! - [`report`]: rows with medians and spreads, the table, JSON and CSV.
 //! - [`compare`]: `--baseline`, a run compared with an earlier one.
 //! - [`chart`]: the SVG chart.
+//! - [`stream`]: the `stream` subcommand, streaming throughput with and without flow control.
 
 pub mod chart;
 pub mod compare;
@@ -22,4 +23,5 @@ pub mod pool;
 pub mod report;
 pub mod serve;
 pub mod stats;
+pub mod stream;
 pub mod workload;

@@ -5,7 +5,9 @@
 //! samples with the frameworks interleaved sample by sample; `--baseline old.json` compares with
 //! an earlier run. `frpc-bench serve` serves one framework for outside load generators and
 //! `frpc-bench load` loads any server of the proto. Servers run in child processes this program
-//! spawns, so client and server never share a runtime. `--help` lists every option.
+//! spawns, so client and server never share a runtime. `frpc-bench stream` measures streaming
+//! throughput between frpc peers, flow control against plain (server and client on separate
+//! runtimes in this process). `--help` lists every option.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -38,6 +40,8 @@ enum Command {
     Load(LoadArgs),
     /// Print a saved run (`--json`) again, and redraw its chart or compare it with a baseline.
     Report(ReportArgs),
+    /// Messages/s of one streaming call between frpc peers: flow control (per window) vs plain.
+    Stream(frpc_bench::stream::StreamArgs),
 }
 
 /// Options of `report`.
@@ -81,6 +85,7 @@ fn main() {
                 baseline.as_ref(),
             );
         }
+        Some(Command::Stream(args)) => frpc_bench::stream::run(&args),
         None => run_matrix(&cli.run),
     }
 }

@@ -550,6 +550,9 @@ struct StreamGuard {
     send_credit: Option<Arc<Semaphore>>,
     /// Set once this side ended its half (sent `EOF`).
     ended: AtomicBool,
+    /// Set once a send had to wait for credit: the producer outruns its consumer, so its
+    /// messages go through the writer's queue, batched, from then on (see `send_raw`).
+    bulk: AtomicBool,
 }
 
 impl StreamGuard {
@@ -571,6 +574,7 @@ impl StreamGuard {
             finished: AtomicBool::new(false),
             send_credit: inbound.send_credit.clone(),
             ended: AtomicBool::new(false),
+            bulk: AtomicBool::new(false),
         }
     }
 
@@ -1048,6 +1052,7 @@ impl<T: Message> StreamSender<T> {
                 match window.try_acquire() {
                     Ok(permit) => permit.forget(),
                     Err(_) => {
+                        self.guard.bulk.store(true, Ordering::Relaxed);
                         if let Ok(permit) = window.acquire().await {
                             permit.forget();
                         }
@@ -1057,7 +1062,15 @@ impl<T: Message> StreamSender<T> {
                     }
                 }
             }
-            conn.send(packet).await
+            // A producer that ran out of credit sends in bursts (a grant lets half a window
+            // go at once) into a pipeline the wait has emptied. The direct path would write
+            // each message with a syscall of its own (the window keeps too little in flight to
+            // fill the socket, which is what moves a plain stream onto the batching queue);
+            // the queue lets the writer task write the burst in a few.
+            match self.guard.bulk.load(Ordering::Relaxed) {
+                true => conn.queue(packet).await,
+                false => conn.send(packet).await,
+            }
         };
         match self.guard.client.idle {
             None => send.await,
