@@ -66,6 +66,7 @@ use bytes::Bytes;
 use tokio::net::ToSocketAddrs;
 use tokio::sync::watch;
 
+use crate::caller::Caller;
 use crate::calls::stream::{ServerStream, StreamSender, Streaming};
 use crate::client::Client;
 use crate::codegen;
@@ -424,25 +425,29 @@ async fn watch_status(
     result
 }
 
-/// A client of the health service, on any frpc [`Client`]'s connection. Cheap to clone.
+/// A client of the health service, through a [`Client`] (the default) or a [`crate::Channel`].
+/// Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct HealthClient {
-    client: Client,
+pub struct HealthClient<T = Client> {
+    client: T,
 }
 
 impl HealthClient {
-    /// A health client on `client`'s connection.
-    pub fn new(client: Client) -> HealthClient {
-        HealthClient { client }
-    }
-
     /// Connects to `addr` with the default configuration.
     pub async fn connect(addr: impl ToSocketAddrs) -> Result<HealthClient, Error> {
         Ok(HealthClient::new(Client::connect(addr).await?))
     }
+}
 
-    /// The connection it calls on.
-    pub fn client(&self) -> &Client {
+impl<T: Caller> HealthClient<T> {
+    /// A health client calling through `client`: a [`Client`]'s connection, or a
+    /// [`crate::Channel`] (one reconnecting endpoint, or balanced).
+    pub fn new(client: T) -> HealthClient<T> {
+        HealthClient { client }
+    }
+
+    /// What it calls through.
+    pub fn client(&self) -> &T {
         &self.client
     }
 

@@ -341,3 +341,33 @@ async fn protobuf_with_health_alone_and_off_beside_a_polyglot_only_service() {
         .unwrap_err();
     assert!(err.to_string().contains("decode"), "{err}");
 }
+
+/// A balancer's probe: a `HealthClient` over a balanced `Channel` checks whichever server the
+/// balancer picks, and watches through it.
+#[tokio::test]
+async fn a_health_client_over_a_balanced_channel() {
+    let framing = Framing::Frisbee;
+    let (first, a) = serve(framing).await;
+    let (second, b) = serve(framing).await;
+    for reporter in [&first, &second] {
+        reporter.set_serving("hp.Echo");
+    }
+    let endpoint = |addr| frpc::Endpoint::from(addr).framing(framing);
+    let channel = frpc::Channel::balance_list([endpoint(a), endpoint(b)]);
+    channel.connected(2).await;
+    let health = HealthClient::new(channel);
+    for _ in 0..6 {
+        assert_eq!(health.check("hp.Echo").await.unwrap(), ServingStatus::Serving);
+    }
+    for reporter in [&first, &second] {
+        reporter.set_not_serving("hp.Echo");
+    }
+    for _ in 0..6 {
+        assert_eq!(health.check("hp.Echo").await.unwrap(), ServingStatus::NotServing);
+    }
+    let mut watch = health.watch("hp.Echo").await.unwrap();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::NotServing
+    );
+}
