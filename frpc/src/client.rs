@@ -300,16 +300,8 @@ impl Client {
     /// }
     /// ```
     pub fn with_metadata(&self, metadata: Metadata) -> Client {
-        let metadata = match &self.metadata {
-            None => metadata,
-            Some(current) => {
-                let mut merged = Metadata::clone(current);
-                merged.merge(&metadata);
-                merged
-            }
-        };
         Client {
-            metadata: Some(Arc::new(metadata)),
+            metadata: Some(Metadata::layered(self.metadata.as_ref(), metadata)),
             ..self.clone()
         }
     }

@@ -184,6 +184,19 @@ impl Metadata {
         }
     }
 
+    /// What a handle carrying `current` carries once `added` is added to it (the
+    /// `with_metadata` of clients and channels).
+    pub(crate) fn layered(current: Option<&Arc<Metadata>>, added: Metadata) -> Arc<Metadata> {
+        Arc::new(match current {
+            None => added,
+            Some(current) => {
+                let mut merged = Metadata::clone(current);
+                merged.merge(&added);
+                merged
+            }
+        })
+    }
+
     /// Adds an entry read from the wire, checking it as `insert`/`insert_bin` would.
     pub(crate) fn insert_raw(&mut self, key: &str, value: Bytes) -> Result<(), Error> {
         check_key(key)?;

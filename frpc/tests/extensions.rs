@@ -12,6 +12,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::Framed;
 
+mod spec_bytes;
+use spec_bytes::{Spec, unhex, wire_hex};
+
 #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 pub struct Text {
     pub value: String,
@@ -730,13 +733,8 @@ async fn a_slot_gets_only_its_handles_calls() {
 /// Every example of docs/extensions.md is what frpc writes (or reads, for the server's bytes).
 #[tokio::test]
 async fn the_spec_examples_are_the_bytes() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/extensions.md")).unwrap();
-    let in_doc = |fragments: &[&str]| {
-        for fragment in fragments {
-            assert!(doc.contains(fragment), "docs/extensions.md lacks {fragment:?}");
-        }
-        fragments.join(" ")
-    };
+    let spec = Spec::load();
+    let in_doc = |fragments: &[&str]| spec.bytes(fragments);
     let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 7f"]);
     let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 0f"]);
     let request = in_doc(&[
@@ -762,29 +760,16 @@ async fn the_spec_examples_are_the_bytes() {
     let peer = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
-        let wire = |packet: &frpc::wire::Packet| {
-            let mut buf = bytes::BytesMut::new();
-            tokio_util::codec::Encoder::encode(
-                &mut frpc::wire::PacketCodec::new(Framing::Frisbee),
-                packet.clone(),
-                &mut buf,
-            )
-            .unwrap();
-            buf.iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        assert_eq!(wire(&next(&mut raw).await), offer);
+        assert_eq!(wire_hex(&next(&mut raw).await), offer);
         raw.get_mut().write_all(&unhex(&accept)).await.unwrap();
-        assert_eq!(wire(&next(&mut raw).await), request);
+        assert_eq!(wire_hex(&next(&mut raw).await), request);
         raw.get_mut().write_all(&unhex(&error)).await.unwrap();
         let _abandoned = next(&mut raw).await;
         got_request.send(()).unwrap();
-        assert_eq!(wire(&next(&mut raw).await), cancel_call);
+        assert_eq!(wire_hex(&next(&mut raw).await), cancel_call);
         let _open = next(&mut raw).await;
         let _request = next(&mut raw).await;
-        assert_eq!(wire(&next(&mut raw).await), cancel_stream);
+        assert_eq!(wire_hex(&next(&mut raw).await), cancel_stream);
     });
     let client = frpc::Client::connect_with(addr, client_config(Framing::Frisbee))
         .await
@@ -807,12 +792,6 @@ async fn the_spec_examples_are_the_bytes() {
     let events = plain.events(text("go")).await.unwrap();
     drop(events);
     peer.await.unwrap();
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    text.split_whitespace()
-        .map(|b| u8::from_str_radix(b, 16).unwrap())
-        .collect()
 }
 
 /// Dropping a bidi call (without `close_send`) or a client-streaming-like handle mid-way

@@ -18,6 +18,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, broadcast, mpsc};
 use tokio_util::codec::Framed;
 
+mod spec_bytes;
+use spec_bytes::{Spec, unhex, wire_hex};
+
 #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 pub struct Text {
     pub value: String,
@@ -672,13 +675,8 @@ async fn a_server_exceeding_its_credit_gets_its_stream_failed() {
 /// open and CREDIT) or reads (the server's OPENED), against a raw server.
 #[tokio::test]
 async fn the_flow_spec_examples_are_the_bytes() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/extensions.md")).unwrap();
-    let in_doc = |fragments: &[&str]| {
-        for fragment in fragments {
-            assert!(doc.contains(fragment), "docs/extensions.md lacks {fragment:?}");
-        }
-        fragments.join(" ")
-    };
+    let spec = Spec::load();
+    let in_doc = |fragments: &[&str]| spec.bytes(fragments);
     let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 7f"]);
     let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 6f"]);
     let open = in_doc(&[
@@ -694,22 +692,9 @@ async fn the_flow_spec_examples_are_the_bytes() {
     let peer = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
-        let wire = |packet: &frpc::wire::Packet| {
-            let mut buf = bytes::BytesMut::new();
-            tokio_util::codec::Encoder::encode(
-                &mut frpc::wire::PacketCodec::new(Framing::Frisbee),
-                packet.clone(),
-                &mut buf,
-            )
-            .unwrap();
-            buf.iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        assert_eq!(wire(&next(&mut raw).await), offer);
+        assert_eq!(wire_hex(&next(&mut raw).await), offer);
         raw.get_mut().write_all(&unhex(&accept)).await.unwrap();
-        assert_eq!(wire(&next(&mut raw).await), open);
+        assert_eq!(wire_hex(&next(&mut raw).await), open);
         let request = next(&mut raw).await;
         assert_eq!(
             (request.id, request.op, &request.content[..]),
@@ -719,7 +704,7 @@ async fn the_flow_spec_examples_are_the_bytes() {
         for n in ["0", "1"] {
             send(&mut raw, 1, 2, &encoded(n)).await;
         }
-        assert_eq!(wire(&next(&mut raw).await), credit);
+        assert_eq!(wire_hex(&next(&mut raw).await), credit);
         send(&mut raw, 1, 2, EOF).await;
     });
     let flow = FlowClient::new(
@@ -733,10 +718,4 @@ async fn the_flow_spec_examples_are_the_bytes() {
     }
     assert!(produce.message().await.unwrap().is_none());
     bounded("raw server", peer).await.unwrap();
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    text.split_whitespace()
-        .map(|b| u8::from_str_radix(b, 16).unwrap())
-        .collect()
 }

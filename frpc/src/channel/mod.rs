@@ -220,16 +220,8 @@ impl Channel {
     /// A handle to the same channel whose calls and streams carry `metadata` (added to what
     /// this handle carries; see [`Client::with_metadata`]).
     pub fn with_metadata(&self, metadata: Metadata) -> Channel {
-        let metadata = match &self.metadata {
-            None => metadata,
-            Some(current) => {
-                let mut merged = Metadata::clone(current);
-                merged.merge(&metadata);
-                merged
-            }
-        };
         Channel {
-            metadata: Some(Arc::new(metadata)),
+            metadata: Some(Metadata::layered(self.metadata.as_ref(), metadata)),
             ..self.clone()
         }
     }
