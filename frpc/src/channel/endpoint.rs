@@ -8,7 +8,6 @@ use frpc_wire::Framing;
 
 use super::Channel;
 use super::backoff::Backoff;
-use super::single;
 use crate::client::Client;
 use crate::config::ClientConfig;
 use crate::status::Error;
@@ -159,17 +158,13 @@ impl Endpoint {
     /// called within a Tokio runtime.
     pub async fn connect(&self) -> Result<Channel, Error> {
         let client = self.connect_client().await?;
-        Ok(Channel::single(single::Handle::spawn(
-            self.clone(),
-            single::Start::Connected(client),
-            None,
-        )))
+        Ok(Channel::supervised(self.clone(), Some(client)))
     }
 
     /// A [`Channel`] that connects on its first call (which waits for that attempt) and
     /// reconnects whenever the connection closes. Must be called within a Tokio runtime.
     pub fn connect_lazy(&self) -> Channel {
-        Channel::single(single::Handle::spawn(self.clone(), single::Start::Lazy, None))
+        Channel::supervised(self.clone(), None)
     }
 
     /// One connection attempt.

@@ -126,7 +126,17 @@ impl fmt::Debug for Channel {
 }
 
 impl Channel {
-    pub(crate) fn single(handle: single::Handle) -> Channel {
+    /// One endpoint's channel: a supervisor that starts from `connected`, or lazily without it.
+    /// (Here rather than in `endpoint`, which stays a leaf below `single`.)
+    pub(crate) fn supervised(endpoint: Endpoint, connected: Option<Client>) -> Channel {
+        let start = match connected {
+            Some(client) => single::Start::Connected(client),
+            None => single::Start::Lazy,
+        };
+        Channel::single(single::Handle::spawn(endpoint, start, None))
+    }
+
+    fn single(handle: single::Handle) -> Channel {
         let timeout = handle.endpoint().config().timeout;
         Channel::with_inner(Inner::Single(handle), timeout)
     }
