@@ -88,10 +88,12 @@ impl RunArgs {
 
 /// The `--probe` peers: `(name, client, server)`. The raw client on the frpc-inline server
 /// measures frpc's server alone; the frpc client on the raw echo measures frpc's client alone.
-/// (Only inline handlers answer in order, which the raw client's latency FIFO assumes.)
+/// (Only inline handlers answer in order, which the raw client's latency FIFO assumes.) The
+/// frpc client on the echo offers no extensions, as with a Go server: the echo would send the
+/// offer back instead of answering it.
 pub const PROBES: [(&str, Framework, Framework); 2] = [
     ("raw→frpc-inline", Framework::Raw, Framework::FrpcInline),
-    ("frpc→raw", Framework::FrpcInline, Framework::Raw),
+    ("frpc→raw", Framework::FrpcPlain, Framework::Raw),
 ];
 
 /// A cell of workload `workload` with the run's sample length.
