@@ -8,6 +8,7 @@
 //! - [`matrix`]: the matrix run's options and cells, samples interleaved across frameworks.
 //! - [`serve`]: the `serve` subcommand and the child processes that run it.
 //! - [`load`]: the `load` subcommand, one cell against any server of the proto.
+//! - [`cpu`]: CPU time per process from procfs, the server's and the clients' per call.
 //! - [`stats`]: median, quartiles, paired ratios, changes beyond the spread.
 //! - [`report`]: rows with medians and spreads, the table, JSON and CSV.
 //! - [`compare`]: `--baseline`, a run compared with an earlier one.
@@ -16,6 +17,7 @@
 
 pub mod chart;
 pub mod compare;
+pub mod cpu;
 pub mod frameworks;
 pub mod load;
 pub mod matrix;

@@ -99,6 +99,7 @@ impl LoadArgs {
             name: format!("{client}→{}", self.addr),
             client: self.client,
             addr,
+            server_pid: None,
         })
     }
 }

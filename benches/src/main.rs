@@ -101,21 +101,23 @@ fn spawn(args: &RunArgs) -> (Vec<Peer>, Vec<(Framework, Server)>) {
             (f, server)
         })
         .collect();
-    let addr_of = |framework| servers.iter().find(|(f, _)| *f == framework).map(|(_, s)| s.addr);
+    let server_of = |framework| servers.iter().find(|(f, _)| *f == framework).map(|(_, s)| s);
     let mut peers: Vec<Peer> = servers
         .iter()
         .map(|(f, s)| Peer {
             name: f.name().to_owned(),
             client: *f,
             addr: s.addr,
+            server_pid: Some(s.pid()),
         })
         .collect();
     for (name, client, server) in matrix::PROBES.iter().filter(|_| args.probe) {
-        if let Some(addr) = addr_of(*server) {
+        if let Some(server) = server_of(*server) {
             peers.push(Peer {
                 name: (*name).to_owned(),
                 client: *client,
-                addr,
+                addr: server.addr,
+                server_pid: Some(server.pid()),
             });
         }
     }

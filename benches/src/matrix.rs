@@ -155,6 +155,8 @@ pub struct Peer {
     pub client: Framework,
     /// The server.
     pub addr: SocketAddr,
+    /// The server's process, when this program started it (its CPU time is measured).
+    pub server_pid: Option<u32>,
 }
 
 /// The order of the peers in sample `rep`: rotated by one each time, so no framework always
@@ -182,7 +184,8 @@ pub async fn measure(
     for rep in 0..reps {
         for i in order(rep, peers.len()) {
             let clients = std::mem::take(&mut pools[i]);
-            let (clients, outcome) = pool::sample(clients, &body, cell, cell.settle).await;
+            let (clients, outcome) =
+                pool::sample(clients, &body, cell, cell.settle, peers[i].server_pid).await;
             pools[i] = clients;
             samples[i].push(outcome);
             progress.inc(1);

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::cpu::Meter;
 use crate::frameworks::{Client, Framework};
 use crate::workload::{Body, Callers, Cell, Limit, Outcome, Window};
 
@@ -54,18 +55,24 @@ pub async fn drive(
 }
 
 /// Runs one sample of `cell` on connected `clients`: `settle` of unmeasured calls, then
-/// `cell.duration` measured; gives the clients back for the next sample.
+/// `cell.duration` measured, with the CPU time of the server `server_pid` (if known) and of
+/// the clients over that window; gives the clients back for the next sample.
 pub async fn sample(
     clients: Vec<Client>,
     body: &Body,
     cell: &Cell,
     settle: Duration,
+    server_pid: Option<u32>,
 ) -> (Vec<Client>, Outcome) {
+    let window = Window::new(settle, cell.duration);
+    let meter = Meter::start(window, server_pid);
     let limit = Limit {
-        window: Window::new(settle, cell.duration),
+        window,
         calls: u64::MAX,
     };
-    drive(clients, body, cell.inflight, cell.callers, limit).await
+    let (clients, mut outcome) = drive(clients, body, cell.inflight, cell.callers, limit).await;
+    outcome.cpu = meter.finish().await;
+    (clients, outcome)
 }
 
 /// Runs `cell`'s load on `clients` for `cell.warmup` without measuring: fresh connections grow

@@ -45,6 +45,20 @@ pub struct Row {
     pub x_tonic: Option<Summary>,
     /// RPC/s relative to raw, sample by sample (`None` without a raw row).
     pub x_raw: Option<Summary>,
+    /// The server process's CPU time per call in µs (user + system, over the measured window):
+    /// the median of the samples. `None` where the server is not this program's child, or in
+    /// reports that predate the field.
+    #[serde(default)]
+    pub server_cpu_us: Option<f64>,
+    /// The load generator's (the clients') CPU time per call in µs, likewise.
+    #[serde(default)]
+    pub client_cpu_us: Option<f64>,
+    /// `server_cpu_us` relative to raw's in the same cell (`None` without a raw row).
+    #[serde(default)]
+    pub server_cpu_x_raw: Option<f64>,
+    /// `client_cpu_us` relative to raw's in the same cell.
+    #[serde(default)]
+    pub client_cpu_x_raw: Option<f64>,
 }
 
 /// The identity of a cell: workload, clients, in flight, callers, size and payload.
@@ -69,6 +83,14 @@ impl Row {
             max: 0.0,
         });
         let merged = Outcome::merge(samples.iter().cloned());
+        let per_call = |cpu: fn(&Outcome) -> Option<std::time::Duration>| {
+            let us: Vec<f64> = samples
+                .iter()
+                .filter(|o| o.calls > 0)
+                .filter_map(|o| Some(cpu(o)?.as_secs_f64() * 1e6 / o.calls as f64))
+                .collect();
+            Summary::of(&us).map(|s| s.median)
+        };
         Row {
             framework: framework.to_owned(),
             workload: workload.to_owned(),
@@ -85,6 +107,10 @@ impl Row {
             p99_us: merged.latency.value_at_quantile(0.99),
             x_tonic: None,
             x_raw: None,
+            server_cpu_us: per_call(|o| o.cpu.server),
+            client_cpu_us: per_call(|o| o.cpu.client),
+            server_cpu_x_raw: None,
+            client_cpu_x_raw: None,
         }
     }
 
@@ -141,8 +167,33 @@ pub fn load_average() -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
-/// Fills each row's ratios to tonic and raw: its samples divided by theirs, sample by sample.
+/// Fills each row's ratios to tonic and raw: its samples divided by theirs, sample by sample;
+/// and its CPU per call relative to raw's (the medians' ratio).
 pub fn add_ratios(rows: &mut [Row]) {
+    add_rps_ratios(rows);
+    let cpu_ratios: Vec<(Option<f64>, Option<f64>)> = rows
+        .iter()
+        .map(|row| {
+            let Some(raw) = rows
+                .iter()
+                .find(|o| o.cell() == row.cell() && o.framework == "raw")
+            else {
+                return (None, None);
+            };
+            let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?).filter(|r| r.is_finite());
+            (
+                ratio(row.server_cpu_us, raw.server_cpu_us),
+                ratio(row.client_cpu_us, raw.client_cpu_us),
+            )
+        })
+        .collect();
+    for (row, (server, client)) in rows.iter_mut().zip(cpu_ratios) {
+        (row.server_cpu_x_raw, row.client_cpu_x_raw) = (server, client);
+    }
+}
+
+/// The RPC/s ratios of [`add_ratios`].
+fn add_rps_ratios(rows: &mut [Row]) {
     let ratios: Vec<(Option<Summary>, Option<Summary>)> = rows
         .iter()
         .map(|row| {
@@ -232,17 +283,28 @@ fn ratio_cell(row: &Row, against: &str) -> String {
     })
 }
 
+/// A CPU-per-call cell: `8.1 1.05` (µs per call, then ×raw), or `-` when unknown.
+fn cpu_cell(us: Option<f64>, x_raw: Option<f64>) -> String {
+    match (us, x_raw) {
+        (Some(us), Some(x)) => format!("{us:.1} {x:.2}"),
+        (Some(us), None) => format!("{us:.1}"),
+        (None, _) => "-".to_owned(),
+    }
+}
+
 /// The legend printed under the table.
 pub const LEGEND: &str = "\
 RPC/s: median of the samples, then min–max; ×tonic, ×raw: median and min–max of the paired
-per-sample ratios. Marks: ~ spread includes 1.0; ? spread includes the target; ! spread all
-below the target (targets for frpc: A 16/128 cl 32 B/512 B ≥2.5× tonic and ≥0.8× raw, A 1 MiB
-≥1.5× tonic, B 128 cl ≥4× tonic and ≥0.85× raw).";
+per-sample ratios. srv/cli CPU ×raw: the server's and the clients' processes' CPU time per call
+in µs (user + system over the measured window, median of the samples), then ×raw (for probes
+the raw server's or raw client's figure is the one to compare). Marks: ~ spread includes 1.0;
+? spread includes the target; ! spread all below the target (targets for frpc: A 16/128 cl
+32 B/512 B ≥2.5× tonic and ≥0.8× raw, A 1 MiB ≥1.5× tonic, B 128 cl ≥4× tonic and ≥0.85× raw).";
 
 /// The table: one line per framework and cell.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {}\n",
+        "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {:<17} {:<10} {}\n",
         "wl",
         "cl",
         "inf",
@@ -256,11 +318,13 @@ pub fn table(rows: &[Row]) -> String {
         "p50µs",
         "p99µs",
         "×tonic min–max",
-        "×raw min–max"
+        "×raw min–max",
+        "srv CPU ×raw",
+        "cli CPU ×raw"
     );
     for row in rows {
         let line = format!(
-            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {}",
+            "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {:<17} {:<10} {}",
             row.workload,
             row.clients,
             row.inflight,
@@ -275,6 +339,8 @@ pub fn table(rows: &[Row]) -> String {
             row.p99_us,
             ratio_cell(row, "tonic"),
             ratio_cell(row, "raw"),
+            cpu_cell(row.server_cpu_us, row.server_cpu_x_raw),
+            cpu_cell(row.client_cpu_us, row.client_cpu_x_raw),
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
@@ -295,17 +361,19 @@ pub fn read_json(text: &str) -> Result<Report, String> {
 pub fn csv(rows: &[Row]) -> String {
     let mut out = "framework,workload,clients,inflight,callers,size,payload,rps_median,rps_min,rps_max,\
                    rps_per_client,p50_us,p99_us,x_tonic_median,x_tonic_min,x_tonic_max,\
-                   x_raw_median,x_raw_min,x_raw_max\n"
+                   x_raw_median,x_raw_min,x_raw_max,server_cpu_us,client_cpu_us,server_cpu_x_raw,\
+                   client_cpu_x_raw\n"
         .to_owned();
     let triple = |s: Option<&Summary>| {
         s.map_or(",,".to_owned(), |s| {
             format!("{:.4},{:.4},{:.4}", s.median, s.min, s.max)
         })
     };
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{}",
+            "{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{}",
             r.framework,
             r.workload,
             r.clients,
@@ -321,6 +389,10 @@ pub fn csv(rows: &[Row]) -> String {
             r.p99_us,
             triple(r.x_tonic.as_ref()),
             triple(r.x_raw.as_ref()),
+            opt(r.server_cpu_us),
+            opt(r.client_cpu_us),
+            opt(r.server_cpu_x_raw),
+            opt(r.client_cpu_x_raw),
         );
     }
     out
@@ -349,7 +421,62 @@ pub(crate) mod tests {
             p99_us: 200,
             x_tonic: None,
             x_raw: None,
+            server_cpu_us: None,
+            client_cpu_us: None,
+            server_cpu_x_raw: None,
+            client_cpu_x_raw: None,
         }
+    }
+
+    #[test]
+    fn cpu_per_call_is_the_samples_median_and_compares_with_raw() {
+        use crate::cpu::CpuUse;
+        use crate::workload::{Callers, Cell, Payload};
+        use std::time::Duration;
+        let cell = Cell {
+            clients: 16,
+            inflight: 1,
+            callers: Callers::Tasks,
+            size: 32,
+            payload: Payload::String,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            settle: Duration::ZERO,
+        };
+        let sample = |calls: u64, server_us: u64, client_us: Option<u64>| {
+            let mut outcome = Outcome::new();
+            outcome.calls = calls;
+            outcome.cpu = CpuUse {
+                server: Some(Duration::from_micros(server_us)),
+                client: client_us.map(Duration::from_micros),
+            };
+            outcome
+        };
+        // 10, 20 and 12 µs of server CPU per call: the median is 12.
+        let frpc = [
+            sample(100, 1_000, Some(500)),
+            sample(100, 2_000, Some(500)),
+            sample(50, 600, None),
+        ];
+        let raw = [sample(100, 1_000, Some(250)), sample(100, 1_000, Some(250))];
+        let mut rows = vec![
+            Row::new("frpc-inline", "A", &cell, &frpc),
+            Row::new("raw", "A", &cell, &raw),
+        ];
+        add_ratios(&mut rows);
+        assert_eq!(rows[0].server_cpu_us, Some(12.0));
+        assert_eq!(rows[0].client_cpu_us, Some(5.0));
+        assert_eq!(rows[0].server_cpu_x_raw, Some(1.2));
+        assert_eq!(rows[0].client_cpu_x_raw, Some(2.0));
+        assert_eq!(rows[1].server_cpu_x_raw, Some(1.0));
+        assert!(table(&rows).contains("12.0 1.20"));
+        assert!(
+            csv(&rows)
+                .lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(",12.0000,5.0000,1.2000,2.0000")
+        );
     }
 
     #[test]

@@ -23,6 +23,8 @@ use hdrhistogram::Histogram;
 use rand::Rng;
 use tokio::time::Instant;
 
+use crate::cpu::CpuUse;
+
 /// One cell of the matrix.
 #[derive(Debug, Clone, Copy)]
 pub struct Cell {
@@ -51,6 +53,9 @@ pub struct Outcome {
     pub calls: u64,
     /// Latency of those calls, in microseconds.
     pub latency: Histogram<u64>,
+    /// CPU time of the server and the clients over the measured window (a whole sample's;
+    /// a slot's own outcome has none).
+    pub cpu: CpuUse,
 }
 
 impl Outcome {
@@ -59,6 +64,7 @@ impl Outcome {
         Outcome {
             calls: 0,
             latency: Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds"),
+            cpu: CpuUse::default(),
         }
     }
 
@@ -68,6 +74,7 @@ impl Outcome {
         for outcome in outcomes {
             total.calls += outcome.calls;
             total.latency.add(&outcome.latency).expect("same bounds");
+            total.cpu = total.cpu.add(outcome.cpu);
         }
         total
     }
