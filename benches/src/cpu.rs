@@ -27,7 +27,7 @@ pub struct CpuUse {
 
 impl CpuUse {
     /// Both sums (a part known in either counts).
-    pub fn add(self, other: CpuUse) -> CpuUse {
+    pub fn plus(self, other: CpuUse) -> CpuUse {
         let sum = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
@@ -130,7 +130,7 @@ mod tests {
             client: Some(ms(1)),
         };
         assert_eq!(
-            a.add(b),
+            a.plus(b),
             CpuUse {
                 server: Some(ms(5)),
                 client: Some(ms(1))

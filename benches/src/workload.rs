@@ -74,7 +74,7 @@ impl Outcome {
         for outcome in outcomes {
             total.calls += outcome.calls;
             total.latency.add(&outcome.latency).expect("same bounds");
-            total.cpu = total.cpu.add(outcome.cpu);
+            total.cpu = total.cpu.plus(outcome.cpu);
         }
         total
     }
