@@ -23,9 +23,10 @@ impl EchoService for Echo {
     async fn echo_stream(
         &self,
         _: &Context,
-        _: Streaming<Request>,
+        mut inbound: Streaming<Request>,
         _: StreamSender<Response>,
     ) -> Result<(), Status> {
+        while inbound.message().await?.is_some() {}
         Err(Status::unimplemented("not here"))
     }
 
@@ -45,7 +46,8 @@ impl EchoService for Echo {
         Ok(())
     }
 
-    async fn upload(&self, _: &Context, _: Streaming<Data>) -> Result<Response, Status> {
+    async fn upload(&self, _: &Context, mut inbound: Streaming<Data>) -> Result<Response, Status> {
+        while inbound.message().await?.is_some() {}
         Err(Status::unimplemented("not here"))
     }
 }
@@ -263,4 +265,47 @@ async fn the_server_writes_the_documented_bytes() {
     let mut expected = unhex(&doc.reply);
     expected[3] = 4;
     assert_eq!(next(&mut stream).await, hex(&expected));
+}
+
+/// A protobuf message that cannot be decoded, on each kind of stream, is the client's bad
+/// argument: INVALID_ARGUMENT (as for a unary request), then `EOF`; the connection still serves.
+#[tokio::test]
+async fn undecodable_stream_messages_are_invalid_argument() {
+    let doc = doc();
+    let bound = frpc::Server::builder()
+        .add_service(EchoServiceServer::new(Echo))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&unhex(&doc.offer)).await.unwrap();
+    assert_eq!(next(&mut stream).await, doc.accept);
+    // Search (server streaming, its request), EchoStream (bidi) and Upload (client streaming),
+    // each on its own stream id; the message's field 1 claims 9 bytes that are not there.
+    for (id, method) in [(5u8, "0d"), (6, "0b"), (7, "0e")] {
+        let open = format!("00 0f 00 {id:02x} 00 02 00 00 00 03 09 {method} fd");
+        let garbage = format!("00 0f 00 {id:02x} 00 02 00 00 00 03 fd 0a 09");
+        stream
+            .write_all(&unhex(&format!("{open} {garbage}")))
+            .await
+            .unwrap();
+        let error = next(&mut stream).await;
+        let packet = format!("00 0f 00 {id:02x} 00 02");
+        assert!(error.starts_with(&packet), "method {method}: {error}");
+        // The STATUS header with INVALID_ARGUMENT (3), then the polyglot error.
+        assert!(
+            error[30..].starts_with("fe 03 00 00 00 01 03 00 06"),
+            "method {method}: {error}"
+        );
+        assert_eq!(
+            next(&mut stream).await,
+            doc.eof.replacen("00 0f 00 01", &format!("00 0f 00 {id:02x}"), 1),
+            "method {method}"
+        );
+    }
+    // The connection still serves.
+    stream.write_all(&unhex(&doc.request)).await.unwrap();
+    assert_eq!(next(&mut stream).await, doc.reply);
 }

@@ -305,6 +305,11 @@ pub enum Error {
     /// A message could not be decoded.
     #[error("decode error: {0}")]
     Decode(#[from] DecodeError),
+    /// A server's inbound stream received a message that cannot be decoded: the client sent a
+    /// bad argument ([`Code::InvalidArgument`], as a unary call's undecodable request is). A
+    /// client that cannot decode a server's message gets [`Error::Decode`] instead.
+    #[error("cannot decode the stream message: {0}")]
+    InvalidMessage(String),
     /// A message is larger than the configured maximum content length.
     #[error("message of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {
@@ -377,7 +382,8 @@ impl Error {
     /// The status code this error maps to: a remote status's own code; `Unavailable` for a
     /// closed connection, a failed connect or socket error; `DeadlineExceeded` for a timeout;
     /// `ResourceExhausted` for a message over the limit or an overflowing stream; `Internal`
-    /// for a message that cannot be decoded or a framing failure; `Unimplemented` for an unknown
+    /// for a message that cannot be decoded or a framing failure (`InvalidArgument` for a message a
+    /// server's stream cannot decode); `Unimplemented` for an unknown
     /// operation; `InvalidArgument` for a bad configuration or bad metadata; `Cancelled` for a
     /// cancelled call; `Unavailable` when no connection was up; for a client layer's error,
     /// `DeadlineExceeded` for tower's timeout and `Unknown` otherwise.
@@ -390,7 +396,7 @@ impl Error {
             Error::Decode(_) | Error::Frame(_) => Code::Internal,
             Error::TooLarge { .. } | Error::StreamOverflow(_) => Code::ResourceExhausted,
             Error::UnknownOperation(_) => Code::Unimplemented,
-            Error::Config(_) | Error::Metadata(_) => Code::InvalidArgument,
+            Error::Config(_) | Error::Metadata(_) | Error::InvalidMessage(_) => Code::InvalidArgument,
             Error::Cancelled => Code::Cancelled,
             Error::Unavailable(_) => Code::Unavailable,
             Error::Layer(err) if err.is::<tower::timeout::error::Elapsed>() => Code::DeadlineExceeded,

@@ -56,7 +56,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{self, EOF_MESSAGE, Envelope, Message, encode};
-use frpc_wire::{Packet, op};
+use frpc_wire::{DecodeError, Packet, op};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -693,6 +693,8 @@ pub struct Streaming<T> {
     peeked: Option<Bytes>,
     /// Messages read and not yet given back as credit (flow-controlled streams).
     unacked: u32,
+    /// A server's inbound stream: what it cannot decode is the client's bad argument.
+    server: bool,
     _message: PhantomData<fn() -> T>,
 }
 
@@ -715,7 +717,33 @@ impl<T: Message> Streaming<T> {
             waiting: false,
             peeked: None,
             unacked: 0,
+            server: false,
             _message: PhantomData,
+        }
+    }
+
+    /// A server's inbound stream (see [`Error::InvalidMessage`]).
+    fn for_server(inbound: Inbound, guard: Arc<StreamGuard>) -> Streaming<T> {
+        let mut stream = Streaming::new(inbound, guard);
+        stream.server = true;
+        stream
+    }
+
+    /// The error for a message that cannot be decoded: the client's bad argument on a server,
+    /// a decode failure on a client.
+    fn undecodable(&self, err: DecodeError) -> Error {
+        match self.server {
+            true => Error::InvalidMessage(err.to_string()),
+            false => Error::Decode(err),
+        }
+    }
+
+    /// The error for a message whose extension header is malformed.
+    fn malformed(&self, err: String) -> Error {
+        let text = format!("malformed stream message: {err}");
+        match self.server {
+            true => Error::InvalidMessage(text),
+            false => Error::Status(Status::internal(text)),
         }
     }
 
@@ -800,8 +828,7 @@ impl<T: Message> Streaming<T> {
                 Ok((header, body)) => (header.code, body),
                 Err(err) => {
                     self.finish();
-                    let status = Status::internal(format!("malformed stream message: {err}"));
-                    return Poll::Ready(Err(Error::Status(status)));
+                    return Poll::Ready(Err(self.malformed(err)));
                 }
             },
         };
@@ -817,7 +844,7 @@ impl<T: Message> Streaming<T> {
                     Err(Error::Status(Status::with_code(code, text)))
                 }
             }
-            Err(err) => Err(Error::Decode(err)),
+            Err(err) => Err(self.undecodable(err)),
         })
     }
 
@@ -1181,7 +1208,7 @@ impl ServerStream {
 
     pub(crate) fn split<Req: Message, Resp: Message>(self) -> (Streaming<Req>, StreamSender<Resp>) {
         (
-            Streaming::new(self.inbound, self.guard.clone()),
+            Streaming::for_server(self.inbound, self.guard.clone()),
             StreamSender::new(self.guard),
         )
     }
