@@ -113,7 +113,7 @@ where
     Box::pin(async move {
         let (inbound, sender) = stream.split::<Req, Resp>();
         let result = match sender.started(catch_panic(f(ctx, inbound))).await {
-            Ok(response) => sender.send(response).await.map_err(Status::from),
+            Ok(response) => sender.send_reply(response).await.map_err(Status::from),
             Err(status) => Err(status),
         };
         ServerStream::finish(&sender, result.clone()).await;

@@ -226,6 +226,13 @@ pub struct ServerConfig {
     /// for protobuf carry protobuf both ways. `false`: the connection stays polyglot, as with
     /// Go clients (who never offer). Default: `true`.
     pub protobuf: bool,
+    /// How long a shutting-down server (`serve_with_shutdown`) waits for running calls. When
+    /// shutdown begins the server stops reading, handles what it already received, and its
+    /// streams' `send`s fail with [`crate::Error::ShuttingDown`]; unary calls and
+    /// client-streaming replies still answer. Once the grace is over, handlers'
+    /// [`crate::Context::cancelled`] fires and every connection is closed. `Duration::ZERO`:
+    /// cancel and close at once. Default: 5 s.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -237,6 +244,7 @@ impl Default for ServerConfig {
             max_inflight_per_connection: 4096,
             extensions: true,
             protobuf: true,
+            shutdown_grace: Duration::from_secs(5),
         }
     }
 }

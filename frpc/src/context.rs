@@ -80,6 +80,9 @@ static NO_METADATA: Metadata = Metadata::new_const();
 
 struct Inner {
     conn: Arc<Connection>,
+    /// Fires when a server shutdown begins.
+    draining: CancellationToken,
+    /// Fires when a server shutdown's grace is over.
     shutdown: CancellationToken,
 }
 
@@ -92,9 +95,17 @@ impl fmt::Debug for Context {
 }
 
 impl Context {
-    pub(crate) fn new(conn: Arc<Connection>, shutdown: CancellationToken) -> Context {
+    pub(crate) fn new(
+        conn: Arc<Connection>,
+        draining: CancellationToken,
+        shutdown: CancellationToken,
+    ) -> Context {
         Context {
-            inner: Arc::new(Inner { conn, shutdown }),
+            inner: Arc::new(Inner {
+                conn,
+                draining,
+                shutdown,
+            }),
             call: None,
         }
     }
@@ -140,7 +151,7 @@ impl Context {
 
     /// Asks for the connection to be handed back once this call's reply (if any) is queued and
     /// flushed: frpc stops reading at once, lets the calls already running on the connection
-    /// finish (for at most the shutdown grace of 5 s), flushes their replies and resolves the
+    /// finish (for at most the shutdown grace, `ServerConfig::shutdown_grace`), flushes their replies and resolves the
     /// returned future to the TCP stream plus the bytes already read but not parsed. Await it
     /// outside the handler (spawn a task): it resolves only after the handler has returned.
     ///
@@ -156,15 +167,32 @@ impl Context {
         self.inner.conn.peer()
     }
 
-    /// Whether the connection has closed, the server is shutting down, or (with extensions)
-    /// the client cancelled this call or its deadline passed.
+    /// Whether the connection has closed, a server shutdown's grace is over
+    /// ([`crate::ServerConfig::shutdown_grace`]), or (with extensions) the client cancelled this
+    /// call or its deadline passed.
     pub fn is_cancelled(&self) -> bool {
         self.inner.conn.is_closed()
             || self.inner.shutdown.is_cancelled()
             || self.call.as_ref().is_some_and(CallInfo::is_cancelled)
     }
 
-    /// Resolves when the connection closes or the server starts shutting down, and, from an
+    /// Resolves when the server begins shutting down (or the connection closes): a long-lived
+    /// stream (a watch, a subscription) can end here rather than wait out the shutdown grace.
+    /// Its stream cannot send from then on anyway ([`crate::Error::ShuttingDown`]).
+    pub async fn shutting_down(&self) {
+        tokio::select! {
+            _ = self.inner.conn.closed() => {}
+            _ = self.inner.draining.cancelled() => {}
+        }
+    }
+
+    /// Whether the server has begun shutting down (or the connection closed).
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.conn.is_closed() || self.inner.draining.is_cancelled()
+    }
+
+    /// Resolves when the connection closes or a server shutdown's grace is over (handlers get
+    /// [`crate::ServerConfig::shutdown_grace`] to finish; streams cannot send meanwhile), and, from an
     /// frpc client with extensions, when the client cancels this call (drops its future or
     /// stream, or its timeout fires) or the call's deadline passes: a long handler, or a task
     /// it spawned, can `select!` on it to stop work nobody will receive. (On cancellation the

@@ -397,6 +397,15 @@ impl Service for HealthServer {
     }
 }
 
+/// A watch ends when the client goes (or its call is cancelled) or as soon as the server
+/// begins shutting down, without waiting out the shutdown grace.
+async fn watch_over(ctx: &Context) {
+    tokio::select! {
+        _ = ctx.cancelled() => {}
+        _ = ctx.shutting_down() => {}
+    }
+}
+
 /// `Watch`: the status now, then each change, until the client goes or the server stops.
 async fn watch_status(
     statuses: Arc<Statuses>,
@@ -407,7 +416,7 @@ async fn watch_status(
     let Some(mut receiver) = statuses.subscribe(&service) else {
         let status = ServingStatus::ServiceUnknown;
         out.send(HealthCheckResponse { status }).await?;
-        ctx.cancelled().await;
+        watch_over(&ctx).await;
         return Ok(());
     };
     let result = async {
@@ -416,7 +425,7 @@ async fn watch_status(
             out.send(HealthCheckResponse { status }).await?;
             tokio::select! {
                 changed = receiver.changed() => if changed.is_err() { return Ok(()) },
-                _ = ctx.cancelled() => return Ok(()),
+                _ = watch_over(&ctx) => return Ok(()),
             }
         }
     }

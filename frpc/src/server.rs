@@ -41,9 +41,6 @@ type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send + Sync>;
 /// so waiting calls queue in arrival order, and never while a handler runs.
 type Stack = Arc<tokio::sync::Mutex<CallService>>;
 
-/// How long a shutting-down server waits for in-flight calls before closing connections.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
 /// Builds a [`Server`]: services, concurrency and connection settings.
 ///
 /// ```
@@ -234,6 +231,13 @@ impl Builder {
     /// Sets the framing. Default: [`Framing::Frisbee`].
     pub fn framing(mut self, framing: Framing) -> Builder {
         self.config.connection.framing = framing;
+        self
+    }
+
+    /// Sets how long a shutdown waits for running calls before it cancels them and closes
+    /// the connections ([`ServerConfig::shutdown_grace`]). Default: 5 s.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Builder {
+        self.config.shutdown_grace = grace;
         self
     }
 
@@ -518,8 +522,9 @@ impl Server {
     }
 
     /// Serves until `signal` resolves, then shuts down gracefully: stops accepting, handles the
-    /// requests already received, lets running calls finish and their replies flush (for up to
-    /// 5 s; handlers see [`Context::cancelled`] fire), then closes every connection.
+    /// requests already received, lets running calls finish and their replies flush for up to
+    /// [`ServerConfig::shutdown_grace`] (streams' sends fail with [`Error::ShuttingDown`] from
+    /// the start), then fires handlers' [`Context::cancelled`] and closes every connection.
     pub async fn serve_with_shutdown(
         &self,
         listener: TcpListener,
@@ -535,7 +540,7 @@ impl Server {
         )
         .await;
         drop(listener);
-        drain(&connections, &shutdown, &force).await;
+        drain(&connections, &shutdown, &force, self.shared.config.shutdown_grace).await;
         result
     }
 
@@ -584,7 +589,7 @@ impl Server {
         )
         .await;
         drop(listener);
-        drain(&connections, &shutdown, &force).await;
+        drain(&connections, &shutdown, &force, self.shared.config.shutdown_grace).await;
         result
     }
 
@@ -727,18 +732,24 @@ async fn run_connection<R, W>(
     let rpcs = TaskTracker::new();
     let router = Router {
         shared: shared.clone(),
-        shutdown: shutdown.clone(),
+        draining: shutdown.clone(),
+        expired: force.clone(),
         context: OnceLock::new(),
     };
     let dispatch = ServerDispatch::new(router, shared.limits.clone(), rpcs.clone());
     let options = Options {
-        drain: Some(shutdown),
+        drain: Some(shutdown.clone()),
     };
     let config = &shared.config.connection;
     let (conn, tasks) = Connection::spawn(io, join, peer, config, dispatch, options);
     tokio::select! {
         _ = tasks.reader => {}
         _ = force.cancelled() => {}
+    }
+    // The reader stops at shutdown (after handling what it had read): from here on the
+    // connection's streams send no more messages.
+    if shutdown.is_cancelled() {
+        conn.start_draining();
     }
     rpcs.close();
     tokio::select! {
@@ -752,7 +763,10 @@ async fn run_connection<R, W>(
 /// Routes one connection's operations to the server's services and raw routes.
 struct Router {
     shared: Arc<Shared>,
-    shutdown: CancellationToken,
+    /// Fires when a shutdown begins.
+    draining: CancellationToken,
+    /// Fires once a shutdown's grace is over: handlers' contexts are cancelled.
+    expired: CancellationToken,
     /// One context per connection, shared by its calls.
     context: OnceLock<Context>,
 }
@@ -761,7 +775,7 @@ impl Router {
     fn context(&self, conn: &Arc<Connection>, call: Option<CallInfo>) -> Context {
         let context = self
             .context
-            .get_or_init(|| Context::new(conn.clone(), self.shutdown.clone()));
+            .get_or_init(|| Context::new(conn.clone(), self.draining.clone(), self.expired.clone()));
         match call {
             None => context.clone(),
             Some(call) => context.with_call(call),
@@ -918,15 +932,17 @@ impl Handlers for Router {
     }
 }
 
-/// Shuts the served connections down: they stop reading, running calls get [`SHUTDOWN_GRACE`]
-/// to finish, then what is left is closed.
-async fn drain(connections: &TaskTracker, shutdown: &CancellationToken, force: &CancellationToken) {
+/// Shuts the served connections down: they stop reading, running calls get `grace` to
+/// finish, then what is left is cancelled and closed.
+async fn drain(
+    connections: &TaskTracker,
+    shutdown: &CancellationToken,
+    force: &CancellationToken,
+    grace: Duration,
+) {
     shutdown.cancel();
     connections.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(grace, connections.wait()).await.is_err() {
         tracing::warn!("calls still running after the shutdown grace period; closing connections");
         force.cancel();
         connections.wait().await;

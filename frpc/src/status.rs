@@ -363,6 +363,12 @@ pub enum Error {
     /// endpoints is connected or connecting. The text says why the last attempt failed.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// A server's stream cannot send: the server is shutting down (code `Unavailable`, which
+    /// tells the client to retry elsewhere). Its handler should return; after the shutdown
+    /// grace ([`crate::ServerConfig::shutdown_grace`]) its context is cancelled and its
+    /// connection closed.
+    #[error("the server is shutting down")]
+    ShuttingDown,
     /// A client layer (see [`crate::Channel::with_layer`]) failed the call: tower's
     /// `timeout::error::Elapsed` (code `DeadlineExceeded`) or a layer's own error (code
     /// `Unknown`).
@@ -398,7 +404,7 @@ impl Error {
             Error::UnknownOperation(_) => Code::Unimplemented,
             Error::Config(_) | Error::Metadata(_) | Error::InvalidMessage(_) => Code::InvalidArgument,
             Error::Cancelled => Code::Cancelled,
-            Error::Unavailable(_) => Code::Unavailable,
+            Error::Unavailable(_) | Error::ShuttingDown => Code::Unavailable,
             Error::Layer(err) if err.is::<tower::timeout::error::Elapsed>() => Code::DeadlineExceeded,
             Error::Layer(_) => Code::Unknown,
         }

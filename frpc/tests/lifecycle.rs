@@ -126,7 +126,12 @@ async fn graceful_shutdown_with_a_thousand_calls_in_flight_loses_none() {
 
 #[tokio::test]
 async fn shutdown_with_a_stuck_handler_fails_its_call_after_the_grace_period() {
-    let server = start(Default::default()).await;
+    // A short grace: the test waits it out.
+    let config = frpc::ServerConfig {
+        shutdown_grace: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let server = start(config).await;
     let state = server.service.state.clone();
     let client = Client::connect(server.addr).await.unwrap();
     let pending = tokio::spawn({

@@ -1045,8 +1045,11 @@ impl<T: Message> StreamSender<T> {
 
     /// Sends one message, waiting while the connection's write queue is full, and for
     /// flow-control credit when the peer's window is used up. Fails with [`Error::TooLarge`] for
-    /// a message over the content limit (the stream stays usable).
+    /// a message over the content limit (the stream stays usable), and on a server that began
+    /// shutting down with [`Error::ShuttingDown`] (the handler should return: its error and
+    /// `EOF` still reach the client).
     pub async fn send(&self, message: T) -> Result<(), Error> {
+        self.check_not_draining()?;
         let content = self.encode(&message);
         drop(message);
         self.send_raw(content, true).await
@@ -1054,7 +1057,23 @@ impl<T: Message> StreamSender<T> {
 
     /// Sends one message by reference.
     pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
+        self.check_not_draining()?;
         self.send_raw(self.encode(message), true).await
+    }
+
+    /// Sends a client-streaming call's one reply: like a unary reply, it goes out during a
+    /// shutdown too.
+    pub(crate) async fn send_reply(&self, message: T) -> Result<(), Error> {
+        self.send_raw(self.encode(&message), true).await
+    }
+
+    /// A server's streams send no more messages once it began shutting down (never true on a
+    /// client's connection).
+    fn check_not_draining(&self) -> Result<(), Error> {
+        match self.guard.conn.is_draining() {
+            true => Err(Error::ShuttingDown),
+            false => Ok(()),
+        }
     }
 
     /// Protobuf when the stream is (the client asked for it in the open message, on a connection

@@ -94,6 +94,8 @@ pub(crate) struct Connection {
     /// Makes the reader stop before the next packet, without closing (takeover).
     stop_reading: CancellationToken,
     stopping: AtomicBool,
+    /// Set once the server serving it began shutting down: streams send no more messages.
+    draining: AtomicBool,
     handback: Handback,
     config: ConnectionConfig,
 }
@@ -150,6 +152,7 @@ impl Connection {
             busy: AtomicBool::new(false),
             stop_reading: CancellationToken::new(),
             stopping: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             handback: Handback::new(join.is_some()),
             config: config.clone(),
         });
@@ -271,6 +274,16 @@ impl Connection {
         if let Some(on_close) = on_close {
             on_close.closed(&self.closed_error());
         }
+    }
+
+    /// Marks the connection as draining: its server is shutting down.
+    pub(crate) fn start_draining(&self) {
+        self.draining.store(true, Ordering::Release);
+    }
+
+    /// Whether its server is shutting down (never, on a client's connection).
+    pub(crate) fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
     }
 
     /// Whether the connection has closed.
