@@ -158,6 +158,8 @@ impl Balanced {
     /// unless discovery has not answered yet (then it waits).
     pub(crate) async fn wait_ready(&self) -> Result<(), Error> {
         let health = &self.endpoints.health;
+        // Whether the forwarder has applied every change sent before discovery's first answer
+        // was in: only then do no endpoints connected or connecting mean there are none.
         let mut synced = false;
         loop {
             let changed = health.changed.notified();
@@ -166,21 +168,22 @@ impl Balanced {
             if health.ready() > 0 {
                 return Ok(());
             }
-            if health.connecting() == 0 {
-                // An endpoint inserted just before this call may not be applied yet: have the
-                // forwarder apply everything sent so far, then look again.
-                let (done, applied) = oneshot::channel();
-                if !synced && self.sync.send(done).is_ok() {
-                    synced = true;
-                    let _ = applied.await;
-                    continue;
-                }
-                if !self.endpoints.discovering.load(Ordering::Acquire) {
+            // Discovery that has not answered yet: wait for it (within the call's timeout); its
+            // answer's changes are sent before the flag clears, which notifies `changed`.
+            let answered = !self.endpoints.discovering.load(Ordering::Acquire);
+            if health.connecting() == 0 && answered {
+                if synced {
                     return Err(Error::Unavailable("no endpoint is connected".into()));
                 }
-                // Discovery has not answered yet: wait for it (within the call's timeout),
-                // then have the forwarder apply what it sent before looking again.
-                synced = false;
+                // An endpoint inserted just before this call (or by the first answer) may not
+                // be applied yet: have the forwarder apply everything sent so far, then look
+                // again. (A sync made while discovery had not answered would prove nothing.)
+                let (done, applied) = oneshot::channel();
+                synced = true;
+                if self.sync.send(done).is_ok() {
+                    let _ = applied.await;
+                }
+                continue;
             }
             changed.await;
         }
