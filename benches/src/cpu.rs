@@ -10,8 +10,7 @@
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-
-use crate::workload::Window;
+use tokio::time::Instant;
 
 /// Linux's `USER_HZ`, the unit of `/proc/<pid>/stat`'s times (fixed by the kernel's ABI).
 const TICKS_PER_SECOND: u64 = 100;
@@ -74,17 +73,18 @@ fn stat_total(pid: &str) -> Option<Duration> {
 pub struct Meter(JoinHandle<CpuUse>);
 
 impl Meter {
-    /// Starts measuring `window` for the server `server_pid` (if known) and this process.
-    pub fn start(window: Window, server_pid: Option<u32>) -> Meter {
+    /// Starts measuring from `start` to `end` (a sample's measured window) for the server
+    /// `server_pid` (if known) and this process.
+    pub fn start(start: Instant, end: Instant, server_pid: Option<u32>) -> Meter {
         Meter(tokio::spawn(async move {
             let server = server_pid.map(|pid| pid.to_string());
             let read = || {
                 let server = server.as_deref().and_then(process_cpu);
                 (server, process_cpu("self"))
             };
-            tokio::time::sleep_until(window.start).await;
+            tokio::time::sleep_until(start).await;
             let (server_before, client_before) = read();
-            tokio::time::sleep_until(window.end).await;
+            tokio::time::sleep_until(end).await;
             let (server_after, client_after) = read();
             let spent =
                 |before: Option<Duration>, after: Option<Duration>| Some(after?.saturating_sub(before?));

@@ -65,7 +65,7 @@ pub async fn sample(
     server_pid: Option<u32>,
 ) -> (Vec<Client>, Outcome) {
     let window = Window::new(settle, cell.duration);
-    let meter = Meter::start(window, server_pid);
+    let meter = Meter::start(window.start, window.end, server_pid);
     let limit = Limit {
         window,
         calls: u64::MAX,

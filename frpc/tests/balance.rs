@@ -270,3 +270,45 @@ async fn calls_wait_for_the_first_dns_answer() {
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable);
 }
+
+/// A balanced channel follows its servers' health: no calls go to a server reporting
+/// NOT_SERVING, and it gets calls again once it reports SERVING; a server that opted out of
+/// health checking is used whatever it reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balancing_follows_health() {
+    let servers = servers(3).await;
+    let channel = Channel::balance_list(servers.iter().map(TestServer::endpoint));
+    within("connect", channel.connected(3)).await;
+    let client = NamedClient::new(channel.clone());
+    // As before a graceful shutdown: balancers move away first.
+    servers[1].health.set_all_not_serving();
+    within("s1 out", channel.wait_connected(|n| n == 2)).await;
+    let counts = spread(&client, 60, 3).await;
+    assert_eq!(counts.get("s1"), None, "{counts:?}");
+    assert_eq!(counts.values().sum::<usize>(), 60);
+    // Streams too.
+    for _ in 0..6 {
+        let mut names = client.names(Text::default()).await.unwrap();
+        assert_ne!(names.message().await.unwrap().unwrap().value, "s1");
+    }
+    servers[1].health.set_serving("");
+    within("s1 back", channel.connected(3)).await;
+    let counts = spread(&client, 300, 3).await;
+    assert!(counts.get("s1").copied().unwrap_or(0) > 0, "{counts:?}");
+
+    // Every server NOT_SERVING: calls fail fast with UNAVAILABLE.
+    for server in &servers {
+        server.health.set_not_serving("");
+    }
+    within("all out", channel.wait_connected(|n| n == 0)).await;
+    let err = within("a call", client.whoami(Text::default()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+
+    // Health checking off: the endpoint is used though it reports NOT_SERVING.
+    let unchecked = Channel::balance_list([servers[0].endpoint().health_check(false)]);
+    within("connect unchecked", unchecked.connected(1)).await;
+    let reply = NamedClient::new(unchecked).whoami(Text::default()).await.unwrap();
+    assert_eq!(reply.value, "s0");
+}

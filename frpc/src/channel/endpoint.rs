@@ -55,6 +55,7 @@ pub struct Endpoint {
     address: String,
     config: ClientConfig,
     backoff: Backoff,
+    health_check: bool,
     #[cfg(feature = "tls")]
     tls: Option<(String, std::sync::Arc<crate::tls::rustls::ClientConfig>)>,
 }
@@ -64,7 +65,8 @@ impl fmt::Debug for Endpoint {
         let mut out = f.debug_struct("Endpoint");
         out.field("address", &self.address)
             .field("config", &self.config)
-            .field("backoff", &self.backoff);
+            .field("backoff", &self.backoff)
+            .field("health_check", &self.health_check);
         #[cfg(feature = "tls")]
         out.field("tls", &self.tls.as_ref().map(|(name, _)| name));
         out.finish()
@@ -79,6 +81,7 @@ impl Endpoint {
             address: address.into(),
             config: ClientConfig::default(),
             backoff: Backoff::default(),
+            health_check: true,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -132,6 +135,24 @@ impl Endpoint {
     /// The reconnect backoff.
     pub fn reconnect_backoff(&self) -> &Backoff {
         &self.backoff
+    }
+
+    /// Whether a balanced channel follows this endpoint's health (default `true`): on each
+    /// connection to an frpc server that took the extensions, it watches the whole server's
+    /// [`frpc::health`](crate::health) status (`Watch("")`) and sends no new calls or streams
+    /// there while it reports `NOT_SERVING` (as after
+    /// [`HealthReporter::set_all_not_serving`](crate::health::HealthReporter::set_all_not_serving)),
+    /// nor once the watch ends (the server is shutting down). A server without the health
+    /// service, a Go fRPC server, or a channel to one endpoint is not watched. `false`: the
+    /// endpoint is used whenever it is connected.
+    pub fn health_check(mut self, on: bool) -> Endpoint {
+        self.health_check = on;
+        self
+    }
+
+    /// Whether [`Endpoint::health_check`] is on.
+    pub fn is_health_checked(&self) -> bool {
+        self.health_check
     }
 
     /// Connects over TLS, checking the server's certificate for `server_name`.

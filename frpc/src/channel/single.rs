@@ -14,6 +14,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::endpoint::Endpoint;
 use crate::client::Client;
+use crate::health::{HealthClient, ServingStatus};
 use crate::status::Error;
 
 /// Where a connection stands.
@@ -25,6 +26,9 @@ pub(crate) enum State {
     Connecting,
     /// Connected.
     Ready(Client),
+    /// Connected, but the server reports `NOT_SERVING` (or is shutting down): a balanced
+    /// channel sends it nothing new (see [`Endpoint::health_check`]).
+    NotServing(Client),
     /// The last attempt failed (why); the next comes after the backoff.
     Down(String),
     /// Every handle is gone: the supervisor stopped.
@@ -226,9 +230,12 @@ impl Handle {
         let mut rx = self.shared.state.subscribe();
         loop {
             match &*rx.borrow_and_update() {
-                State::Ready(client) if !client.is_closed() => return Ok(client.clone()),
+                // A call the balancer admitted just before the server stopped serving goes on.
+                State::Ready(client) | State::NotServing(client) if !client.is_closed() => {
+                    return Ok(client.clone());
+                }
                 // Closed, and the supervisor is about to try again: wait for that attempt.
-                State::Ready(_) | State::Connecting => {}
+                State::Ready(_) | State::NotServing(_) | State::Connecting => {}
                 State::Idle => self.shared.wake.notify_one(),
                 State::Down(reason) => return Err(Error::Unavailable(reason.clone())),
                 State::Closed => return Err(Error::Unavailable("the channel is closed".into())),
@@ -316,8 +323,51 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
                 tracing::debug!(endpoint = shared.endpoint.address(), "connection closed, reconnecting");
             }
             _ = stop.cancelled() => break,
+            never = follow_health(&shared, &client) => match never {},
         }
     }
     // Calls in flight keep their own handle on the connection: it closes when they finish.
     shared.set(State::Closed);
+}
+
+/// Follows the whole server's `frpc::health` status on `client`, for a balanced channel's
+/// endpoint with [`Endpoint::health_check`] on: `NotServing` while the server reports
+/// `NOT_SERVING` or once the watch ends (the server is shutting down), `Ready` otherwise.
+/// Servers that did not take the extensions (Go fRPC) or serve no health are not watched.
+/// Runs until the supervisor drops it (the connection closed, or the endpoint was retired).
+async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infallible {
+    let watched = shared.health.is_some() && shared.endpoint.is_health_checked();
+    if watched && client.extensions_accepted() {
+        let health = HealthClient::new(client.clone());
+        // A stream idle timeout (`stream_idle_timeout`) ends a quiet watch: open it again.
+        while let Ok(mut watch) = health.watch("").await {
+            let ended = loop {
+                match watch.message().await {
+                    Ok(Some(reply)) => {
+                        let serving = reply.status != ServingStatus::NotServing;
+                        publish_serving(shared, client, serving);
+                    }
+                    Ok(None) => break true,
+                    Err(Error::Timeout(_)) => break false,
+                    Err(_) => break true,
+                }
+            };
+            if ended {
+                publish_serving(shared, client, false);
+                break;
+            }
+        }
+    }
+    std::future::pending().await
+}
+
+/// Publishes `client` as serving or not, if that changes its state.
+fn publish_serving(shared: &Shared, client: &Client, serving: bool) {
+    let now = matches!(&*shared.state.borrow(), State::Ready(_));
+    if now != serving {
+        shared.set(match serving {
+            true => State::Ready(client.clone()),
+            false => State::NotServing(client.clone()),
+        });
+    }
 }

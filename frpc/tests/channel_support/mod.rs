@@ -133,11 +133,12 @@ impl Named for Svc {
     }
 }
 
-/// A running server.
+/// A running server, with `frpc::health` beside its service.
 pub struct TestServer {
     pub name: String,
     pub addr: SocketAddr,
     pub stats: Arc<Stats>,
+    pub health: frpc::health::HealthReporter,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), frpc::Error>>>,
 }
@@ -154,8 +155,10 @@ impl TestServer {
             name: name.to_owned(),
             stats: stats.clone(),
         };
+        let (health, health_service) = frpc::health::service();
         let bound = frpc::Server::builder()
             .add_service(NamedServer::new(svc))
+            .add_service(health_service)
             .bind(addr)
             .await
             .unwrap();
@@ -168,6 +171,7 @@ impl TestServer {
             name: name.to_owned(),
             addr,
             stats,
+            health,
             stop: Some(stop),
             task: Some(task),
         }
