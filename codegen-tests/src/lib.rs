@@ -61,6 +61,10 @@ pub mod default {
     pub mod shop {
         include!(concat!(env!("OUT_DIR"), "/default/shop.rs"));
     }
+    /// `values.proto`: floats and doubles in every field shape.
+    pub mod values {
+        include!(concat!(env!("OUT_DIR"), "/default/values.rs"));
+    }
     /// `proto/frpc/health/v1/health.proto`, the schema of `frpc::health`.
     pub mod health_v1 {
         include!(concat!(env!("OUT_DIR"), "/default/frpc.health.v1.rs"));

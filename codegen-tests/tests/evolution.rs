@@ -19,6 +19,7 @@ fn v2_profile(name: &str, level: v2::Level, age: u32) -> v2::Profile {
         name: name.into(),
         level: level as i32,
         age,
+        score: -0.0,
         nickname: format!("{name}-nick"),
     }
 }
@@ -35,6 +36,7 @@ impl v2::Profiles for Server {
             email: request.email,
             level: v2::Level::Enterprise as i32,
             age: request.age + 1,
+            score: request.score,
             nickname: "new".into(),
         })
     }
@@ -154,6 +156,7 @@ fn v1_profile(name: &str, level: v1::Level, age: u32) -> v1::Profile {
         email: format!("{name}@example.com"),
         level: level as i32,
         age,
+        score: -0.0,
     }
 }
 
@@ -168,6 +171,7 @@ async fn v1_client_and_v2_server_agree_over_protobuf() {
         // v2 → v1: reordered fields land by number, the added field is skipped.
         let got = client.get(v1::Lookup { id: "ann".into() }).await.unwrap();
         assert_eq!(got, v1_profile("ann", v1::Level::Basic, 30), "{framing:?}");
+        assert!(got.score.is_sign_negative(), "-0.0 arrives as -0.0");
 
         // v1 → v2 and back: the added field reads as its default, the added enum value
         // reaches v1 as its number (prost keeps unknown enum values).
@@ -188,12 +192,14 @@ async fn v1_client_and_v2_server_agree_over_protobuf() {
             ("BOB", "bob@example.com")
         );
         assert_eq!((got.level, got.age), (v2::Level::Enterprise as i32, 42));
+        assert!(seen.score.is_sign_negative() && got.score.is_sign_negative());
         assert!(v1::Level::try_from(got.level).is_err(), "3 is not a v1 level");
 
         // Server streaming.
         let mut watch = client.watch(v1::Lookup { id: "cy".into() }).await.unwrap();
         let first = watch.message().await.unwrap().unwrap();
         assert_eq!(first, v1_profile("cy", v1::Level::Basic, 1));
+        assert!(first.score.is_sign_negative());
         let second = watch.message().await.unwrap().unwrap();
         assert_eq!((second.name.as_str(), second.level), ("second", 3));
         assert_eq!(second.email, "second@example.com");
@@ -212,6 +218,7 @@ async fn v1_client_and_v2_server_agree_over_protobuf() {
                 (name, &*format!("{name}@example.com"))
             );
             assert_eq!((seen.age, seen.nickname.as_str()), (age, ""));
+            assert!(seen.score.is_sign_negative());
         }
         assert!(running.raw.protobuf_accepted());
     }

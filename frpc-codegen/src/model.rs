@@ -67,6 +67,75 @@ pub struct Field {
     pub ident: String,
     /// How the field is held and written.
     pub shape: Shape,
+    /// Its protobuf number and type, from the .proto (`None` for Rust-first fields, whose
+    /// protobuf encoding, if any, is the type's own `prost::Message`).
+    pub proto: Option<ProtoField>,
+}
+
+/// A field's protobuf encoding, for frpc's own protobuf encoder (prost's derive drops a
+/// `float`/`double` field holding -0.0, which the protobuf spec says must be sent).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProtoField {
+    /// The field number.
+    pub number: u32,
+    /// The field's type; for a map, the value's.
+    pub kind: ProtoKind,
+    /// A map's key type.
+    pub map_key: Option<ProtoKind>,
+    /// Whether a repeated scalar is written packed (proto3's default).
+    pub packed: bool,
+}
+
+/// A protobuf field type, as `prost::encoding` names its modules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum ProtoKind {
+    Double,
+    Float,
+    Int64,
+    Uint64,
+    Int32,
+    Fixed64,
+    Fixed32,
+    Bool,
+    String,
+    Bytes,
+    Uint32,
+    Enum,
+    Sfixed32,
+    Sfixed64,
+    Sint32,
+    Sint64,
+    Message,
+}
+
+impl ProtoKind {
+    /// The `prost::encoding` module that writes it (`double`, `sint32`; enums are `int32`).
+    pub fn module(self) -> &'static str {
+        match self {
+            ProtoKind::Double => "double",
+            ProtoKind::Float => "float",
+            ProtoKind::Int64 => "int64",
+            ProtoKind::Uint64 => "uint64",
+            ProtoKind::Int32 | ProtoKind::Enum => "int32",
+            ProtoKind::Fixed64 => "fixed64",
+            ProtoKind::Fixed32 => "fixed32",
+            ProtoKind::Bool => "bool",
+            ProtoKind::String => "string",
+            ProtoKind::Bytes => "bytes",
+            ProtoKind::Uint32 => "uint32",
+            ProtoKind::Sfixed32 => "sfixed32",
+            ProtoKind::Sfixed64 => "sfixed64",
+            ProtoKind::Sint32 => "sint32",
+            ProtoKind::Sint64 => "sint64",
+            ProtoKind::Message => "message",
+        }
+    }
+
+    /// Whether a repeated field of this type can be packed (numbers, bools and enums).
+    pub fn packable(self) -> bool {
+        !matches!(self, ProtoKind::String | ProtoKind::Bytes | ProtoKind::Message)
+    }
 }
 
 impl Field {

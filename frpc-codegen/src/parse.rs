@@ -218,6 +218,7 @@ impl FileCx<'_> {
                 proto_name: f.name().to_string(),
                 ident: to_snake(f.name()),
                 shape,
+                proto: Some(self.proto_field(f)),
             });
         }
         messages.push(model::Message {
@@ -254,6 +255,34 @@ impl FileCx<'_> {
             .extern_paths
             .resolve(fq_type)
             .unwrap_or_else(|| resolve_path(self.package, fq_type))
+    }
+
+    /// A field's number and protobuf type (a map's value and key types).
+    fn proto_field(&self, f: &FieldDescriptorProto) -> model::ProtoField {
+        let repeated = f.label() == Label::Repeated;
+        if repeated && let Some((key, value)) = self.index.map_entries.get(f.type_name()) {
+            return model::ProtoField {
+                number: f.number() as u32,
+                kind: proto_kind(value.r#type()),
+                map_key: Some(proto_kind(key.r#type())),
+                packed: false,
+            };
+        }
+        let kind = proto_kind(f.r#type());
+        // proto3 packs repeated scalars unless told not to; proto2 only when told to.
+        let packed_option = f.options.as_ref().and_then(|o| o.packed);
+        let packed = repeated
+            && kind.packable()
+            && match self.proto2() {
+                true => packed_option == Some(true),
+                false => packed_option != Some(false),
+            };
+        model::ProtoField {
+            number: f.number() as u32,
+            kind,
+            map_key: None,
+            packed,
+        }
     }
 
     fn shape(
@@ -438,4 +467,28 @@ fn unsupported(owner: &str, f: &FieldDescriptorProto) -> Error {
 /// its prefixes, or `.` match.
 fn path_matches(matchers: &[String], full_path: &str) -> bool {
     matchers.iter().any(|m| naming::path_matches(m, full_path))
+}
+
+/// The protobuf type of a field (groups are refused before this is asked).
+fn proto_kind(ty: Type) -> model::ProtoKind {
+    use model::ProtoKind as K;
+    match ty {
+        Type::Double => K::Double,
+        Type::Float => K::Float,
+        Type::Int64 => K::Int64,
+        Type::Uint64 => K::Uint64,
+        Type::Int32 => K::Int32,
+        Type::Fixed64 => K::Fixed64,
+        Type::Fixed32 => K::Fixed32,
+        Type::Bool => K::Bool,
+        Type::String => K::String,
+        Type::Bytes => K::Bytes,
+        Type::Uint32 => K::Uint32,
+        Type::Enum => K::Enum,
+        Type::Sfixed32 => K::Sfixed32,
+        Type::Sfixed64 => K::Sfixed64,
+        Type::Sint32 => K::Sint32,
+        Type::Sint64 => K::Sint64,
+        Type::Message | Type::Group => K::Message,
+    }
 }

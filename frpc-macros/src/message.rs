@@ -74,6 +74,7 @@ fn message(
                 proto_name: unraw(ident),
                 ident: ident.to_string(),
                 shape,
+                proto: None,
             })
         })
         .collect();

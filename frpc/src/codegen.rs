@@ -32,6 +32,54 @@ pub use crate::types::{BoxFuture, MethodKind};
 /// release (`REQUIRES_FRPC_0_2`, …); frpc-codegen derives the same name from its own version.
 pub const REQUIRES_FRPC_0_1: () = ();
 
+/// What frpc-codegen's protobuf encoder (its messages' `encode_protobuf`) calls besides
+/// `prost::encoding`'s per-type functions: nested messages and length-delimited records.
+pub mod pb {
+    use bytes::BufMut;
+    use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
+
+    use super::Message;
+
+    /// A nested message's body: frpc-codegen's encoder where the type has one (so -0.0 inside
+    /// survives), prost's otherwise (well-known types, `Empty`).
+    #[inline]
+    fn body_len<M: Message + prost::Message>(message: &M) -> usize {
+        match M::PROTOBUF {
+            true => message.protobuf_len(),
+            false => prost::Message::encoded_len(message),
+        }
+    }
+
+    /// The length of a length-delimited record of `body` bytes under `tag`.
+    #[inline]
+    pub fn len_delimited_len(tag: u32, body: usize) -> usize {
+        key_len(tag) + encoded_len_varint(body as u64) + body
+    }
+
+    /// Writes the key and the length of a length-delimited record of `body` bytes.
+    #[inline]
+    pub fn encode_len_delimited_key(tag: u32, body: usize, buf: &mut impl BufMut) {
+        encode_key(tag, WireType::LengthDelimited, buf);
+        encode_varint(body as u64, buf);
+    }
+
+    /// The length of `message` as field `tag`.
+    #[inline]
+    pub fn message_len<M: Message + prost::Message>(tag: u32, message: &M) -> usize {
+        len_delimited_len(tag, body_len(message))
+    }
+
+    /// Writes `message` as field `tag`.
+    #[inline]
+    pub fn encode_message<M: Message + prost::Message>(tag: u32, message: &M, buf: &mut impl BufMut) {
+        encode_len_delimited_key(tag, body_len(message), buf);
+        match M::PROTOBUF {
+            true => message.encode_protobuf(buf),
+            false => prost::Message::encode_raw(message, buf),
+        }
+    }
+}
+
 /// Decodes a generated message's protobuf encoding (its `Message::decode_protobuf`): prost
 /// reads `bytes::Bytes` fields as zero-copy slices of `buf`.
 pub fn decode_protobuf<M: prost::Message + Default>(buf: Bytes) -> Result<M, DecodeError> {

@@ -4,6 +4,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
+use super::protobuf::protobuf_encoder;
 use super::{ident, path};
 use crate::model::{Codec, Enum, Field, Message, Shape};
 
@@ -15,7 +16,7 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
     let ty = path(&msg.rust_path);
     let ordered: Vec<&Field> = msg.wire_order().collect();
     let protobuf = match protobuf {
-        true => protobuf_methods(),
+        true => protobuf_methods(msg),
         false => TokenStream::new(),
     };
     if ordered.is_empty() {
@@ -71,17 +72,24 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
     }
 }
 
-/// The protobuf side of every message's `Message` impl: the type is a prost message, and prost
-/// does the work (frpc sends it on connections that negotiated protobuf).
-fn protobuf_methods() -> TokenStream {
+/// The protobuf side of every message's `Message` impl (frpc sends it on connections that
+/// negotiated protobuf): the type is a prost message, which prost decodes; frpc's own encoder
+/// (`super::protobuf`) writes it when the model has its field numbers (messages from a
+/// .proto), prost otherwise (Rust-first messages marked `#[frpc(protobuf)]`).
+fn protobuf_methods(msg: &Message) -> TokenStream {
+    let encoder = protobuf_encoder(msg).unwrap_or_else(|| {
+        quote! {
+            fn protobuf_len(&self) -> usize {
+                ::frpc::codegen::prost::Message::encoded_len(self)
+            }
+            fn encode_protobuf(&self, buf: &mut impl ::frpc::codegen::BufMut) {
+                ::frpc::codegen::prost::Message::encode_raw(self, buf)
+            }
+        }
+    });
     quote! {
         const PROTOBUF: bool = true;
-        fn protobuf_len(&self) -> usize {
-            ::frpc::codegen::prost::Message::encoded_len(self)
-        }
-        fn encode_protobuf(&self, buf: &mut impl ::frpc::codegen::BufMut) {
-            ::frpc::codegen::prost::Message::encode_raw(self, buf)
-        }
+        #encoder
         fn decode_protobuf(
             buf: ::frpc::codegen::Bytes,
         ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {

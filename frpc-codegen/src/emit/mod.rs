@@ -5,6 +5,7 @@
 //! relative to the package module, so it can be appended to prost's `<package>.rs`.
 
 pub mod messages;
+pub mod protobuf;
 pub mod service;
 
 use std::collections::HashMap;
@@ -317,6 +318,7 @@ mod tests {
             proto_name: "inner".into(),
             ident: "inner".into(),
             shape: Shape::Value(Codec::Message("Inner".into())),
+            proto: None,
         };
         assert_eq!(by_value.group(), crate::model::Group::MessagesAndMaps);
         assert_eq!(
@@ -436,6 +438,7 @@ mod tests {
                     proto_name: "type".into(),
                     ident: "r#type".into(),
                     shape: Shape::Repeated(Codec::Str),
+                    proto: None,
                 }],
                 oneofs: Vec::new(),
             }],

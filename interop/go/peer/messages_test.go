@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -161,5 +162,26 @@ func TestDecodedCaptureContents(t *testing.T) {
 	back := &StockPricesWrapper{}
 	if err := back.Decode(out.Bytes()); err != nil || len(back.SPrices) != 2 || back.SPrices[1].Prices["a"] != 1.5 {
 		t.Fatalf("StockPricesWrapper decodes as %+v, %v", back, err)
+	}
+}
+
+// negativeZeroPrices is capture.StockPrices{prices: {"x": -0.0}} in polyglot, as frpc writes
+// it (codegen-tests/tests/values.rs checks frpc's side against the same bytes).
+const negativeZeroPrices = "080002050f0a01050a01780f8000000000000000"
+
+// TestNegativeZeroSurvives: Go's polyglot writes -0.0 as frpc does, and reads it back negative.
+func TestNegativeZeroSurvives(t *testing.T) {
+	b := polyglot.NewBuffer()
+	(&StockPrices{Prices: map[string]float64{"x": math.Copysign(0, -1)}}).Encode(b)
+	if got := hex.EncodeToString(b.Bytes()); got != negativeZeroPrices {
+		t.Fatalf("Go writes %s, frpc %s", got, negativeZeroPrices)
+	}
+	raw, _ := hex.DecodeString(negativeZeroPrices)
+	var back StockPrices
+	if err := back.Decode(raw); err != nil {
+		t.Fatal(err)
+	}
+	if v := back.Prices["x"]; v != 0 || !math.Signbit(v) {
+		t.Fatalf("read back %v (sign bit %v)", v, math.Signbit(v))
 	}
 }
