@@ -12,12 +12,17 @@ use frpc_codegen_tests::shared::v1::{Level, Tag};
 use proptest::collection::{hash_map, vec};
 use proptest::prelude::*;
 
-/// Encodes, checks the length, decodes, and returns the bytes.
+/// Encodes, checks the length, decodes, and returns the bytes; the same through frpc's
+/// protobuf encoding (prost decodes it). Bit-exact float checks: `tests/values.rs`.
 fn round_trip<M: Message + PartialEq + std::fmt::Debug>(m: &M) -> Bytes {
     let bytes = m.to_polyglot();
     assert_eq!(m.polyglot_len(), bytes.len(), "polyglot_len");
     let back = M::from_polyglot(&bytes).expect("decodes");
     assert_eq!(&back, m);
+    let mut protobuf = Vec::new();
+    m.encode_protobuf(&mut protobuf);
+    assert_eq!(m.protobuf_len(), protobuf.len(), "protobuf_len");
+    assert_eq!(&M::decode_protobuf(Bytes::from(protobuf)).expect("decodes"), m);
     bytes
 }
 
@@ -36,6 +41,8 @@ fn blob() -> impl Strategy<Value = Vec<u8>> {
 fn finite64() -> impl Strategy<Value = f64> {
     prop_oneof![
         Just(0.0),
+        Just(-0.0),
+        Just(f64::INFINITY),
         Just(-1.5),
         -1e12..1e12f64,
         Just(f64::MAX),
@@ -44,7 +51,7 @@ fn finite64() -> impl Strategy<Value = f64> {
 }
 
 fn finite32() -> impl Strategy<Value = f32> {
-    prop_oneof![Just(0.0f32), -1e6..1e6f32, Just(f32::MAX)]
+    prop_oneof![Just(0.0f32), Just(-0.0f32), -1e6..1e6f32, Just(f32::MAX)]
 }
 
 fn sparse() -> impl Strategy<Value = i32> {
