@@ -189,3 +189,79 @@ async fn connections_over_the_limit_are_closed_at_accept() {
     }
     assert!(served);
 }
+
+/// Writes `bytes` one at a time, `gap` apart.
+async fn dribble(stream: &mut TcpStream, bytes: &[u8], gap: Duration) {
+    for byte in bytes {
+        tokio::io::AsyncWriteExt::write_all(stream, std::slice::from_ref(byte))
+            .await
+            .unwrap();
+        tokio::time::sleep(gap).await;
+    }
+}
+
+/// A request that takes three idle timeouts to arrive, a byte at a time, is answered: the idle
+/// timeout counts bytes, not whole packets.
+#[tokio::test]
+async fn a_slow_but_moving_request_is_not_idle() {
+    let mut cfg = config(Concurrency::PerRpc);
+    cfg.connection.idle_timeout = Duration::from_millis(300);
+    cfg.connection.ping_interval = Duration::from_millis(50);
+    let server = start(cfg).await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let content = frpc::codegen::Message::to_polyglot(&Text::new("slow but steady"));
+    let mut packet = vec![0x00, 0x0f, 0x00, 0x07];
+    packet.extend_from_slice(&ECHO.to_be_bytes());
+    packet.extend_from_slice(&(content.len() as u32).to_be_bytes());
+    packet.extend_from_slice(&content);
+    // About 30 bytes, 30 ms apart: about 0.9 s, three idle timeouts.
+    dribble(&mut stream, &packet, Duration::from_millis(30)).await;
+    let mut framed = FramedRead::new(stream, PacketCodec::new(Framing::Frisbee));
+    let reply = loop {
+        let packet = tokio::time::timeout(Duration::from_secs(5), framed.next())
+            .await
+            .expect("a reply")
+            .expect("the connection is open")
+            .unwrap();
+        if packet.op != op::PING {
+            break packet;
+        }
+    };
+    assert_eq!((reply.id, reply.op), (7, ECHO));
+    let text: Text = frpc::codegen::Message::from_polyglot(&reply.content).unwrap();
+    assert_eq!(text.value, "slow but steady");
+}
+
+/// The same on the client: a reply that takes three idle timeouts to arrive is received.
+#[tokio::test]
+async fn a_slow_but_moving_reply_is_not_idle() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = FramedRead::new(stream, PacketCodec::new(Framing::Frisbee));
+        let request = loop {
+            let packet = framed.next().await.unwrap().unwrap();
+            if packet.op == ECHO {
+                break packet;
+            }
+        };
+        let mut stream = framed.into_inner();
+        let mut reply = vec![0x00, 0x0f];
+        reply.extend_from_slice(&request.id.to_be_bytes());
+        reply.extend_from_slice(&ECHO.to_be_bytes());
+        reply.extend_from_slice(&(request.content.len() as u32).to_be_bytes());
+        reply.extend_from_slice(&request.content);
+        dribble(&mut stream, &reply, Duration::from_millis(30)).await;
+        stream
+    });
+    let mut cfg = ClientConfig::default();
+    cfg.extensions = false;
+    cfg.connection.idle_timeout = Duration::from_millis(300);
+    cfg.connection.ping_interval = Duration::from_millis(50);
+    let client = Client::connect_with(addr, cfg).await.unwrap();
+    let reply = call(&client, ECHO, "slowly back").await.unwrap();
+    assert_eq!(reply.value, "slowly back");
+    assert!(!client.is_closed());
+    drop(server.await.unwrap());
+}

@@ -9,7 +9,8 @@
 //! - The **reader** answers PING with PONG, drops PONG and hands everything else to the
 //!   dispatcher.
 //! - The **heartbeat** sends a PING every `ping_interval` and closes the connection when the
-//!   peer has sent nothing for `idle_timeout` (Go's 5 s read deadline).
+//!   peer has sent nothing, not a byte, for `idle_timeout` (Go's 5 s read deadline): a packet
+//!   still arriving on a slow link keeps the connection up however long it takes.
 //! - **Takeover** ([`Connection::request_handback`]): the reader stops before the next packet,
 //!   and once the connection is closed the writer flushes what is queued, keeps its half open
 //!   and reunites it with the read half and the bytes read but not parsed ([`super::handback`]).
@@ -20,12 +21,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use frpc_wire::{Frame, FrameCodec, Framing, Header, Packet, PacketCodec, op};
+use bytes::BytesMut;
+use frpc_wire::{Frame, FrameCodec, FrameError, Framing, Header, Packet, PacketCodec, op};
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_util::codec::FramedRead;
+use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -87,8 +89,9 @@ pub(crate) struct Connection {
     on_close: Mutex<Option<Arc<dyn OnClose>>>,
     peer: SocketAddr,
     codec: PacketCodec,
-    /// Set by the reader whenever bytes arrive, cleared by the heartbeat.
-    activity: AtomicBool,
+    /// Set by the reader whenever bytes arrive (its decoder, [`ActiveFrames`], runs after every
+    /// read that brought any, so a packet still arriving counts), cleared by the heartbeat.
+    activity: Arc<AtomicBool>,
     /// Set while the reader runs a handler inline, so the silence is not blamed on the peer.
     busy: AtomicBool,
     /// Makes the reader stop before the next packet, without closing (takeover).
@@ -148,7 +151,7 @@ impl Connection {
             on_close: Mutex::new(Some(dispatch.clone())),
             peer,
             codec,
-            activity: AtomicBool::new(false),
+            activity: Arc::new(AtomicBool::new(false)),
             busy: AtomicBool::new(false),
             stop_reading: CancellationToken::new(),
             stopping: AtomicBool::new(false),
@@ -175,7 +178,11 @@ impl Connection {
             }
             .instrument(span.clone()),
         );
-        let framed = FramedRead::with_capacity(read, codec.frames(), 64 * 1024);
+        let frames = ActiveFrames {
+            frames: codec.frames(),
+            activity: conn.activity.clone(),
+        };
+        let framed = FramedRead::with_capacity(read, frames, 64 * 1024);
         let reader = read_loop(conn.clone(), framed, dispatch, options.drain.unwrap_or_default());
         let reader = tokio::spawn(
             async move {
@@ -355,7 +362,7 @@ impl Drop for Busy<'_> {
 
 async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn: Arc<Connection>,
-    mut framed: FramedRead<R, FrameCodec>,
+    mut framed: FramedRead<R, ActiveFrames>,
     dispatch: Arc<D>,
     drain: CancellationToken,
 ) -> ReadParts<R> {
@@ -441,7 +448,7 @@ fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
 /// for more.
 async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
     conn: &Arc<Connection>,
-    framed: &mut FramedRead<R, FrameCodec>,
+    framed: &mut FramedRead<R, ActiveFrames>,
     dispatch: &D,
 ) {
     use futures_util::FutureExt;
@@ -450,8 +457,32 @@ async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
     }
 }
 
+/// The reader's decoder: frpc-wire's [`FrameCodec`], marking the connection active whenever
+/// bytes arrive. `FramedRead` runs it after every read that brought bytes (and while it still
+/// yields frames), never while the socket is quiet, so a slow but moving transfer (a large
+/// packet on a slow link) never trips the idle timeout, while a silent peer still does.
+struct ActiveFrames {
+    frames: FrameCodec,
+    activity: Arc<AtomicBool>,
+}
+
+impl Decoder for ActiveFrames {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        if !src.is_empty() {
+            self.activity.store(true, Ordering::Relaxed);
+        }
+        self.frames.decode(src)
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        self.frames.decode_eof(src)
+    }
+}
+
 async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame) {
-    conn.activity.store(true, Ordering::Relaxed);
     let packet = match frame {
         Frame::Packet(packet) => packet,
         Frame::Oversize(header) => {
