@@ -333,6 +333,47 @@ impl Client {
         self.handle.calls.negotiation().accepted() & ext::EXT_PROTOBUF != 0
     }
 
+    /// Whether the server has sent anything on this connection yet (a PONG, its answer to the
+    /// offer, a reply): a connection closed before that never worked (a server refusing at
+    /// accept, a reset), and a [`crate::Channel`] backs off before trying again.
+    pub(crate) fn has_answered(&self) -> bool {
+        self.handle.calls.has_answered()
+    }
+
+    /// Waits (within `limit`) until the connection has shown it works: the server's answer to
+    /// the extension offer when one was made, else any packet, a PONG to the PING this sends
+    /// at once. Fails with the close reason when it closes first, and with
+    /// [`Error::Connect`] (`TimedOut`) when nothing came in time (a black hole).
+    pub(crate) async fn answered_within(&self, limit: Duration) -> Result<(), Error> {
+        let calls = &self.handle.calls;
+        if !calls.has_answered() {
+            // Also the negotiation's probe: a peer that ignores the offer answers it with PONG.
+            calls.negotiation().take_probe();
+            let _ = self.handle.conn.try_send(frpc_wire::Packet::ping());
+        }
+        let works = async {
+            calls.answered().await;
+            calls.negotiation().resolved().await;
+        };
+        tokio::select! {
+            biased;
+            () = works => Ok(()),
+            () = self.closed() => Err(self.closed_error()),
+            () = tokio::time::sleep(limit) => Err(Error::Connect {
+                addr: self.peer_addr(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the server answered nothing within {limit:?}"),
+                ),
+            }),
+        }
+    }
+
+    /// Why the connection closed (the error its calls got).
+    pub(crate) fn closed_error(&self) -> Error {
+        self.handle.conn.closed_error()
+    }
+
     /// Waits until it is known whether the server takes frpc's extensions (its answer to the
     /// offer, or a PONG showing it ignored the offer: at most about one round trip) and
     /// returns [`Client::extensions_accepted`]. Calls never need this; tests and tools do.

@@ -342,3 +342,90 @@ async fn a_call_waiting_for_a_connection_attempt_keeps_to_its_timeout() {
     );
     silent.abort();
 }
+
+/// A listener that accepts every connection and closes it at once (a server at
+/// `max_connections`, a proxy resetting peers), counting them.
+async fn closing_listener() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    (addr, accepted)
+}
+
+/// `connect` succeeds only for a connection that works: a server closing at accept is an
+/// error at once, a black hole an error after one `connect_timeout`.
+#[tokio::test]
+async fn connect_fails_for_connections_that_do_not_work() {
+    let (addr, _) = closing_listener().await;
+    let err = within("closing", Endpoint::from(addr).connect())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+
+    // A black hole: accepts and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let holder = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    for extensions in [true, false] {
+        let mut config = frpc::ClientConfig::default();
+        config.extensions = extensions;
+        config.connect_timeout = Duration::from_secs(1);
+        let started = Instant::now();
+        let err = within("black hole", Endpoint::from(addr).client_config(config).connect())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::Connect { source, .. } if source.kind() == std::io::ErrorKind::TimedOut),
+            "{err}"
+        );
+        // One connect timeout, not two (with slack for a busy machine).
+        assert!(
+            started.elapsed() < Duration::from_millis(1800),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    holder.abort();
+}
+
+/// Against a server that closes every connection at accept, a channel backs off between
+/// attempts instead of dialling in a tight loop, and its calls fail fast with UNAVAILABLE
+/// rather than waiting out their timeout.
+#[tokio::test]
+async fn connections_closed_at_accept_back_off() {
+    let (addr, accepted) = closing_listener().await;
+    let channel = Endpoint::from(addr)
+        .timeout(Duration::from_secs(30))
+        .connect_lazy();
+    let client = NamedClient::new(channel);
+    let started = Instant::now();
+    let mut calls = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        let err = within("a call", client.whoami(Text::default()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
+        calls += 1;
+        tokio::task::yield_now().await;
+    }
+    // Backoff of 100 ms doubling: a handful of connections in a second (a tight loop made
+    // thousands), while every call failed at once.
+    let connections = accepted.load(Ordering::SeqCst);
+    assert!(connections <= 8, "{connections} connections in a second");
+    assert!(calls > connections, "{calls} calls, {connections} connections");
+}

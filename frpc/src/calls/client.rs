@@ -6,6 +6,7 @@
 //! matched by (operation, id). An id still in flight is never reused. The in-flight table is the
 //! one lock a call takes (once to register, once when the reply lands).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -32,6 +33,9 @@ pub(crate) struct ClientCalls {
     streams: Arc<StreamTable>,
     raw: RawRoutes,
     ext: Negotiation,
+    /// Set once the server sent anything (a PONG, ACCEPT, a reply): the connection works.
+    answered: AtomicBool,
+    first_answer: tokio::sync::Notify,
 }
 
 /// What a unary call carries beside its request.
@@ -72,6 +76,8 @@ impl ClientCalls {
     /// The calls of a client that offers the extensions `offer` (0: none).
     pub(crate) fn new(config: &ConnectionConfig, offer: u32) -> Arc<ClientCalls> {
         Arc::new(ClientCalls {
+            answered: AtomicBool::new(false),
+            first_answer: tokio::sync::Notify::new(),
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),
             streams: Arc::new(StreamTable::new(
@@ -101,6 +107,31 @@ impl ClientCalls {
     /// The receivers of raw packets.
     pub(crate) fn raw(&self) -> &RawRoutes {
         &self.raw
+    }
+
+    /// Whether the server has sent anything yet (a PONG, ACCEPT, a reply).
+    pub(crate) fn has_answered(&self) -> bool {
+        self.answered.load(Ordering::Acquire)
+    }
+
+    /// Resolves once the server has sent anything.
+    pub(crate) async fn answered(&self) {
+        loop {
+            let notified = self.first_answer.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.has_answered() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Notes that the server sent something.
+    fn mark_answered(&self) {
+        if !self.answered.swap(true, Ordering::AcqRel) {
+            self.first_answer.notify_waiters();
+        }
     }
 
     /// Where extension negotiation stands.
@@ -363,6 +394,9 @@ pub(crate) struct ClientDispatch {
 impl Dispatch for ClientDispatch {
     async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
         let calls = &self.calls;
+        if !calls.answered.load(Ordering::Relaxed) {
+            calls.mark_answered();
+        }
         if packet.op != ext::OP && !calls.ext.is_resolved() {
             // Anything the server sends (a reply, a stream message) answers a packet sent after
             // the offer: with no ACCEPT before it, the server ignored the offer (§2.1), as a PONG
@@ -422,6 +456,7 @@ impl Dispatch for ClientDispatch {
     }
 
     fn pong(&self) {
+        self.calls.mark_answered();
         self.calls.ext.pong();
     }
 

@@ -175,8 +175,15 @@ impl Endpoint {
     }
 
     /// Connects now and returns a [`Channel`] that reconnects whenever the connection closes.
-    /// A failed first attempt is its error ([`Error::Connect`], [`Error::Config`]…). Must be
-    /// called within a Tokio runtime.
+    /// The attempt succeeds only once the connection has shown it works (the server answered
+    /// the extension offer, or a plain peer such as Go fRPC answered a PING), all within one
+    /// `connect_timeout`: a server that closes at accept fails it with the close reason, a
+    /// black hole with [`Error::Connect`] (`TimedOut`). A failed first attempt is its error
+    /// ([`Error::Connect`], [`Error::Config`]…). Must be called within a Tokio runtime.
+    ///
+    /// Later connections that close before the server answered anything count as failed
+    /// attempts: the channel backs off (with jitter) before the next, and fails calls at once
+    /// with [`Error::Unavailable`] meanwhile.
     pub async fn connect(&self) -> Result<Channel, Error> {
         let client = self.connect_client().await?;
         Ok(Channel::supervised(self.clone(), Some(client)))
@@ -188,27 +195,28 @@ impl Endpoint {
         Channel::supervised(self.clone(), None)
     }
 
-    /// One connection attempt.
+    /// One connection attempt, within one `connect_timeout` in all: it succeeds only once the
+    /// connection has shown it works (see [`Endpoint::connect`]).
     pub(crate) async fn connect_client(&self) -> Result<Client, Error> {
+        let started = tokio::time::Instant::now();
         #[cfg(feature = "tls")]
         if let Some((name, tls)) = &self.tls {
             let config = self.config.clone();
             let client = Client::connect_tls(self.address.as_str(), name, tls.clone(), config).await?;
-            return Ok(self.settle(client).await);
+            return self.settle(client, started).await;
         }
         let client = Client::connect_with(self.address.as_str(), self.config.clone()).await?;
-        Ok(self.settle(client).await)
+        self.settle(client, started).await
     }
 
-    /// Waits (about one round trip, within the connect timeout) for the server's answer to
-    /// the extension offer before the connection takes calls, so that the channel knows how to
-    /// encode requests (protobuf or polyglot) for it. Without an answer in time the connection
-    /// is used as it stands: its calls go in polyglot until the answer comes.
-    async fn settle(&self, client: Client) -> Client {
-        if self.config.extensions {
-            let _ = tokio::time::timeout(self.config.connect_timeout, client.negotiated()).await;
-        }
-        client
+    /// Waits, within what is left of the connect timeout, for the server to show the
+    /// connection works (its answer to the extension offer, or a PONG from a plain peer), so
+    /// that a server closing at accept or a black hole fails the attempt, and the channel knows
+    /// how to encode requests (protobuf or polyglot) for it.
+    async fn settle(&self, client: Client, started: tokio::time::Instant) -> Result<Client, Error> {
+        let left = self.config.connect_timeout.saturating_sub(started.elapsed());
+        client.answered_within(left).await?;
+        Ok(client)
     }
 }
 

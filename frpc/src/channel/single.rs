@@ -317,13 +317,33 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
                 }
             }
         };
-        failures = 0;
         tokio::select! {
-            _ = client.closed() => {
-                tracing::debug!(endpoint = shared.endpoint.address(), "connection closed, reconnecting");
-            }
+            _ = client.closed() => {}
             _ = stop.cancelled() => break,
             never = follow_health(&shared, &client) => match never {},
+        }
+        // A connection the server answered worked: reconnect at once. One it never answered
+        // (closed at accept, reset during the handshake) failed: back off as after a failed
+        // connect, and fail calls fast meanwhile, or a server refusing connections would be
+        // dialled in a tight loop.
+        if client.has_answered() {
+            failures = 0;
+            tracing::debug!(
+                endpoint = shared.endpoint.address(),
+                "connection closed, reconnecting"
+            );
+            continue;
+        }
+        let delay = backoff.delay(failures);
+        failures = failures.saturating_add(1);
+        let reason = client.closed_error();
+        tracing::debug!(endpoint = shared.endpoint.address(), %reason, ?delay, "connection closed before the server answered");
+        shared.set(State::Down(format!(
+            "the connection closed before the server answered: {reason}"
+        )));
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.cancelled() => break,
         }
     }
     // Calls in flight keep their own handle on the connection: it closes when they finish.
