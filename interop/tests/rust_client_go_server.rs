@@ -269,7 +269,31 @@ async fn other_framing_is_refused(framing: Framing) {
     );
 }
 
+/// A `Channel` to a Go server: `connect` proves the connection works by the Go server's PONG
+/// (Go ignores the extension offer), and calls go through, with and without extensions offered.
+async fn channel_connects_to_a_go_server(framing: Framing) {
+    let server = GoServer::start(framing).await;
+    for extensions in [true, false] {
+        let mut config = client_config(framing);
+        config.extensions = extensions;
+        let channel = bounded(
+            "Endpoint::connect",
+            frpc::Endpoint::from(server.addr())
+                .client_config(config)
+                .connect(),
+        )
+        .await
+        .expect("a Go server answers a PING");
+        let client = EchoServiceClient::new(channel);
+        let response = bounded("Echo", client.echo(request("via a channel")))
+            .await
+            .unwrap();
+        assert_eq!(response.message, "via a channel");
+    }
+}
+
 frpc_interop::both_framings! {
+    channel_connects_to_a_go_server,
     echo,
     testy_error_is_status_boom,
     search,
