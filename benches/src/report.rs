@@ -548,7 +548,7 @@ pub(crate) mod tests {
         value["rows"][0].as_object_mut().unwrap().remove("payload");
         let old = read_json(&value.to_string()).unwrap();
         assert_eq!(old.rows[0].payload, "string");
-        // The committed report (the README's run) loads.
+        // The committed report (the performance chapter's run) loads.
         let committed = read_json(include_str!("../../docs/bench.json")).unwrap();
         assert!(committed.rows.iter().any(|r| r.payload == "string"));
         // A bytes row is its own cell, labelled as such everywhere.

@@ -2,7 +2,7 @@
 //! generated from `proto/evolve/v2` (`name`/`email` declared in the other order, a field and an
 //! enum value added), over real TCP in both framings. Over the negotiated protobuf encoding they
 //! exchange correct values in both directions, unary and streaming; with protobuf off (polyglot,
-//! positional) the same pair fails as the README's "Schema evolution" documents.
+//! positional) the same pair fails as the guide's docs/guide/schema-evolution.md documents.
 
 use frpc::{ClientConfig, Context, Framing, ServerConfig, Status, StreamSender, Streaming};
 use frpc_codegen_tests::{evolve_v1 as v1, evolve_v2 as v2};

@@ -145,7 +145,7 @@ pub struct ClientConfig {
     /// Offer the protobuf extension with the others (ignored when `extensions` is off): with a
     /// server that accepts it, messages of calls and streams started from then on travel in
     /// their standard protobuf encoding (frpc-codegen's messages; Rust-first ones stay
-    /// polyglot unless `#[frpc(protobuf)]`), so schemas evolve by field number (README, "Schema evolution"). `false`:
+    /// polyglot unless `#[frpc(protobuf)]`), so schemas evolve by field number (docs/guide/schema-evolution.md). `false`:
     /// polyglot, as with Go. Default: `true`.
     pub protobuf: bool,
     /// A call carrying metadata to a peer that does not take it (a Go server, or extensions

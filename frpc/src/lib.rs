@@ -22,7 +22,7 @@
 //!   dropped when the client gives up), deadlines ([`Context::deadline`]), status codes
 //!   ([`Code`], [`Status::code`]) and [`Metadata`] ([`Client::with_metadata`],
 //!   [`Context::metadata`]), and generated messages in protobuf instead of polyglot, so schemas
-//!   evolve by field number ([`Client::protobuf_accepted`]; the README's "Schema evolution").
+//!   evolve by field number ([`Client::protobuf_accepted`]; docs/guide/schema-evolution.md).
 //!   Streams between frpc peers are flow controlled (a slow consumer slows its producer:
 //!   `stream_window` in [`ConnectionConfig`]) and a streaming call resolves once the server
 //!   has started its handler, or fails with the server's status.

@@ -1,5 +1,5 @@
-//! The root README shows this crate's files: each must appear there verbatim as a code block,
-//! and each program must run and print what the README promises.
+//! The root README and the guide (`docs/guide/`) show this crate's files: each must appear
+//! there verbatim as a code block, and each program must run and print what the docs promise.
 
 use std::path::Path;
 use std::process::Command;
@@ -22,14 +22,30 @@ fn code_blocks(markdown: &str) -> Vec<(String, String)> {
     blocks
 }
 
+/// The README and every guide chapter, one after the other.
+fn docs() -> String {
+    let mut text = read("../../README.md");
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide");
+    let mut chapters: Vec<_> = std::fs::read_dir(&guide)
+        .unwrap_or_else(|err| panic!("{}: {err}", guide.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    chapters.sort();
+    for chapter in chapters {
+        text.push_str(&std::fs::read_to_string(&chapter).unwrap());
+    }
+    text
+}
+
 fn read(path: impl AsRef<Path>) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
     std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
 
 #[test]
-fn the_readme_shows_these_files_verbatim() {
-    let blocks = code_blocks(&read("../../README.md"));
+fn the_docs_show_these_files_verbatim() {
+    let blocks = code_blocks(&docs());
     for (file, lang) in [
         ("proto/echo.proto", "proto"),
         ("build.rs", "rust"),
@@ -42,7 +58,7 @@ fn the_readme_shows_these_files_verbatim() {
         let text = read(file);
         assert!(
             blocks.iter().any(|(info, block)| info == lang && *block == text),
-            "README.md has no ```{lang} block equal to examples/hello/{file}; paste the file:\n{text}"
+            "README.md and docs/guide/ have no ```{lang} block equal to examples/hello/{file}; paste the file:\n{text}"
         );
     }
 }
