@@ -51,6 +51,12 @@ pub struct ConnectionConfig {
     pub stream_window: u32,
     /// Streams open at once on one connection; more are refused. Default: 4096.
     pub max_streams: usize,
+    /// The largest metadata block (the METADATA field of an extension header, keys, values and
+    /// their lengths) accepted from the peer, in bytes. A request or stream open over it is
+    /// answered with RESOURCE_EXHAUSTED naming the limit; a reply over it fails its call.
+    /// Parsing is linear in the block's size. Default: 8,192 (gRPC C-core's default metadata
+    /// limit; Go's gRPC allows 16 KiB). At least 1.
+    pub max_metadata_size: usize,
 }
 
 impl Default for ConnectionConfig {
@@ -65,6 +71,7 @@ impl Default for ConnectionConfig {
             stream_buffer: 1024,
             stream_window: 1024,
             max_streams: 4096,
+            max_metadata_size: 8 * 1024,
         }
     }
 }
@@ -94,6 +101,7 @@ impl ConnectionConfig {
                 self.stream_window
             ));
         }
+        at_least_one("connection.max_metadata_size", self.max_metadata_size)?;
         at_least_one("connection.max_streams", self.max_streams)
     }
 }

@@ -197,14 +197,18 @@ impl Metadata {
         })
     }
 
-    /// Adds an entry read from the wire, checking it as `insert`/`insert_bin` would.
-    pub(crate) fn insert_raw(&mut self, key: &str, value: Bytes) -> Result<(), Error> {
+    /// Checks an entry read from the wire as `insert`/`insert_bin` would.
+    pub(crate) fn check_raw(key: &str, value: &[u8]) -> Result<(), Error> {
         check_key(key)?;
         if !is_binary_key(key) {
-            check_text(key, &value)?;
+            check_text(key, value)?;
         }
-        self.set(key, value);
         Ok(())
+    }
+
+    /// Metadata of entries already checked ([`Metadata::check_raw`]) and free of duplicate keys.
+    pub(crate) fn from_checked(entries: Vec<(String, Bytes)>) -> Metadata {
+        Metadata { entries }
     }
 }
 

@@ -382,9 +382,11 @@ async fn connect_fails_for_connections_that_do_not_work() {
         }
     });
     for extensions in [true, false] {
-        let mut config = frpc::ClientConfig::default();
-        config.extensions = extensions;
-        config.connect_timeout = Duration::from_secs(1);
+        let config = frpc::ClientConfig {
+            extensions,
+            connect_timeout: Duration::from_secs(1),
+            ..Default::default()
+        };
         let started = Instant::now();
         let err = within("black hole", Endpoint::from(addr).client_config(config).connect())
             .await

@@ -819,3 +819,79 @@ async fn dropping_a_bidi_call_cancels_its_handler() {
         }
     }
 }
+
+/// A METADATA header field holding `entries` (key, value) pairs, in front of `content`.
+fn with_metadata_field(entries: impl Iterator<Item = (String, Vec<u8>)>, content: &[u8]) -> Vec<u8> {
+    let mut field = Vec::new();
+    for (key, value) in entries {
+        field.push(key.len() as u8);
+        field.extend_from_slice(key.as_bytes());
+        field.extend_from_slice(&(value.len() as u32).to_be_bytes());
+        field.extend_from_slice(&value);
+    }
+    let mut request = vec![0xfe, 0x02];
+    request.extend_from_slice(&(field.len() as u32).to_be_bytes());
+    request.extend_from_slice(&field);
+    request.push(0x00);
+    request.extend_from_slice(content);
+    request
+}
+
+/// Metadata is bounded and read in linear time: a 4 MiB block is refused with
+/// RESOURCE_EXHAUSTED naming `max_metadata_size` (and a good client on another connection is
+/// served meanwhile), and with the limit raised, 100,000 distinct keys (1 MiB: quadratic
+/// parsing took seconds of CPU) are read and answered at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_is_bounded_and_read_in_linear_time() {
+    for framing in FRAMINGS {
+        let running = serve(framing, Concurrency::PerRpc, true).await;
+        let good = connect(&running, framing).await;
+        let mut raw = raw_connect(running.addr, framing).await;
+        send(&mut raw, 1, 0xFFFF, &[1, 0, 0, 0, 0x0f]).await;
+        assert_eq!(next(&mut raw).await.id, 2, "ACCEPT");
+        let huge = (0..4).map(|i| (format!("k{i}-bin"), vec![0u8; 1 << 20]));
+        send(&mut raw, 3, 10, &with_metadata_field(huge, &encoded("x"))).await;
+        let reply = next(&mut raw).await;
+        assert_eq!((reply.id, reply.op), (3, 10));
+        // STATUS RESOURCE_EXHAUSTED (8), then the error text naming the limit.
+        assert_eq!(reply.content[..8], [0xfe, 0x03, 0, 0, 0, 1, 8, 0], "{framing:?}");
+        let error = String::from_utf8_lossy(&reply.content);
+        assert!(
+            error.contains("max_metadata_size") && error.contains("8192"),
+            "{error}"
+        );
+        // The good client on its own connection is answered, and so is the attacker's next call.
+        let probe = ProbeClient::new(good);
+        assert!(
+            probe
+                .echo(text("still here"))
+                .await
+                .unwrap()
+                .value
+                .starts_with("still here")
+        );
+        send(&mut raw, 4, 10, &encoded("after")).await;
+        assert_eq!(next(&mut raw).await.id, 4);
+    }
+    // 100,000 distinct keys in about 1 MiB, under a raised limit.
+    let (tx, _events) = mpsc::unbounded_channel();
+    let mut config = ServerConfig::default();
+    config.connection.max_metadata_size = 2 << 20;
+    let bound = frpc::Server::builder()
+        .config(config)
+        .add_service(ProbeServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut raw = raw_connect(addr, Framing::Frisbee).await;
+    send(&mut raw, 1, 0xFFFF, &[1, 0, 0, 0, 0x0f]).await;
+    assert_eq!(next(&mut raw).await.id, 2, "ACCEPT");
+    let many = (0..100_000).map(|i| (format!("k{i}"), Vec::new()));
+    send(&mut raw, 3, 10, &with_metadata_field(many, &encoded("many"))).await;
+    let reply = next(&mut raw).await;
+    assert_eq!(reply.id, 3);
+    let seen = String::from_utf8_lossy(&reply.content);
+    assert!(seen.contains("k99999="), "the handler saw every key");
+}

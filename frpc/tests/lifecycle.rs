@@ -255,8 +255,10 @@ async fn a_slow_but_moving_reply_is_not_idle() {
         dribble(&mut stream, &reply, Duration::from_millis(30)).await;
         stream
     });
-    let mut cfg = ClientConfig::default();
-    cfg.extensions = false;
+    let mut cfg = ClientConfig {
+        extensions: false,
+        ..Default::default()
+    };
     cfg.connection.idle_timeout = Duration::from_millis(300);
     cfg.connection.ping_interval = Duration::from_millis(50);
     let client = Client::connect_with(addr, cfg).await.unwrap();

@@ -282,9 +282,14 @@ impl ClientCalls {
             });
         }
         // A malformed header fails this call only (the connection stays up): an INTERNAL status,
-        // since the server sent something no frpc server sends.
-        let (header, body) = ext::split(&body)
-            .map_err(|err| Error::Status(Status::internal(format!("malformed reply: {err}"))))?;
+        // since the server sent something no frpc server sends; metadata over the limit fails
+        // it with RESOURCE_EXHAUSTED.
+        let (header, body) = ext::split(&body, conn.max_metadata_size()).map_err(|err| match err {
+            ext::HeaderError::Malformed(reason) => {
+                Error::Status(Status::internal(format!("malformed reply: {reason}")))
+            }
+            too_large => Error::Status(Status::resource_exhausted(too_large.to_string())),
+        })?;
         Ok(UnaryReply {
             body,
             code: header.code,

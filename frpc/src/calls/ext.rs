@@ -8,6 +8,8 @@
 //! anything to its calls. A Go peer never sees an extension byte beyond the one OFFER it
 //! ignores.
 
+use std::collections::HashMap;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
-use crate::status::Code;
+use crate::status::{Code, Status};
 
 /// The operation of every extension packet. fRPC's generator numbers methods from 10 upward,
 /// one number per method of a .proto file, so it reaches 65535 only with 65,526 methods in one
@@ -195,10 +197,54 @@ pub(crate) fn has_prefix(content: &[u8]) -> bool {
     content.first() == Some(&PREFIX)
 }
 
+/// Why an extension header cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HeaderError {
+    /// Truncated or malformed: the peer's bad argument.
+    Malformed(String),
+    /// A METADATA field over the connection's `max_metadata_size`.
+    MetadataTooLarge {
+        /// The field's length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+}
+
+impl fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeaderError::Malformed(reason) => f.write_str(reason),
+            HeaderError::MetadataTooLarge { len, max } => write!(
+                f,
+                "metadata of {len} bytes exceeds the limit of {max} bytes (max_metadata_size)"
+            ),
+        }
+    }
+}
+
+impl From<&str> for HeaderError {
+    fn from(reason: &str) -> HeaderError {
+        HeaderError::Malformed(reason.to_owned())
+    }
+}
+
+impl HeaderError {
+    /// The status a server answers with: RESOURCE_EXHAUSTED for metadata over the limit,
+    /// INVALID_ARGUMENT (`what`: what was bad) otherwise.
+    pub(crate) fn status(&self, what: &str) -> Status {
+        match self {
+            HeaderError::Malformed(reason) => Status::invalid_argument(format!("{what}: {reason}")),
+            too_large => Status::resource_exhausted(too_large.to_string()),
+        }
+    }
+}
+
 /// Splits an extension header off `content` (which [`has_prefix`]): the header and the fRPC
 /// content behind it. Unknown field types are skipped; a truncated or malformed header is an
-/// error (never a panic).
-pub(crate) fn split(content: &Bytes) -> Result<(Header, Bytes), String> {
+/// error (never a panic), and so is a METADATA field over `max_metadata` bytes, refused before
+/// it is parsed.
+pub(crate) fn split(content: &Bytes, max_metadata: usize) -> Result<(Header, Bytes), HeaderError> {
     let mut header = Header::default();
     let mut at = 1;
     loop {
@@ -229,8 +275,15 @@ pub(crate) fn split(content: &Bytes) -> Result<(Header, Bytes), String> {
                 // An unknown (newer) code reads as Unknown.
                 header.code = Some(Code::from_u8(*code).unwrap_or(Code::Unknown));
             }
+            FIELD_METADATA if len > max_metadata => {
+                return Err(HeaderError::MetadataTooLarge {
+                    len,
+                    max: max_metadata,
+                });
+            }
             FIELD_METADATA => {
-                header.metadata = Some(parse_metadata(&content.slice(at..at + len))?);
+                let metadata = parse_metadata(&content.slice(at..at + len));
+                header.metadata = Some(metadata.map_err(HeaderError::Malformed)?);
             }
             FIELD_OPEN => {
                 let window: [u8; 4] = value.try_into().map_err(|_| "extension header: bad open field")?;
@@ -242,8 +295,11 @@ pub(crate) fn split(content: &Bytes) -> Result<(Header, Bytes), String> {
     }
 }
 
+/// Reads a METADATA field's entries, in time linear in its size (a key sent twice keeps its
+/// first place and its last value, as [`Metadata::insert`] would).
 fn parse_metadata(value: &Bytes) -> Result<Metadata, String> {
-    let mut metadata = Metadata::new();
+    let mut entries: Vec<(String, Bytes)> = Vec::new();
+    let mut places: HashMap<String, usize> = HashMap::new();
     let mut at = 0;
     while at < value.len() {
         let key_len = usize::from(value[at]);
@@ -256,12 +312,18 @@ fn parse_metadata(value: &Bytes) -> Result<Metadata, String> {
         at += 4;
         let end = at.checked_add(len).filter(|end| *end <= value.len());
         let end = end.ok_or("metadata: truncated value")?;
-        metadata
-            .insert_raw(key, value.slice(at..end))
-            .map_err(|err| err.to_string())?;
+        let entry = value.slice(at..end);
+        Metadata::check_raw(key, &entry).map_err(|err| err.to_string())?;
+        match places.get(key) {
+            Some(&place) => entries[place].1 = entry,
+            None => {
+                places.insert(key.to_owned(), entries.len());
+                entries.push((key.to_owned(), entry));
+            }
+        }
         at = end;
     }
-    Ok(metadata)
+    Ok(Metadata::from_checked(entries))
 }
 
 /// Negotiation as the client sees it. It starts pending; the server's ACCEPT makes it
@@ -518,7 +580,7 @@ mod tests {
         };
         let content = header.encode(&[8, 0]);
         assert!(has_prefix(&content));
-        let (back, body) = split(&content).unwrap();
+        let (back, body) = split(&content, usize::MAX).unwrap();
         assert_eq!(back.timeout, Some(Duration::from_millis(2)));
         assert_eq!(back.metadata, Some(metadata));
         assert_eq!(back.code, Some(Code::NotFound));
@@ -579,7 +641,7 @@ mod tests {
                 _ => next() as u8,
             }));
             let content = Bytes::from(bytes);
-            if let Ok((_, body)) = split(&content) {
+            if let Ok((_, body)) = split(&content, usize::MAX) {
                 assert!(body.len() < content.len());
             }
             let _ = parse_hello(&content);
@@ -600,9 +662,12 @@ mod tests {
         };
         let full = header.encode(&[]);
         for len in 1..full.len() {
-            assert!(split(&full.slice(..len)).is_err(), "truncated at {len}");
+            assert!(
+                split(&full.slice(..len), usize::MAX).is_err(),
+                "truncated at {len}"
+            );
         }
-        assert!(split(&full).is_ok());
+        assert!(split(&full, usize::MAX).is_ok());
         // Hostile lengths, unknown fields, bad keys.
         for bad in [
             &[0xfe, 2, 0xff, 0xff, 0xff, 0xff][..],
@@ -611,10 +676,13 @@ mod tests {
             &[0xfe, 2, 0, 0, 0, 6, 1, b'K', 0, 0, 0, 0, 0],
             &[0xfe, 2, 0, 0, 0, 5, 9, b'k', 0, 0, 0, 0],
         ] {
-            assert!(split(&Bytes::copy_from_slice(bad)).is_err(), "{bad:?}");
+            assert!(
+                split(&Bytes::copy_from_slice(bad), usize::MAX).is_err(),
+                "{bad:?}"
+            );
         }
         let unknown = Bytes::from_static(&[0xfe, 9, 0, 0, 0, 1, 7, 0, 8, 0]);
-        let (header, body) = split(&unknown).unwrap();
+        let (header, body) = split(&unknown, usize::MAX).unwrap();
         assert!(header.is_empty());
         assert_eq!(&body[..], &[8, 0]);
         assert_eq!(parse_hello(&[1, 0, 0]), None);
@@ -622,6 +690,6 @@ mod tests {
         assert_eq!(parse_hello(&[2, 0, 0, 0, 1, 99]), Some((2, 1)));
         assert_eq!(parse_cancel(&[0, 10, 0]), None);
         assert_eq!(parse_stream_window(&[0, 1, 0, 0, 0]), None);
-        assert!(split(&Bytes::from_static(&[0xfe, 4, 0, 0, 0, 2, 0, 1, 0])).is_err());
+        assert!(split(&Bytes::from_static(&[0xfe, 4, 0, 0, 0, 2, 0, 1, 0]), usize::MAX).is_err());
     }
 }

@@ -203,11 +203,11 @@ impl<H: Handlers> ServerDispatch<H> {
         let key = call_key(op, id);
         let (info, content) = match ext::has_prefix(&packet.content) {
             false => (self.lazy(key), packet.content),
-            true => match ext::split(&packet.content) {
+            true => match ext::split(&packet.content, conn.max_metadata_size()) {
                 Ok((header, content)) if header.is_empty() => (self.lazy(key), content),
                 Ok((header, content)) => (CallInfo::State(Arc::new(CallState::new(header))), content),
                 Err(err) => {
-                    let status = Status::invalid_argument(format!("bad request: {err}"));
+                    let status = err.status("bad request");
                     return send_reply(conn, id, op, Err(status), Some((None, bits))).await;
                 }
             },
@@ -372,10 +372,10 @@ impl<H: Handlers> ServerDispatch<H> {
         let bits = self.extensions();
         let (header, first) = match bits != 0 && ext::has_prefix(&first) {
             false => (None, first),
-            true => match ext::split(&first) {
+            true => match ext::split(&first, conn.max_metadata_size()) {
                 Ok((header, first)) => (Some(header), first),
                 Err(err) => {
-                    let status = Status::invalid_argument(format!("bad stream open: {err}"));
+                    let status = err.status("bad stream open");
                     return ServerStream::refuse(conn, id, status, bits).await;
                 }
             },

@@ -824,11 +824,11 @@ impl<T: Message> Streaming<T> {
         // after this stream opened). No fRPC message starts with the header byte.
         let (code, content) = match ext::has_prefix(&content) {
             false => (None, content),
-            true => match ext::split(&content) {
+            true => match ext::split(&content, self.guard.conn.max_metadata_size()) {
                 Ok((header, body)) => (header.code, body),
                 Err(err) => {
                     self.finish();
-                    return Poll::Ready(Err(self.malformed(err)));
+                    return Poll::Ready(Err(self.malformed(err.to_string())));
                 }
             },
         };

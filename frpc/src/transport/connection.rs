@@ -199,6 +199,11 @@ impl Connection {
         self.peer
     }
 
+    /// The largest metadata block accepted (`ConnectionConfig::max_metadata_size`).
+    pub(crate) fn max_metadata_size(&self) -> usize {
+        self.config.max_metadata_size
+    }
+
     /// The largest content accepted.
     pub(crate) fn max_content_length(&self) -> u32 {
         self.codec.max_content_length()
