@@ -148,3 +148,123 @@ fn unknown_numbers_never_collide_with_declared_ones() {
         [0, 5, 2, 5, -1].map(Some)
     );
 }
+
+mod over_sockets {
+    //! The decode limits where users configure things (`ConnectionConfig::decode`, in
+    //! `ServerConfig` and `ClientConfig`): a Go peer (Go accepts any depth) sending 1,000-deep
+    //! data is refused by default and served once the user raises the depth limit, on the
+    //! server and on the client, in both framings.
+
+    use std::time::Duration;
+
+    use frpc::wire::{Framing, Packet, PacketCodec, op};
+    use frpc::{ClientConfig, Code, Context, ServerConfig, Status};
+    use frpc_codegen_tests::hostile::{Chain, Deep, DeepClient, DeepServer};
+    use futures_util::{SinkExt, StreamExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio_util::codec::Framed;
+
+    use super::{Decoder, Envelope, chain_depth, chains, decode_envelope};
+
+    struct Echo;
+
+    impl Deep for Echo {
+        async fn echo(&self, _: &Context, chain: Chain) -> Result<Chain, Status> {
+            Ok(chain)
+        }
+    }
+
+    const FRAMINGS: [Framing; 2] = [Framing::Frisbee, Framing::Legacy];
+    /// The Deep service's Echo.
+    const ECHO: u16 = 10;
+
+    async fn next(raw: &mut Framed<TcpStream, PacketCodec>) -> Packet {
+        loop {
+            let packet = tokio::time::timeout(Duration::from_secs(10), raw.next())
+                .await
+                .expect("a packet")
+                .expect("open")
+                .unwrap();
+            if packet.op > op::PONG {
+                return packet;
+            }
+        }
+    }
+
+    /// A raw peer (as a Go client would) sends a 1,000-deep chain to a server with `max_depth`.
+    async fn send_deep_chain(framing: Framing, max_depth: Option<u32>) -> Packet {
+        let mut config = ServerConfig::default();
+        config.connection.framing = framing;
+        if let Some(depth) = max_depth {
+            config.connection.decode.max_depth = depth;
+        }
+        let bound = frpc::Server::builder()
+            .config(config)
+            .add_service(DeepServer::new(Echo))
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = bound.local_addr();
+        tokio::spawn(bound.serve());
+        let mut raw = Framed::new(TcpStream::connect(addr).await.unwrap(), PacketCodec::new(framing));
+        raw.send(Packet::new(1, ECHO, chains(1000))).await.unwrap();
+        next(&mut raw).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_serves_deep_data_once_allowed() {
+        for framing in FRAMINGS {
+            let refused = send_deep_chain(framing, None).await;
+            // A polyglot error (Go clients see the text).
+            assert_eq!(refused.content[0], 0x06, "{framing:?}");
+            assert!(String::from_utf8_lossy(&refused.content).contains("nested deeper than 100"));
+            let served = send_deep_chain(framing, Some(1000)).await;
+            let mut decoder = Decoder::from_bytes(&served.content).with_max_depth(1000);
+            let Ok(Envelope::Message(chain)) = decode_envelope::<Chain>(&mut decoder) else {
+                panic!("{framing:?}: the echo is the chain");
+            };
+            assert_eq!(chain_depth(&chain), 1000, "{framing:?}");
+        }
+    }
+
+    /// A raw server (as a Go server would) answers every call with a 1,000-deep chain.
+    async fn deep_server(framing: Framing) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut raw = Framed::new(stream, PacketCodec::new(framing));
+                    while let Some(Ok(packet)) = raw.next().await {
+                        let reply = match packet.op {
+                            op::PING => Packet::pong(),
+                            ECHO => Packet::new(packet.id, ECHO, chains(1000)),
+                            _ => continue,
+                        };
+                        if raw.send(reply).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_reads_deep_data_once_allowed() {
+        for framing in FRAMINGS {
+            let addr = deep_server(framing).await;
+            let mut config = ClientConfig::default();
+            config.connection.framing = framing;
+            let client = DeepClient::new(frpc::Client::connect_with(addr, config.clone()).await.unwrap());
+            let err = client.echo(Chain::default()).await.unwrap_err();
+            assert_eq!(err.code(), Code::Internal, "{err}");
+            assert!(err.to_string().contains("nested deeper than 100"), "{err}");
+            config.connection.decode.max_depth = 1000;
+            let client = DeepClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
+            let chain = client.echo(Chain::default()).await.unwrap();
+            assert_eq!(chain_depth(&chain), 1000, "{framing:?}");
+        }
+    }
+}

@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::client::Client;
+use crate::config::DecodeLimits;
 use crate::metadata::{Metadata, MetadataSlot};
 use crate::status::{Code, Error};
 
@@ -38,6 +39,9 @@ pub struct Reply {
     pub code: Option<Code>,
     /// Response metadata, when the server sent some.
     pub metadata: Option<Metadata>,
+    /// What decoding the reply may cost: the `ConnectionConfig::decode` of the connection it
+    /// came on.
+    pub limits: DecodeLimits,
 }
 
 mod sealed {
@@ -106,5 +110,6 @@ pub(crate) async fn unary(client: &Client, op: u16, body: Bytes) -> Result<Reply
         body: reply.body,
         code: reply.code,
         metadata: reply.metadata,
+        limits: client.decode_limits(),
     })
 }

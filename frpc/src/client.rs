@@ -369,6 +369,11 @@ impl Client {
         }
     }
 
+    /// What decoding the server's messages may cost (`ConnectionConfig::decode`).
+    pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
+        self.handle.conn.decode_limits()
+    }
+
     /// Why the connection closed (the error its calls got).
     pub(crate) fn closed_error(&self) -> Error {
         self.handle.conn.closed_error()

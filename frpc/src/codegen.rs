@@ -19,6 +19,7 @@ use crate::calls::codec;
 pub use crate::calls::stream::ServerStream;
 use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 use crate::client::Client;
+use crate::config::DecodeLimits;
 use crate::context::Context;
 pub use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
@@ -86,8 +87,8 @@ pub fn decode_protobuf<M: prost::Message + Default>(buf: Bytes) -> Result<M, Dec
     M::decode(buf).map_err(|err| DecodeError::Protobuf(err.to_string()))
 }
 
-fn decode_request<Req: Message>(content: &Bytes) -> Result<Req, Status> {
-    match codec::decode::<Req>(content) {
+fn decode_request<Req: Message>(content: &Bytes, limits: DecodeLimits) -> Result<Req, Status> {
+    match codec::decode::<Req>(content, limits) {
         Ok(Envelope::Message(request)) => Ok(request),
         Ok(Envelope::Error(text)) => Err(Status::new(format!("the request was an error: {text}"))),
         Err(err) => Err(Status::invalid_argument(format!(
@@ -114,7 +115,7 @@ where
         // The reply goes in the encoding the request came in (protobuf only from a client
         // that negotiated it).
         let protobuf = codec::is_protobuf(&request);
-        let request = decode_request::<Req>(&request)?;
+        let request = decode_request::<Req>(&request, ctx.decode_limits())?;
         let response = f(ctx, request).await?;
         Ok(codec::encode(&response, protobuf))
     })
@@ -198,11 +199,11 @@ pub fn unimplemented_streaming(op: u16) -> BoxFuture<Result<(), Status>> {
 
 /// Decodes a unary reply: a message, or the remote error (with its code, when it came with
 /// one).
-fn decode_reply<Resp: Message>(content: &Bytes, code: Option<Code>) -> Result<Resp, Error> {
-    match codec::decode::<Resp>(content)? {
+fn decode_reply<Resp: Message>(reply: &crate::caller::Reply) -> Result<Resp, Error> {
+    match codec::decode::<Resp>(&reply.body, reply.limits)? {
         Envelope::Message(response) => Ok(response),
         Envelope::Error(text) => Err(Error::Status(Status::with_code(
-            code.unwrap_or(Code::Unknown),
+            reply.code.unwrap_or(Code::Unknown),
             text,
         ))),
     }
@@ -233,7 +234,7 @@ pub async fn call_unary<Req: Message, Resp: Message>(
     let reply = client
         .call(op, |protobuf| codec::encode(request, Resp::PROTOBUF && protobuf))
         .await?;
-    decode_reply(&reply.body, reply.code)
+    decode_reply(&reply)
 }
 
 pub async fn call_server_streaming<Req: Message, Resp: Message>(

@@ -57,6 +57,47 @@ pub struct ConnectionConfig {
     /// Parsing is linear in the block's size. Default: 8,192 (gRPC C-core's default metadata
     /// limit; Go's gRPC allows 16 KiB). At least 1.
     pub max_metadata_size: usize,
+    /// What decoding one of the peer's messages may cost: nesting depth and memory. Default:
+    /// [`DecodeLimits::default`] (100 levels; 10 × the encoded size + 64 KiB).
+    pub decode: DecodeLimits,
+}
+
+/// What decoding one message from the peer may cost, in polyglot (fRPC's encoding, what Go
+/// peers send) and, for the depth, as far as prost allows in protobuf.
+///
+/// Go fRPC accepts messages nested to any depth and allocates whatever a message asks for; frpc
+/// bounds both so that no peer can overflow a stack or make a small message cost a lot of
+/// memory. A message that needs more fails to decode: a server answers the call (or stream)
+/// with INVALID_ARGUMENT, a client's call fails with the decode error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// How deep messages may nest (a top-level message is depth 1). Default: 100 (protobuf's
+    /// usual limit). Raise it to serve or call a Go peer that nests deeper; each level costs
+    /// a stack frame of the decoding task. Protobuf-encoded messages (between frpc peers) keep
+    /// prost's fixed limit of 100. At least 1.
+    pub max_depth: u32,
+    /// The memory budget of the vectors, maps and boxes a polyglot message allocates, as this
+    /// many bytes per encoded byte plus 64 KiB; strings and copied bytes cost at most the
+    /// encoded size again, so a decoded message never costs more than (`memory_factor` + 1) ×
+    /// its encoded size + 64 KiB. Default: 10. At least 1.
+    pub memory_factor: usize,
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits {
+            max_depth: frpc_wire::polyglot::DEFAULT_MAX_DEPTH,
+            memory_factor: frpc_wire::polyglot::MEMORY_FACTOR,
+        }
+    }
+}
+
+impl DecodeLimits {
+    /// The memory budget for a message of `len` encoded bytes.
+    pub fn memory_budget(&self, len: usize) -> usize {
+        len.saturating_mul(self.memory_factor)
+            .saturating_add(frpc_wire::polyglot::MEMORY_SLACK)
+    }
 }
 
 impl Default for ConnectionConfig {
@@ -72,6 +113,7 @@ impl Default for ConnectionConfig {
             stream_window: 1024,
             max_streams: 4096,
             max_metadata_size: 8 * 1024,
+            decode: DecodeLimits::default(),
         }
     }
 }
@@ -102,6 +144,8 @@ impl ConnectionConfig {
             ));
         }
         at_least_one("connection.max_metadata_size", self.max_metadata_size)?;
+        at_least_one("connection.decode.max_depth", self.decode.max_depth as usize)?;
+        at_least_one("connection.decode.memory_factor", self.decode.memory_factor)?;
         at_least_one("connection.max_streams", self.max_streams)
     }
 }

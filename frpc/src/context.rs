@@ -186,6 +186,11 @@ impl Context {
         }
     }
 
+    /// What decoding the client's messages may cost (`ConnectionConfig::decode`).
+    pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
+        self.inner.conn.decode_limits()
+    }
+
     /// Whether the server has begun shutting down (or the connection closed).
     pub fn is_shutting_down(&self) -> bool {
         self.inner.conn.is_closed() || self.inner.draining.is_cancelled()

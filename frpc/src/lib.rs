@@ -113,7 +113,7 @@ pub use calls::raw::{PacketSender, RawPackets};
 pub use calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 pub use channel::{Channel, Endpoint};
 pub use client::Client;
-pub use config::{ClientConfig, Concurrency, ConnectionConfig, ServerConfig};
+pub use config::{ClientConfig, Concurrency, ConnectionConfig, DecodeLimits, ServerConfig};
 pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;

@@ -13,6 +13,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use frpc_wire::DecodeError;
 use frpc_wire::polyglot::{self, Decoder, Envelope, Message};
 
+use crate::config::DecodeLimits;
+
 /// First byte of a protobuf-encoded message content.
 pub(crate) const MARKER: u8 = 0xFD;
 
@@ -39,12 +41,16 @@ pub(crate) fn encode<M: Message>(message: &M, protobuf: bool) -> Bytes {
 /// Decodes a message content, protobuf or polyglot by its first byte: the message, or the text
 /// of a polyglot Error (a call's error, a stream's `EOF`). `bytes::Bytes` fields are zero-copy
 /// slices of `content` in both encodings.
+/// Polyglot is read within `limits` (nesting depth, memory budget).
 #[inline]
-pub(crate) fn decode<M: Message>(content: &Bytes) -> Result<Envelope<M>, DecodeError> {
+pub(crate) fn decode<M: Message>(content: &Bytes, limits: DecodeLimits) -> Result<Envelope<M>, DecodeError> {
     if is_protobuf(content) {
         return M::decode_protobuf(content.slice(1..)).map(Envelope::Message);
     }
-    polyglot::decode_envelope(&mut Decoder::from_bytes(content))
+    let mut decoder = Decoder::from_bytes(content)
+        .with_max_depth(limits.max_depth)
+        .with_memory_limit(limits.memory_budget(content.len()));
+    polyglot::decode_envelope(&mut decoder)
 }
 
 #[cfg(test)]
@@ -124,7 +130,7 @@ mod tests {
         assert_eq!(polyglot, both.to_polyglot());
         assert!(!is_protobuf(&polyglot));
         for content in [&protobuf, &polyglot] {
-            let back = message(decode(content).unwrap());
+            let back = message(decode(content, DecodeLimits::default()).unwrap());
             assert_eq!(back, both);
             // `Bytes` fields are slices of the content, in both encodings.
             let start = content.as_ptr() as usize;
@@ -133,7 +139,9 @@ mod tests {
         }
         // Errors and EOF stay polyglot and decode as before.
         let eof = Bytes::from_static(polyglot::EOF_MESSAGE);
-        assert!(matches!(decode::<Both>(&eof), Ok(Envelope::Error(text)) if text == "EOF"));
+        assert!(
+            matches!(decode::<Both>(&eof, DecodeLimits::default()), Ok(Envelope::Error(text)) if text == "EOF")
+        );
     }
 
     #[test]
@@ -141,10 +149,11 @@ mod tests {
         let content = encode(&Polyglot(7), true);
         assert_eq!(content, Polyglot(7).to_polyglot());
         assert!(matches!(
-            decode::<Polyglot>(&content),
+            decode::<Polyglot>(&content, DecodeLimits::default()),
             Ok(Envelope::Message(Polyglot(7)))
         ));
-        let err = decode::<Polyglot>(&Bytes::from_static(b"\xfd\x08\x07")).unwrap_err();
+        let err =
+            decode::<Polyglot>(&Bytes::from_static(b"\xfd\x08\x07"), DecodeLimits::default()).unwrap_err();
         assert!(
             matches!(&err, DecodeError::Protobuf(text) if text.contains("no protobuf encoding")),
             "{err}"
@@ -169,11 +178,11 @@ mod tests {
                 0 => (next() % 0x20) as u8, // plausible tags and lengths
                 _ => next() as u8,
             }));
-            errors += usize::from(decode::<Both>(&Bytes::from(bytes)).is_err());
+            errors += usize::from(decode::<Both>(&Bytes::from(bytes), DecodeLimits::default()).is_err());
         }
         assert!(errors > 0, "random bytes all decoded");
         assert!(matches!(
-            decode::<Both>(&Bytes::from_static(b"\xfd\x0a\x09hi")),
+            decode::<Both>(&Bytes::from_static(b"\xfd\x0a\x09hi"), DecodeLimits::default()),
             Err(DecodeError::Protobuf(_))
         ));
     }

@@ -832,20 +832,22 @@ impl<T: Message> Streaming<T> {
                 }
             },
         };
-        Poll::Ready(match codec::decode::<T>(&content) {
-            Ok(Envelope::Message(message)) => Ok(Some(message)),
-            Ok(Envelope::Error(text)) => {
-                // Anything after the first EOF (Go may send two) is ignored.
-                self.finish();
-                if text == "EOF" {
-                    Ok(None)
-                } else {
-                    let code = code.unwrap_or(Code::Unknown);
-                    Err(Error::Status(Status::with_code(code, text)))
+        Poll::Ready(
+            match codec::decode::<T>(&content, self.guard.conn.decode_limits()) {
+                Ok(Envelope::Message(message)) => Ok(Some(message)),
+                Ok(Envelope::Error(text)) => {
+                    // Anything after the first EOF (Go may send two) is ignored.
+                    self.finish();
+                    if text == "EOF" {
+                        Ok(None)
+                    } else {
+                        let code = code.unwrap_or(Code::Unknown);
+                        Err(Error::Status(Status::with_code(code, text)))
+                    }
                 }
-            }
-            Err(err) => Err(self.undecodable(err)),
-        })
+                Err(err) => Err(self.undecodable(err)),
+            },
+        )
     }
 
     /// The stream is over on the peer's side.

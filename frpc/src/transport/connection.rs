@@ -199,6 +199,11 @@ impl Connection {
         self.peer
     }
 
+    /// What decoding the peer's messages may cost (`ConnectionConfig::decode`).
+    pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
+        self.config.decode
+    }
+
     /// The largest metadata block accepted (`ConnectionConfig::max_metadata_size`).
     pub(crate) fn max_metadata_size(&self) -> usize {
         self.config.max_metadata_size
