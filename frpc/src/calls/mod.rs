@@ -1,10 +1,12 @@
 //! The calls floor: what turns packets into calls and back, on top of the transport. The
 //! client's in-flight table ([`client`]), the server's dispatch and concurrency modes
-//! ([`server`]), streams ([`stream`]), raw packets ([`raw`]), the extensions beyond fRPC
+//! ([`server`]), streams ([`stream`]) and the credit they give back ([`credit`]), raw packets
+//! ([`raw`]), the extensions beyond fRPC
 //! ([`ext`]) and the choice of a message's encoding ([`codec`]). Nothing here knows a service.
 
 pub(crate) mod client;
 pub(crate) mod codec;
+pub(crate) mod credit;
 pub(crate) mod ext;
 pub(crate) mod raw;
 pub(crate) mod server;

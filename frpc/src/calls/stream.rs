@@ -60,6 +60,7 @@ use frpc_wire::{DecodeError, Packet, op};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::credit::CreditBack;
 use super::{codec, ext};
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
@@ -158,6 +159,8 @@ pub(crate) struct StreamTable {
     window: u32,
     /// Open streams across every connection sharing it (a server's, say).
     gauge: Arc<AtomicUsize>,
+    /// Credit given back from places that cannot wait, coalesced while the queue is full.
+    credit_back: Arc<CreditBack>,
 }
 
 /// The receiving end of one registered stream.
@@ -184,6 +187,7 @@ impl StreamTable {
             buffer: buffer.max(1),
             window: window.max(1),
             gauge,
+            credit_back: Arc::default(),
         }
     }
 
@@ -413,7 +417,7 @@ impl StreamTable {
                 // credit back so its sends do not stall.
                 Some(credit) if !is_control(&content) => {
                     credit.fetch_add(1, Ordering::AcqRel);
-                    send_soon(conn, ext::stream_window(ext::CREDIT, id, 1));
+                    self.credit_back.give(conn, id, 1);
                 }
                 Some(_) => {}
                 None => self.forget(&mut table, id),
@@ -460,17 +464,6 @@ impl StreamTable {
 fn add_credit(credit: &Semaphore, messages: u32) {
     let room = MAX_CREDIT.saturating_sub(credit.available_permits());
     credit.add_permits((messages as usize).min(room));
-}
-
-/// Sends a packet from a place that cannot await: at once when the write queue has room,
-/// else from a task (credit and acknowledgements must not be lost, or a stream would stall).
-fn send_soon(conn: &Arc<Connection>, packet: Packet) {
-    if conn.try_send(packet.clone()).is_err() && !conn.is_closed() {
-        let conn = conn.clone();
-        tokio::spawn(async move {
-            let _ = conn.send(packet).await;
-        });
-    }
 }
 
 /// The content of a stream error: the polyglot error, behind a STATUS header when the stream
@@ -788,8 +781,8 @@ impl<T: Message> Streaming<T> {
         let messages = std::mem::take(&mut self.unacked);
         // Counted before the grant leaves, so the peer's next message finds it.
         credit.fetch_add(messages, Ordering::AcqRel);
-        let packet = ext::stream_window(ext::CREDIT, self.guard.id, messages);
-        send_soon(&self.guard.conn, packet);
+        let guard = &self.guard;
+        guard.table.credit_back.give(&guard.conn, guard.id, messages);
     }
 
     /// The next message; `Ok(None)` once the peer has ended the stream.
@@ -928,10 +921,8 @@ impl<T> Drop for Streaming<T> {
         }
         if unread > 0 {
             credit.fetch_add(unread, Ordering::AcqRel);
-            send_soon(
-                &self.guard.conn,
-                ext::stream_window(ext::CREDIT, self.guard.id, unread),
-            );
+            let guard = &self.guard;
+            guard.table.credit_back.give(&guard.conn, guard.id, unread);
         }
     }
 }

@@ -1,0 +1,70 @@
+//! Flow-control credit given back to the peer from places that cannot wait (the connection's
+//! reader, a stream handle being dropped): sent at once when the write queue has room, else
+//! summed per stream and sent by one flusher task per connection. A peer that stops reading
+//! while it keeps sending thus costs at most one entry per stream, never a task or a queued
+//! packet per message; and no credit is lost, so its streams never stall.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::ext;
+use crate::transport::connection::Connection;
+
+/// One connection's credit waiting for room in its write queue.
+#[derive(Debug, Default)]
+pub(crate) struct CreditBack {
+    /// Messages of credit per stream, not yet sent.
+    pending: Mutex<HashMap<u16, u32>>,
+    /// Whether a flusher task runs (set and cleared with `pending` locked).
+    flushing: AtomicBool,
+}
+
+impl CreditBack {
+    /// Gives `messages` of credit on `stream` back to the peer of `conn`.
+    pub(crate) fn give(self: &Arc<Self>, conn: &Arc<Connection>, stream: u16, messages: u32) {
+        if conn.is_closed() {
+            return;
+        }
+        let mut pending = self.lock();
+        if pending.is_empty() && !self.flushing.load(Ordering::Acquire) {
+            let packet = ext::stream_window(ext::CREDIT, stream, messages);
+            if conn.try_send(packet).is_ok() {
+                return;
+            }
+        }
+        let owed = pending.entry(stream).or_default();
+        *owed = owed.saturating_add(messages);
+        if !self.flushing.swap(true, Ordering::AcqRel) {
+            tokio::spawn(self.clone().flush(conn.clone()));
+        }
+    }
+
+    /// Sends what is pending, waiting for room in the write queue, until nothing is left (or
+    /// the connection closes).
+    async fn flush(self: Arc<Self>, conn: Arc<Connection>) {
+        loop {
+            let batch: Vec<(u16, u32)> = {
+                let mut pending = self.lock();
+                if pending.is_empty() {
+                    self.flushing.store(false, Ordering::Release);
+                    return;
+                }
+                pending.drain().collect()
+            };
+            for (stream, messages) in batch {
+                let packet = ext::stream_window(ext::CREDIT, stream, messages);
+                if conn.send(packet).await.is_err() {
+                    let mut pending = self.lock();
+                    pending.clear();
+                    self.flushing.store(false, Ordering::Release);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<u16, u32>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
