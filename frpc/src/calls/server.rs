@@ -21,7 +21,7 @@ use super::ext::{self, CallInfo, CallState, Registry};
 use super::stream::{ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ServerConfig};
 use crate::metadata::Metadata;
-use crate::status::{Code, Error, Status};
+use crate::status::{CloseReason, Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
 use crate::types::BoxFuture;
 
@@ -610,6 +610,6 @@ async fn send_reply(
     };
     let _ = conn.send(Packet::new(id, op, content)).await;
     if close {
-        conn.close("handler returned a closing status");
+        conn.close(CloseReason::Local("handler returned a closing status".into()));
     }
 }
