@@ -159,6 +159,8 @@ pub(crate) struct StreamTable {
     window: u32,
     /// Open streams across every connection sharing it (a server's, say).
     gauge: Arc<AtomicUsize>,
+    /// The most `gauge` may reach (a server's `max_open_streams`; no limit on a client).
+    max_total: usize,
     /// Credit given back from places that cannot wait, coalesced while the queue is full.
     credit_back: Arc<CreditBack>,
 }
@@ -180,6 +182,7 @@ impl StreamTable {
         buffer: usize,
         window: u32,
         gauge: Arc<AtomicUsize>,
+        max_total: usize,
     ) -> StreamTable {
         StreamTable {
             table: Mutex::new(Table::default()),
@@ -187,6 +190,7 @@ impl StreamTable {
             buffer: buffer.max(1),
             window: window.max(1),
             gauge,
+            max_total,
             credit_back: Arc::default(),
         }
     }
@@ -299,6 +303,16 @@ impl StreamTable {
             return Err(Error::closed(format!(
                 "too many open streams (limit {})",
                 self.max_streams
+            )));
+        }
+        if self.gauge.load(Ordering::Relaxed) >= self.max_total {
+            tracing::warn!(
+                limit = self.max_total,
+                "refusing a stream over the server's limit"
+            );
+            return Err(Error::closed(format!(
+                "too many open streams on this server (max_open_streams {})",
+                self.max_total
             )));
         }
         Ok(())
