@@ -81,6 +81,22 @@ impl ::frpc::codegen::Message for Response {
             ::frpc::codegen::pb::encode_message(2, value, buf);
         }
     }
+    const PROTOBUF_AMPLIFIES: bool = true;
+    fn protobuf_cost(
+        buf: &[u8],
+        budget: &mut ::frpc::codegen::ProtobufBudget,
+    ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        ::frpc::codegen::protobuf_fields(
+            buf,
+            |number, value| match (number, value) {
+                (2, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
+                    budget
+                        .nested(bytes, <Data as ::frpc::codegen::Message>::protobuf_cost)
+                }
+                _ => ::core::result::Result::Ok(()),
+            },
+        )
+    }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,
     ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {
@@ -201,6 +217,48 @@ impl ::frpc::codegen::Message for SearchResponse {
             buf,
         );
     }
+    const PROTOBUF_AMPLIFIES: bool = true;
+    fn protobuf_cost(
+        buf: &[u8],
+        budget: &mut ::frpc::codegen::ProtobufBudget,
+    ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        ::frpc::codegen::protobuf_fields(
+            buf,
+            |number, value| match (number, value) {
+                (1, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
+                    budget
+                        .charge(3 * ::core::mem::size_of::<search_response::Result>())?;
+                    budget
+                        .nested(
+                            bytes,
+                            <search_response::Result as ::frpc::codegen::Message>::protobuf_cost,
+                        )
+                }
+                (1, _) => {
+                    budget.charge(3 * ::core::mem::size_of::<search_response::Result>())
+                }
+                (2, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
+                    budget
+                        .charge(3 * ::core::mem::size_of::<search_response::Result>())?;
+                    budget
+                        .nested(
+                            bytes,
+                            <search_response::Result as ::frpc::codegen::Message>::protobuf_cost,
+                        )
+                }
+                (2, _) => {
+                    budget.charge(3 * ::core::mem::size_of::<search_response::Result>())
+                }
+                (3, _) => {
+                    budget.charge(3 * ::core::mem::size_of::<::std::string::String>())
+                }
+                (4, _) => {
+                    budget.charge(3 * ::core::mem::size_of::<::std::string::String>())
+                }
+                _ => ::core::result::Result::Ok(()),
+            },
+        )
+    }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,
     ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {
@@ -277,6 +335,21 @@ impl ::frpc::codegen::Message for search_response::Result {
             buf,
         );
     }
+    const PROTOBUF_AMPLIFIES: bool = true;
+    fn protobuf_cost(
+        buf: &[u8],
+        budget: &mut ::frpc::codegen::ProtobufBudget,
+    ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        ::frpc::codegen::protobuf_fields(
+            buf,
+            |number, value| match (number, value) {
+                (3, _) => {
+                    budget.charge(3 * ::core::mem::size_of::<::std::string::String>())
+                }
+                _ => ::core::result::Result::Ok(()),
+            },
+        )
+    }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,
     ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {
@@ -329,6 +402,26 @@ impl ::frpc::codegen::Message for StockPrices {
             ::frpc::codegen::prost::encoding::double::encode(2, value, buf);
         }
     }
+    const PROTOBUF_AMPLIFIES: bool = true;
+    fn protobuf_cost(
+        buf: &[u8],
+        budget: &mut ::frpc::codegen::ProtobufBudget,
+    ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        ::frpc::codegen::protobuf_fields(
+            buf,
+            |number, value| match (number, value) {
+                (1, ::frpc::codegen::ProtobufValue::Bytes(_)) => {
+                    budget
+                        .charge(
+                            2
+                                * (::core::mem::size_of::<::std::string::String>()
+                                    + ::core::mem::size_of::<f64>() + 8),
+                        )
+                }
+                _ => ::core::result::Result::Ok(()),
+            },
+        )
+    }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,
     ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {
@@ -374,6 +467,27 @@ impl ::frpc::codegen::Message for StockPricesWrapper {
         for value in &self.s_prices {
             ::frpc::codegen::pb::encode_message(1, value, buf);
         }
+    }
+    const PROTOBUF_AMPLIFIES: bool = true;
+    fn protobuf_cost(
+        buf: &[u8],
+        budget: &mut ::frpc::codegen::ProtobufBudget,
+    ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        ::frpc::codegen::protobuf_fields(
+            buf,
+            |number, value| match (number, value) {
+                (1, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
+                    budget.charge(3 * ::core::mem::size_of::<StockPrices>())?;
+                    budget
+                        .nested(
+                            bytes,
+                            <StockPrices as ::frpc::codegen::Message>::protobuf_cost,
+                        )
+                }
+                (1, _) => budget.charge(3 * ::core::mem::size_of::<StockPrices>()),
+                _ => ::core::result::Result::Ok(()),
+            },
+        )
     }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,

@@ -36,6 +36,7 @@ pub mod error;
 pub mod header;
 pub mod packet;
 pub mod polyglot;
+pub mod protobuf_cost;
 
 pub use codec::{Frame, FrameCodec, PacketCodec};
 pub use error::{DecodeError, FrameError};

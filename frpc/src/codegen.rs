@@ -9,6 +9,9 @@ pub use bytes::{BufMut, Bytes};
 pub use frpc_wire::DecodeError;
 pub use frpc_wire::polyglot::value::*;
 pub use frpc_wire::polyglot::{Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode};
+pub use frpc_wire::protobuf_cost::{
+    Budget as ProtobufBudget, Value as ProtobufValue, fields as protobuf_fields, packed_varints,
+};
 pub use tokio::net::ToSocketAddrs;
 pub use {prost, prost_types};
 

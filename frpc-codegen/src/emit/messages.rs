@@ -4,7 +4,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use super::protobuf::protobuf_encoder;
+use super::protobuf::{protobuf_cost, protobuf_encoder};
 use super::{ident, path};
 use crate::model::{Codec, Enum, Field, Message, Shape};
 
@@ -87,9 +87,11 @@ fn protobuf_methods(msg: &Message) -> TokenStream {
             }
         }
     });
+    let cost = protobuf_cost(msg);
     quote! {
         const PROTOBUF: bool = true;
         #encoder
+        #cost
         fn decode_protobuf(
             buf: ::frpc::codegen::Bytes,
         ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {

@@ -212,3 +212,139 @@ fn scalar_module(kind: ProtoKind) -> TokenStream {
     let module = ident(kind.module());
     quote!(::frpc::codegen::prost::encoding::#module)
 }
+
+/// `PROTOBUF_AMPLIFIES` and `protobuf_cost` for `msg` when decoding it can allocate more than
+/// its input (a repeated field, a map or a message field: what prost allocates per element or
+/// box is charged, nested messages recursively); `None` otherwise, or without field numbers.
+/// Strings and bytes are not charged: they cost at most the input again.
+pub fn protobuf_cost(msg: &Message) -> Option<TokenStream> {
+    let fields: Vec<(&Field, &ProtoField)> = msg
+        .fields
+        .iter()
+        .map(|f| Some((f, f.proto.as_ref()?)))
+        .collect::<Option<_>>()?;
+    let arms: Vec<TokenStream> = fields.iter().filter_map(|(f, p)| cost_arm(f, p)).collect();
+    if arms.is_empty() {
+        return None;
+    }
+    Some(quote! {
+        const PROTOBUF_AMPLIFIES: bool = true;
+        fn protobuf_cost(
+            buf: &[u8],
+            budget: &mut ::frpc::codegen::ProtobufBudget,
+        ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+            ::frpc::codegen::protobuf_fields(buf, |number, value| match (number, value) {
+                #( #arms )*
+                _ => ::core::result::Result::Ok(()),
+            })
+        }
+    })
+}
+
+/// The match arm charging one field, if decoding it can allocate beyond its input.
+fn cost_arm(f: &Field, p: &ProtoField) -> Option<TokenStream> {
+    let number = Literal::u32_unsuffixed(p.number);
+    let ok = quote!(::core::result::Result::Ok(()));
+    let value = quote!(::frpc::codegen::ProtobufValue);
+    match &f.shape {
+        Shape::Message(codec) | Shape::OneofMember { codec, .. } if codec.is_message() => {
+            let nested = nested_cost(codec)?;
+            Some(quote! { (#number, #value::Bytes(bytes)) => { #nested } })
+        }
+        Shape::Repeated(codec) => {
+            let element = rust_type(codec);
+            // A vector's growth holds the old and the new buffer at once: three elements each.
+            let charge = quote!(3 * ::core::mem::size_of::<#element>());
+            let nested = nested_cost(codec);
+            let per_run = match p.kind {
+                ProtoKind::Double | ProtoKind::Fixed64 | ProtoKind::Sfixed64 => quote!(bytes.len() / 8),
+                ProtoKind::Float | ProtoKind::Fixed32 | ProtoKind::Sfixed32 => quote!(bytes.len() / 4),
+                _ => quote!(::frpc::codegen::packed_varints(bytes)),
+            };
+            let packed = match (p.kind.packable(), nested) {
+                (true, _) => quote! {
+                    (#number, #value::Bytes(bytes)) => budget.charge(#charge * #per_run),
+                },
+                (false, Some(nested)) => quote! {
+                    (#number, #value::Bytes(bytes)) => {
+                        budget.charge(#charge)?;
+                        #nested
+                    }
+                },
+                // Strings and bytes: one element each, whatever the value.
+                (false, None) => TokenStream::new(),
+            };
+            Some(quote! {
+                #packed
+                (#number, _) => budget.charge(#charge),
+            })
+        }
+        Shape::Map(key, value_codec) => {
+            let (k, v) = (rust_type(key), rust_type(value_codec));
+            // An entry in a hash map, which may hold twice its entries while it grows.
+            let charge = quote!(2 * (::core::mem::size_of::<#k>() + ::core::mem::size_of::<#v>() + 8));
+            Some(match nested_cost(value_codec) {
+                None => quote! {
+                    (#number, #value::Bytes(_)) => budget.charge(#charge),
+                },
+                Some(nested) => quote! {
+                    (#number, #value::Bytes(bytes)) => {
+                        budget.charge(#charge)?;
+                        ::frpc::codegen::protobuf_fields(bytes, |number, value| match (number, value) {
+                            (2, #value::Bytes(bytes)) => { #nested }
+                            _ => #ok,
+                        })
+                    }
+                },
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Charges a nested message held in `bytes` (and its box, if prost boxes it); `None` for a
+/// codec that is not a message or a wrapper (which allocates nothing beyond its input).
+fn nested_cost(codec: &Codec) -> Option<TokenStream> {
+    match codec {
+        Codec::Boxed(inner) => {
+            let ty = rust_type(inner);
+            let nested = nested_cost(inner)?;
+            Some(quote! {
+                budget.charge(::core::mem::size_of::<#ty>())?;
+                #nested
+            })
+        }
+        Codec::Message(path) => {
+            let ty = super::path(path);
+            Some(quote! {
+                budget.nested(bytes, <#ty as ::frpc::codegen::Message>::protobuf_cost)
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The Rust type prost holds a value of `codec` in.
+fn rust_type(codec: &Codec) -> TokenStream {
+    match codec {
+        Codec::Bool => quote!(bool),
+        Codec::U32 => quote!(u32),
+        Codec::U64 => quote!(u64),
+        Codec::I32 | Codec::Enum(_) => quote!(i32),
+        Codec::I64 => quote!(i64),
+        Codec::F32 => quote!(f32),
+        Codec::F64 => quote!(f64),
+        Codec::Str => quote!(::std::string::String),
+        Codec::ByteVec => quote!(::std::vec::Vec<u8>),
+        Codec::ByteBuf => quote!(::frpc::codegen::Bytes),
+        Codec::EnumType(path) | Codec::Message(path) => super::path(path),
+        Codec::Wrapped(inner) => {
+            let inner = rust_type(inner);
+            quote!(::core::option::Option<#inner>)
+        }
+        Codec::Boxed(inner) => {
+            let inner = rust_type(inner);
+            quote!(::std::boxed::Box<#inner>)
+        }
+    }
+}

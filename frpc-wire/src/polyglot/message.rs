@@ -67,6 +67,19 @@ pub trait Message: Default {
         let _ = buf;
     }
 
+    /// Whether decoding this type's protobuf encoding can allocate more than its input
+    /// (repeated messages, maps, boxed messages): then the runtime runs
+    /// [`Message::protobuf_cost`] against the decode budget before prost decodes. A constant, so
+    /// the types that cannot amplify (most requests) pay nothing.
+    const PROTOBUF_AMPLIFIES: bool = false;
+
+    /// Charges to `budget` what decoding `buf`, this type's protobuf encoding, would allocate,
+    /// without decoding it (see [`crate::protobuf_cost`]). Default: nothing to charge.
+    fn protobuf_cost(buf: &[u8], budget: &mut crate::protobuf_cost::Budget) -> Result<(), DecodeError> {
+        let _ = (buf, budget);
+        Ok(())
+    }
+
     /// Decodes the protobuf encoding from shared bytes (`bytes::Bytes` fields become zero-copy
     /// slices of `buf`). A type without one answers [`DecodeError::Protobuf`].
     fn decode_protobuf(buf: Bytes) -> Result<Self, DecodeError> {

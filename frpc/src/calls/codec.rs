@@ -45,6 +45,12 @@ pub(crate) fn encode<M: Message>(message: &M, protobuf: bool) -> Bytes {
 #[inline]
 pub(crate) fn decode<M: Message>(content: &Bytes, limits: DecodeLimits) -> Result<Envelope<M>, DecodeError> {
     if is_protobuf(content) {
+        if M::PROTOBUF_AMPLIFIES {
+            // prost allocates what the input asks for: charge it against the budget first.
+            let budget = limits.memory_budget(content.len());
+            let mut budget = frpc_wire::protobuf_cost::Budget::new(budget, limits.max_depth);
+            M::protobuf_cost(&content[1..], &mut budget)?;
+        }
         return M::decode_protobuf(content.slice(1..)).map(Envelope::Message);
     }
     let mut decoder = Decoder::from_bytes(content)
