@@ -210,10 +210,19 @@ impl Tally {
 
     /// Runs one call, checking its deadline and recording its outcome; true when it succeeded.
     async fn run(&mut self, call: impl Future<Output = Result<Found, frpc::Error>>) -> bool {
+        self.run_within(DEADLINE, call).await
+    }
+
+    /// [`Tally::run`] with another deadline.
+    async fn run_within(
+        &mut self,
+        deadline: Duration,
+        call: impl Future<Output = Result<Found, frpc::Error>>,
+    ) -> bool {
         self.calls += 1;
         let start = Instant::now();
-        let outcome = tokio::time::timeout(DEADLINE + Duration::from_secs(2), call).await;
-        self.over = self.over.max(start.elapsed().saturating_sub(DEADLINE));
+        let outcome = tokio::time::timeout(deadline + Duration::from_secs(2), call).await;
+        self.over = self.over.max(start.elapsed().saturating_sub(deadline));
         match outcome {
             Err(_) => {
                 self.hung += 1;
@@ -514,6 +523,130 @@ async fn balanced(toxiproxy: Arc<Toxiproxy>, mode: Mode, servers: Vec<SocketAddr
     (tally, p99)
 }
 
+/// 1 MiB, the "large message" of the split and slow data checks.
+const LARGE: usize = 1 << 20;
+/// The deadline of a large call: 1 MiB at 64 KiB/s takes 16 s.
+const LARGE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Large data through `slicer` (1–16 byte segments) or `bandwidth` (64 KiB/s, towards the
+/// client): a 1 MiB unary echo, byte for byte, with the default heartbeat and idle timeout (the
+/// transfer is slow, not silent), and 1 MiB through a taken-over connection.
+async fn large(toxiproxy: Arc<Toxiproxy>, mode: Mode, upstream: SocketAddr, toxic: &'static str) -> Tally {
+    let name = format!("{toxic} 1 MiB {}", mode.label());
+    let proxy = toxiproxy.proxy(&name.replace(['/', ' '], "-"), upstream).await;
+    let mut tally = Tally::new(name);
+    let mut config = mode.client();
+    config.connection = frpc::ConnectionConfig {
+        framing: mode.framing,
+        ..Default::default()
+    };
+    config.timeout = Some(LARGE_DEADLINE);
+    let channel = Endpoint::from(proxy.listen)
+        .client_config(config)
+        .connect()
+        .await
+        .unwrap();
+    let client = ChaosClient::new(channel.clone());
+    match toxic {
+        "slicer" => {
+            proxy
+                .add_both(
+                    "t",
+                    "slicer",
+                    json!({"average_size": 8, "size_variation": 7, "delay": 0}),
+                )
+                .await
+        }
+        _ => {
+            proxy
+                .add("t", "bandwidth", "downstream", json!({"rate": 64}))
+                .await
+        }
+    }
+    let start = Instant::now();
+    let ok = tally.run_within(LARGE_DEADLINE, unary(&client, 3, LARGE)).await;
+    tally.note = format!(
+        "echo {} in {} ms",
+        if ok { "ok" } else { "FAILED" },
+        start.elapsed().as_millis()
+    );
+    drop((client, channel));
+    proxy.delete().await;
+    tally
+}
+
+/// 1 MiB of lines through a connection taken over after an RPC, behind `toxic`.
+async fn takeover(toxiproxy: Arc<Toxiproxy>, mode: Mode, toxic: &'static str) -> Tally {
+    let name = format!("{toxic} takeover 1 MiB {}", mode.label());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = listener.local_addr().unwrap();
+    let server = tokio::spawn(frpc_examples::takeover::serve(listener));
+    let proxy = toxiproxy.proxy(&name.replace(['/', ' '], "-"), upstream).await;
+    match toxic {
+        "slicer" => {
+            proxy
+                .add_both(
+                    "t",
+                    "slicer",
+                    json!({"average_size": 8, "size_variation": 7, "delay": 0}),
+                )
+                .await
+        }
+        _ => proxy.add_both("t", "bandwidth", json!({"rate": 64})).await,
+    }
+    let lines: Vec<u8> = (0..LARGE)
+        .map(|i| {
+            if i % 64 == 63 {
+                b'\n'
+            } else {
+                b'a' + (i % 26) as u8
+            }
+        })
+        .collect();
+    let mut tally = Tally::new(name);
+    let mut config = ClientConfig::default();
+    config.connection.framing = mode.framing;
+    config.extensions = mode.extensions;
+    let start = Instant::now();
+    let call = async {
+        let (stream, unparsed) = frpc_examples::takeover::connect(proxy.listen, config).await?;
+        let echoed = talk(stream, unparsed, &lines).await.map_err(frpc::Error::from)?;
+        let want = lines.to_ascii_uppercase();
+        Ok(Found {
+            wrong: echoed != want,
+            ..Found::default()
+        })
+    };
+    let ok = tally.run_within(LARGE_DEADLINE, call).await;
+    tally.note = format!(
+        "takeover {} in {} ms",
+        if ok { "ok" } else { "FAILED" },
+        start.elapsed().as_millis()
+    );
+    proxy.delete().await;
+    server.abort();
+    tally
+}
+
+/// Sends `lines` over a taken-over stream and reads as many bytes back (after the greeting).
+/// It does not half-close: Toxiproxy closes both directions when one side shuts down its writes.
+async fn talk(
+    mut stream: tokio::net::TcpStream,
+    mut unparsed: bytes::BytesMut,
+    lines: &[u8],
+) -> std::io::Result<Vec<u8>> {
+    use frpc_examples::takeover::{GREETING, read_exact_after};
+    use tokio::io::AsyncWriteExt;
+    let mut greeting = vec![0u8; GREETING.len()];
+    read_exact_after(&mut stream, &mut unparsed, &mut greeting).await?;
+    let (mut reader, mut writer) = stream.split();
+    let mut echoed = vec![0u8; lines.len()];
+    let send = writer.write_all(lines);
+    let receive = read_exact_after(&mut reader, &mut unparsed, &mut echoed);
+    tokio::try_join!(send, receive)?;
+    Ok(echoed)
+}
+
 /// Open file descriptors, tasks alive and resident memory of this process.
 fn usage() -> (usize, usize, u64) {
     let fds = std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0);
@@ -575,6 +708,19 @@ async fn chaos_suite() {
         for toxic in TOXICS {
             let (toxiproxy, mode, addr) = (toxiproxy.clone(), *mode, running.addr);
             tasks.spawn(async move { (scenario(toxiproxy, mode, addr, toxic).await, None) });
+        }
+    }
+    for (mode, running) in [&servers[0], &servers[3]] {
+        for toxic in ["slicer", "bandwidth"] {
+            let (proxies, mode, addr) = (toxiproxy.clone(), *mode, running.addr);
+            tasks.spawn(async move { (large(proxies, mode, addr, toxic).await, None) });
+        }
+    }
+    // The takeover example's server speaks Frisbee framing.
+    for mode in [MODES[0], MODES[1]] {
+        for toxic in ["slicer", "bandwidth"] {
+            let proxies = toxiproxy.clone();
+            tasks.spawn(async move { (takeover(proxies, mode, toxic).await, None) });
         }
     }
     for (mode, three) in &balanced_servers {
@@ -646,7 +792,11 @@ async fn chaos_suite() {
                 t.over.as_millis()
             ));
         }
-        if t.recovered.is_none() || t.failed_after_recovery > 0 {
+        if t.ok < t.calls && t.name.contains("1 MiB") {
+            fail(format!("large data failed: {}, {}", t.codes(), t.note));
+        }
+        let recovery_checked = !t.name.contains("1 MiB");
+        if recovery_checked && (t.recovered.is_none() || t.failed_after_recovery > 0) {
             fail(format!(
                 "recovery: {:?}, {} failed after ({})",
                 t.recovered, t.failed_after_recovery, t.note
