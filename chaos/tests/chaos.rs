@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use frpc::{ClientConfig, Context, Endpoint, Framing, ServerConfig, Status, StreamSender, Streaming};
@@ -38,6 +39,9 @@ pub trait Chaos {
     async fn count(&self, ctx: &Context, request: Num, out: StreamSender<Num>) -> Result<(), Status>;
     /// Counts the messages and checks their order.
     async fn collect(&self, ctx: &Context, inbound: Streaming<Num>) -> Result<Seen, Status>;
+    /// Sends `count` messages of `size` bytes, counting each completed send in the server's
+    /// `sent` (the flow control check reads it).
+    async fn produce(&self, ctx: &Context, request: Seen, out: StreamSender<Blob>) -> Result<(), Status>;
     /// Echoes every message.
     async fn chat(
         &self,
@@ -47,8 +51,10 @@ pub trait Chaos {
     ) -> Result<(), Status>;
 }
 
-#[derive(Clone)]
-struct Svc;
+#[derive(Clone, Default)]
+struct Svc {
+    sent: Arc<AtomicU64>,
+}
 
 impl Chaos for Svc {
     async fn echo(&self, _: &Context, request: Blob) -> Result<Blob, Status> {
@@ -72,6 +78,18 @@ impl Chaos for Svc {
             seen.count += 1;
         }
         Ok(seen)
+    }
+
+    async fn produce(&self, _: &Context, request: Seen, out: StreamSender<Blob>) -> Result<(), Status> {
+        let size = if request.ordered { 1024 } else { 16 };
+        for n in 0..request.count {
+            out.send(Blob {
+                data: payload(n, size),
+            })
+            .await?;
+            self.sent.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
     }
 
     async fn chat(
@@ -153,22 +171,29 @@ const MODES: [Mode; 4] = [
 struct Running {
     addr: SocketAddr,
     server: frpc::Server,
+    /// Messages the server's `produce` has sent.
+    sent: Arc<AtomicU64>,
 }
 
 async fn serve(mode: Mode) -> Running {
+    let svc = Svc::default();
     let mut config = ServerConfig::default();
     config.connection.framing = mode.framing;
     config.extensions = mode.extensions;
     let bound = frpc::Server::builder()
         .config(config)
-        .add_service(ChaosServer::new(Svc))
+        .add_service(ChaosServer::new(svc.clone()))
         .bind("127.0.0.1:0")
         .await
         .unwrap();
     let addr = bound.local_addr();
     let server = bound.server().clone();
     tokio::spawn(bound.serve());
-    Running { addr, server }
+    Running {
+        addr,
+        server,
+        sent: svc.sent,
+    }
 }
 
 /// One scenario's counts: a row of the table.
@@ -628,6 +653,72 @@ async fn takeover(toxiproxy: Arc<Toxiproxy>, mode: Mode, toxic: &'static str) ->
     tally
 }
 
+/// The receive window of the flow control check, in messages.
+const WINDOW: u32 = 8;
+/// Messages of the flow control check.
+const PRODUCED: u64 = 200;
+
+/// Flow control through `toxic` (extensions on): a server stream of 200 × 1 KiB to a client
+/// whose window is 8 messages. Whenever the client reads a message, the server must have sent
+/// no more than what the client has read plus the window, however much the link buffers.
+/// `upstream` and `sent` are a server of its own (`sent` counts only this scenario's messages).
+async fn window(
+    toxiproxy: Arc<Toxiproxy>,
+    mode: Mode,
+    (upstream, sent): (SocketAddr, Arc<AtomicU64>),
+    toxic: &'static str,
+) -> Tally {
+    let name = format!("{toxic} window {WINDOW} {}", mode.label());
+    let proxy = toxiproxy.proxy(&name.replace(['/', ' '], "-"), upstream).await;
+    match toxic {
+        "slicer" => {
+            proxy
+                .add_both(
+                    "t",
+                    "slicer",
+                    json!({"average_size": 8, "size_variation": 7, "delay": 0}),
+                )
+                .await
+        }
+        _ => proxy.add_both("t", "bandwidth", json!({"rate": 64})).await,
+    }
+    let mut config = mode.client();
+    config.connection.stream_window = WINDOW;
+    config.timeout = Some(LARGE_DEADLINE);
+    let client = frpc::Client::connect_with(proxy.listen, config).await.unwrap();
+    let flow = ChaosClient::new(client.clone());
+    let mut tally = Tally::new(name);
+    let mut ahead = 0;
+    let call = async {
+        let mut stream = flow
+            .produce(Seen {
+                count: PRODUCED,
+                ordered: true,
+            })
+            .await?;
+        let mut seq = Sequence::default();
+        let mut read = 0;
+        while let Some(msg) = stream.message().await? {
+            read += 1;
+            ahead = ahead.max(sent.load(Ordering::SeqCst).saturating_sub(read));
+            let n = seq.next;
+            seq.push(n);
+            seq.found.wrong |= msg.data != payload(n, 1024);
+        }
+        let mut found = seq.end_cleanly(PRODUCED);
+        found.lost += PRODUCED - read.min(PRODUCED);
+        Ok(found)
+    };
+    tally.run_within(LARGE_DEADLINE, call).await;
+    tally.note = format!("server at most {ahead} messages ahead of the reader");
+    if ahead > u64::from(WINDOW) {
+        tally.wrong += 1;
+    }
+    drop((flow, client));
+    proxy.delete().await;
+    tally
+}
+
 /// Sends `lines` over a taken-over stream and reads as many bytes back (after the greeting).
 /// It does not half-close: Toxiproxy closes both directions when one side shuts down its writes.
 async fn talk(
@@ -700,6 +791,12 @@ async fn chaos_suite() {
         }
         balanced_servers.push((mode, three));
     }
+    let mut window_servers = Vec::new();
+    for mode in [MODES[0], MODES[2]] {
+        for toxic in ["slicer", "bandwidth"] {
+            window_servers.push((mode, toxic, serve(mode).await));
+        }
+    }
     let before = usage();
     let suite = Instant::now();
 
@@ -715,6 +812,11 @@ async fn chaos_suite() {
             let (proxies, mode, addr) = (toxiproxy.clone(), *mode, running.addr);
             tasks.spawn(async move { (large(proxies, mode, addr, toxic).await, None) });
         }
+    }
+    for (mode, toxic, running) in &window_servers {
+        let (proxies, mode, toxic) = (toxiproxy.clone(), *mode, *toxic);
+        let server = (running.addr, running.sent.clone());
+        tasks.spawn(async move { (window(proxies, mode, server, toxic).await, None) });
     }
     // The takeover example's server speaks Frisbee framing.
     for mode in [MODES[0], MODES[1]] {
@@ -792,10 +894,11 @@ async fn chaos_suite() {
                 t.over.as_millis()
             ));
         }
-        if t.ok < t.calls && t.name.contains("1 MiB") {
+        let one_off = t.name.contains("1 MiB") || t.name.contains("window");
+        if t.ok < t.calls && one_off {
             fail(format!("large data failed: {}, {}", t.codes(), t.note));
         }
-        let recovery_checked = !t.name.contains("1 MiB");
+        let recovery_checked = !one_off;
         if recovery_checked && (t.recovered.is_none() || t.failed_after_recovery > 0) {
             fail(format!(
                 "recovery: {:?}, {} failed after ({})",
