@@ -136,6 +136,22 @@ async fn next(stream: &mut TcpStream) -> String {
     }
 }
 
+/// A raw connection to an frpc server of [`Echo`] that has offered the first five extensions
+/// (protobuf among them) and read the server's ACCEPT.
+async fn offered_connection(doc: &Doc) -> TcpStream {
+    let bound = frpc::Server::builder()
+        .add_service(EchoServiceServer::new(Echo))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&unhex(&doc.offer)).await.unwrap();
+    assert_eq!(next(&mut stream).await, doc.accept);
+    stream
+}
+
 /// An frpc client against a raw server that accepts protobuf: the request, the stream's
 /// messages and the decoded replies are the document's.
 #[tokio::test]
@@ -189,16 +205,7 @@ async fn the_client_writes_the_documented_bytes() {
 #[tokio::test]
 async fn the_server_writes_the_documented_bytes() {
     let doc = doc();
-    let bound = frpc::Server::builder()
-        .add_service(EchoServiceServer::new(Echo))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(&unhex(&doc.offer)).await.unwrap();
-    assert_eq!(next(&mut stream).await, doc.accept);
+    let mut stream = offered_connection(&doc).await;
     stream.write_all(&unhex(&doc.request)).await.unwrap();
     assert_eq!(next(&mut stream).await, doc.reply);
 
@@ -272,16 +279,7 @@ async fn the_server_writes_the_documented_bytes() {
 #[tokio::test]
 async fn undecodable_stream_messages_are_invalid_argument() {
     let doc = doc();
-    let bound = frpc::Server::builder()
-        .add_service(EchoServiceServer::new(Echo))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(&unhex(&doc.offer)).await.unwrap();
-    assert_eq!(next(&mut stream).await, doc.accept);
+    let mut stream = offered_connection(&doc).await;
     // Search (server streaming, its request), EchoStream (bidi) and Upload (client streaming),
     // each on its own stream id; the message's field 1 claims 9 bytes that are not there.
     for (id, method) in [(5u8, "0d"), (6, "0b"), (7, "0e")] {

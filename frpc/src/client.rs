@@ -20,7 +20,7 @@ use crate::calls::raw::{PacketSender, RawPackets, check_op};
 use crate::calls::stream::{self, ClientSide, StreamSender, Streaming};
 use crate::config::ClientConfig;
 use crate::metadata::{Metadata, MetadataSlot};
-use crate::status::Error;
+use crate::status::{CloseReason, Error};
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
 use crate::transport::net;
@@ -102,7 +102,7 @@ struct Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.conn.close("client dropped");
+        self.conn.close(CloseReason::Local("client dropped".into()));
     }
 }
 
@@ -369,6 +369,13 @@ impl Client {
         }
     }
 
+    /// Why the connection closed, once it has (`None` while it is open): this side closed it,
+    /// the peer did, it was idle, or reading or writing failed. Calls on it fail with
+    /// [`Error::ConnectionClosed`] carrying the same text.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.handle.conn.close_reason()
+    }
+
     /// What decoding the server's messages may cost (`ConnectionConfig::decode`).
     pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
         self.handle.conn.decode_limits()
@@ -423,7 +430,9 @@ impl Client {
 
     /// Closes the connection; pending calls fail with [`Error::ConnectionClosed`].
     pub fn close(&self) {
-        self.handle.conn.close("closed by the client");
+        self.handle
+            .conn
+            .close(CloseReason::Local("closed by the client".into()));
     }
 
     /// Number of unary calls waiting for a reply.
@@ -520,7 +529,7 @@ impl Client {
             return Err(Error::closed("takeover is not available over TLS"));
         }
         let take = conn.request_handback()?;
-        conn.close("connection taken over");
+        conn.close(CloseReason::Local("connection taken over".into()));
         take.await
     }
 

@@ -267,6 +267,13 @@ pub struct ServerConfig {
     /// RPCs running at once on one connection; while at the limit, the connection is not read
     /// (TCP backpressure). Default: 4096.
     pub max_inflight_per_connection: usize,
+    /// Streams open at once across every connection of the server (each connection also has
+    /// its own `connection.max_streams`); a stream opened beyond it is refused with
+    /// RESOURCE_EXHAUSTED (Go clients get its text) and the client may
+    /// retry later. With flow control (frpc peers) a stream buffers at most
+    /// `connection.stream_window` messages, so inbound stream data is bounded by
+    /// `max_open_streams × stream_window × max_content_length`. Default: 16,384. At least 1.
+    pub max_open_streams: usize,
     /// Answer an frpc client's extension offer (cancellation, deadlines, status codes,
     /// metadata, stream flow control and open acknowledgement; see `docs/extensions.md`). Go clients never offer, so they always get plain
     /// fRPC. `false`: offers are ignored as a Go server ignores them. Default: `true`.
@@ -294,6 +301,7 @@ impl Default for ServerConfig {
             concurrency: Concurrency::PerRpc,
             max_connections: 10_000,
             max_inflight_per_connection: 4096,
+            max_open_streams: 16_384,
             extensions: true,
             protobuf: true,
             shutdown_grace: Duration::from_secs(5),
@@ -307,6 +315,7 @@ impl ServerConfig {
         self.connection.check()?;
         at_least_one("max_connections", self.max_connections)?;
         at_least_one("max_inflight_per_connection", self.max_inflight_per_connection)?;
+        at_least_one("max_open_streams", self.max_open_streams)?;
         if self.concurrency == Concurrency::Limited(0) {
             return Err("concurrency is Limited(0); the limit must be at least 1".into());
         }

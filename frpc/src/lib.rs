@@ -120,7 +120,7 @@ pub use frpc_wire::Framing;
 pub use metadata::{Metadata, MetadataSlot};
 pub use middleware::{CallRequest, CallResponse};
 pub use server::{Bound, Builder, Server};
-pub use status::{Code, Error, Status};
+pub use status::{CloseReason, Code, Error, Status};
 pub use transport::handback::TakeConnection;
 pub use types::MethodKind;
 

@@ -25,7 +25,7 @@ use crate::context::Context;
 use crate::hash::IdMap;
 use crate::middleware::{self, BoxError, CallRequest, CallResponse, CallService};
 use crate::service::Service;
-use crate::status::{Error, Status};
+use crate::status::{CloseReason, Error, Status};
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
 use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
@@ -756,7 +756,7 @@ async fn run_connection<R, W>(
         _ = rpcs.wait() => {}
         _ = force.cancelled() => {}
     }
-    conn.close("server shut down");
+    conn.close(CloseReason::Local("server shut down".into()));
     let _ = tasks.writer.await;
 }
 

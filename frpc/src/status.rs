@@ -450,3 +450,35 @@ impl From<FrameError> for Error {
         }
     }
 }
+
+/// Why a connection closed ([`crate::Client::close_reason`], [`crate::Channel::last_close_reason`]).
+/// Its text is what calls failing on the closed connection report
+/// ([`Error::ConnectionClosed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// This side closed it: `Client::close`, its last handle dropped, a takeover, the server
+    /// shutting down, a handler's closing status (the text says which).
+    Local(String),
+    /// The peer closed the connection (the text adds a hint at the other framing when the
+    /// peer never sent a valid packet).
+    PeerClosed(String),
+    /// The peer sent nothing, not a byte, for the idle timeout.
+    Idle(std::time::Duration),
+    /// Reading failed: a framing error or a socket error.
+    ReadFailed(String),
+    /// Writing failed.
+    WriteFailed(String),
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::Local(text) | CloseReason::PeerClosed(text) | CloseReason::ReadFailed(text) => {
+                f.write_str(text)
+            }
+            CloseReason::Idle(timeout) => write!(f, "peer sent nothing for {timeout:?}"),
+            CloseReason::WriteFailed(text) => write!(f, "write failed: {text}"),
+        }
+    }
+}

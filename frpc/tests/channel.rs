@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use channel_support::*;
 use frpc::channel::Backoff;
+use frpc::channel::ChannelState;
 use frpc::retry::Idempotent;
-use frpc::{Channel, Code, Endpoint, Error};
+use frpc::{Channel, CloseReason, Code, Endpoint, Error};
 use tower::ServiceBuilder;
 use tower::retry::budget::TpsBudget;
 
@@ -430,4 +431,78 @@ async fn connections_closed_at_accept_back_off() {
     let connections = accepted.load(Ordering::SeqCst);
     assert!(connections <= 8, "{connections} connections in a second");
     assert!(calls > connections, "{calls} calls, {connections} connections");
+}
+
+/// Waits until `changes` reports a state for which `done` holds; returns it.
+async fn until(
+    changes: &mut frpc::channel::StateChanges,
+    channel: &Channel,
+    done: impl Fn(&ChannelState) -> bool,
+) -> ChannelState {
+    let mut state = channel.state();
+    while !done(&state) {
+        state = within("a state change", changes.changed()).await;
+    }
+    state
+}
+
+/// A channel reports its state changes, its reconnections and why its connection closed, in
+/// structured form; so does a client.
+#[tokio::test]
+async fn channels_and_clients_report_state_and_close_reasons() {
+    let mut server = TestServer::start("s", "127.0.0.1:0").await;
+    let channel = server
+        .endpoint()
+        .backoff(Backoff::default().initial(Duration::from_millis(10)))
+        .connect_lazy();
+    assert_eq!(channel.state(), ChannelState::Idle);
+    let mut changes = channel.state_changes();
+    let client = NamedClient::new(channel.clone());
+    client.whoami(Text::default()).await.unwrap();
+    until(&mut changes, &channel, |s| *s == ChannelState::Ready).await;
+    assert_eq!((channel.reconnects(), channel.last_close_reason()), (0, None));
+
+    server.stop().await;
+    let down = until(&mut changes, &channel, |s| {
+        matches!(s, ChannelState::TransientFailure(_) | ChannelState::Connecting)
+    })
+    .await;
+    assert_ne!(down, ChannelState::Ready);
+    assert!(
+        matches!(channel.last_close_reason(), Some(CloseReason::PeerClosed(_))),
+        "{:?}",
+        channel.last_close_reason()
+    );
+    server.restart().await;
+    until(&mut changes, &channel, |s| *s == ChannelState::Ready).await;
+    assert_eq!(channel.reconnects(), 1);
+
+    // A client's close reason.
+    let plain = frpc::Client::connect(server.addr).await.unwrap();
+    assert_eq!(plain.close_reason(), None);
+    plain.close();
+    assert_eq!(
+        plain.close_reason(),
+        Some(CloseReason::Local("closed by the client".into()))
+    );
+    let other = frpc::Client::connect(server.addr).await.unwrap();
+    server.stop().await;
+    within("the client sees the close", other.closed()).await;
+    assert!(
+        matches!(other.close_reason(), Some(CloseReason::PeerClosed(_))),
+        "{:?}",
+        other.close_reason()
+    );
+
+    // Balanced: ready while an endpoint is, a failure once none is.
+    let balanced = Channel::balance_list([server.endpoint()]);
+    let mut changes = balanced.state_changes();
+    let state = until(&mut changes, &balanced, |s| {
+        matches!(s, ChannelState::TransientFailure(_))
+    })
+    .await;
+    assert_eq!(
+        state,
+        ChannelState::TransientFailure("no endpoint is connected".into())
+    );
 }

@@ -200,11 +200,15 @@ impl Running {
 }
 
 async fn serve(framing: Framing, concurrency: Concurrency, extensions: bool) -> Running {
-    let (tx, events) = mpsc::unbounded_channel();
     let mut config = ServerConfig::default();
     config.connection.framing = framing;
     config.concurrency = concurrency;
     config.extensions = extensions;
+    serve_with(config).await
+}
+
+async fn serve_with(config: ServerConfig) -> Running {
+    let (tx, events) = mpsc::unbounded_channel();
     let bound = frpc::Server::builder()
         .config(config)
         .add_service(ProbeServer::new(Svc { events: tx }))
@@ -874,18 +878,10 @@ async fn metadata_is_bounded_and_read_in_linear_time() {
         assert_eq!(next(&mut raw).await.id, 4);
     }
     // 100,000 distinct keys in about 1 MiB, under a raised limit.
-    let (tx, _events) = mpsc::unbounded_channel();
     let mut config = ServerConfig::default();
     config.connection.max_metadata_size = 2 << 20;
-    let bound = frpc::Server::builder()
-        .config(config)
-        .add_service(ProbeServer::new(Svc { events: tx }))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
-    let mut raw = raw_connect(addr, Framing::Frisbee).await;
+    let running = serve_with(config).await;
+    let mut raw = raw_connect(running.addr, Framing::Frisbee).await;
     send(&mut raw, 1, 0xFFFF, &[1, 0, 0, 0, 0x0f]).await;
     assert_eq!(next(&mut raw).await.id, 2, "ACCEPT");
     let many = (0..100_000).map(|i| (format!("k{i}"), Vec::new()));

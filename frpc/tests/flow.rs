@@ -774,3 +774,27 @@ async fn credit_for_a_gone_reader_is_coalesced() {
         );
     }
 }
+
+/// The server-wide stream budget: streams beyond `max_open_streams` across all connections are
+/// refused at open with RESOURCE_EXHAUSTED; the connections keep serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_beyond_the_servers_budget_are_refused() {
+    for framing in FRAMINGS {
+        let mut config = server_config(framing, 1024);
+        config.max_open_streams = 3;
+        let running = serve(config).await;
+        let (a, b) = (
+            connect(&running, client_config(framing, 1024)).await,
+            connect(&running, client_config(framing, 1024)).await,
+        );
+        let mut held = Vec::new();
+        for flow in [&a, &a, &b] {
+            held.push(bounded("watch", flow.watch(text("1"))).await.unwrap());
+        }
+        let err = bounded("one too many", b.watch(text("1"))).await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{framing:?}: {err}");
+        assert!(err.to_string().contains("max_open_streams 3"), "{err}");
+        assert_eq!(bounded("echo", b.echo(text("x"))).await.unwrap().value, "x");
+        drop(held);
+    }
+}

@@ -89,6 +89,10 @@ async fn client_closes_when_the_server_goes_silent() {
         }
         other => panic!("{other:?}"),
     }
+    assert_eq!(
+        client.close_reason(),
+        Some(frpc::CloseReason::Idle(Duration::from_millis(600)))
+    );
     silent.await.unwrap();
 }
 

@@ -85,6 +85,7 @@ impl ClientCalls {
                 config.stream_buffer,
                 config.stream_window,
                 Default::default(),
+                usize::MAX,
             )),
             raw: RawRoutes::default(),
         })

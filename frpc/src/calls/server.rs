@@ -21,7 +21,7 @@ use super::ext::{self, CallInfo, CallState, Registry};
 use super::stream::{ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ServerConfig};
 use crate::metadata::Metadata;
-use crate::status::{Code, Error, Status};
+use crate::status::{CloseReason, Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
 use crate::types::BoxFuture;
 
@@ -87,6 +87,8 @@ pub(crate) struct Limits {
     stream_window: u32,
     /// Open streams across every connection.
     pub(crate) open_streams: Arc<AtomicUsize>,
+    /// The most `open_streams` may reach.
+    max_open_streams: usize,
     /// Whether offers of extensions are answered.
     extensions: bool,
     /// The extensions an offer may get.
@@ -109,6 +111,7 @@ impl Limits {
             stream_buffer: config.connection.stream_buffer,
             stream_window: config.connection.stream_window,
             open_streams: Arc::default(),
+            max_open_streams: config.max_open_streams,
             extensions: config.extensions,
             supported: ext::supported(config.protobuf && protobuf),
         }
@@ -147,6 +150,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 limits.stream_buffer,
                 limits.stream_window,
                 limits.open_streams.clone(),
+                limits.max_open_streams,
             )),
             limits,
             rpcs,
@@ -610,6 +614,6 @@ async fn send_reply(
     };
     let _ = conn.send(Packet::new(id, op, content)).await;
     if close {
-        conn.close("handler returned a closing status");
+        conn.close(CloseReason::Local("handler returned a closing status".into()));
     }
 }

@@ -23,9 +23,10 @@ use tower::{BoxError, Service, ServiceExt};
 
 use super::endpoint::Endpoint;
 use super::single::{Handle, Health, Start};
+use super::state::ChannelState;
 use crate::caller::{self, Reply, Request};
 use crate::client::Client;
-use crate::status::Error;
+use crate::status::{CloseReason, Error};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -120,6 +121,31 @@ impl Balanced {
     pub(crate) fn first_answer(&self) -> FirstAnswer {
         self.endpoints.discovering.store(true, Ordering::Release);
         FirstAnswer(self.endpoints.clone())
+    }
+
+    /// Where the channel stands, from its endpoints' counts.
+    pub(crate) fn state(&self) -> ChannelState {
+        self.endpoints.health.public()
+    }
+
+    /// The endpoints' counts and their change signal.
+    pub(crate) fn health(&self) -> Arc<Health> {
+        self.endpoints.health.clone()
+    }
+
+    /// Reconnections of its current endpoints.
+    pub(crate) fn reconnects(&self) -> u64 {
+        let handles = self.endpoints.handles.lock().unwrap_or_else(|e| e.into_inner());
+        handles
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|handle| handle.reconnects())
+            .sum()
+    }
+
+    /// Why the last connection of any endpoint closed.
+    pub(crate) fn last_close(&self) -> Option<CloseReason> {
+        self.endpoints.health.last_close()
     }
 
     /// Endpoints connected now.

@@ -6,6 +6,7 @@ mod backoff;
 mod balance;
 mod endpoint;
 mod single;
+mod state;
 
 use std::fmt;
 use std::hash::Hash;
@@ -22,6 +23,7 @@ use tower::{BoxError, Layer, Service, ServiceExt};
 pub use self::backoff::Backoff;
 pub(crate) use self::balance::FirstAnswer;
 pub use self::endpoint::Endpoint;
+pub use self::state::ChannelState;
 pub use crate::caller::{Reply, Request};
 pub use tower::discover::Change;
 
@@ -29,7 +31,7 @@ use self::balance::Balanced;
 use crate::caller::{self, Caller};
 use crate::client::Client;
 use crate::metadata::{Metadata, MetadataSlot};
-use crate::status::Error;
+use crate::status::{CloseReason, Error};
 
 type Layered = BoxCloneSyncService<Request, Reply, Error>;
 
@@ -318,6 +320,41 @@ impl Channel {
         }
     }
 
+    /// Where the channel stands now (see [`ChannelState`]).
+    pub fn state(&self) -> ChannelState {
+        match &self.inner {
+            Inner::Single(handle) => handle.state(),
+            Inner::Balanced(balanced) => balanced.state(),
+        }
+    }
+
+    /// The channel's state changes, to follow them (`changes.changed().await` returns the
+    /// state after the next change).
+    pub fn state_changes(&self) -> StateChanges {
+        StateChanges(match &self.inner {
+            Inner::Single(handle) => Changes::Single(handle.subscribe()),
+            Inner::Balanced(balanced) => Changes::Balanced(balanced.health()),
+        })
+    }
+
+    /// How many times the channel connected again after its first connection (summed over the
+    /// current endpoints of a balanced channel).
+    pub fn reconnects(&self) -> u64 {
+        match &self.inner {
+            Inner::Single(handle) => handle.reconnects(),
+            Inner::Balanced(balanced) => balanced.reconnects(),
+        }
+    }
+
+    /// Why the channel's last connection closed (any endpoint's, for a balanced channel), once
+    /// one has.
+    pub fn last_close_reason(&self) -> Option<CloseReason> {
+        match &self.inner {
+            Inner::Single(handle) => handle.last_close(),
+            Inner::Balanced(balanced) => balanced.last_close(),
+        }
+    }
+
     /// Waits until at least `count` endpoints are connected (a lazy channel starts
     /// connecting); for a channel to one server any `count` above 0 means its connection.
     pub async fn connected(&self, count: usize) {
@@ -461,5 +498,33 @@ impl Caller for Channel {
         };
         client.set_options(timeout, self.metadata.clone(), None);
         Ok(client)
+    }
+}
+
+/// A [`Channel`]'s state changes ([`Channel::state_changes`]).
+#[derive(Debug)]
+pub struct StateChanges(Changes);
+
+#[derive(Debug)]
+enum Changes {
+    Single(tokio::sync::watch::Receiver<single::State>),
+    Balanced(Arc<single::Health>),
+}
+
+impl StateChanges {
+    /// Waits for the next change and returns the state after it ([`ChannelState::Shutdown`]
+    /// once the channel has stopped). Changes closer together than the caller looks may be
+    /// seen as one: it is the latest state that is returned.
+    pub async fn changed(&mut self) -> ChannelState {
+        match &mut self.0 {
+            Changes::Single(rx) => match rx.changed().await {
+                Ok(()) => rx.borrow_and_update().public(),
+                Err(_) => ChannelState::Shutdown,
+            },
+            Changes::Balanced(health) => {
+                health.changed.notified().await;
+                health.public()
+            }
+        }
     }
 }

@@ -5,17 +5,18 @@
 //! States follow gRPC's: while an attempt is under way calls wait for it; between attempts
 //! (after a failure, during the backoff) they fail at once with [`Error::Unavailable`].
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::endpoint::Endpoint;
+use super::state::ChannelState;
 use crate::client::Client;
 use crate::health::{HealthClient, ServingStatus};
-use crate::status::Error;
+use crate::status::{CloseReason, Error};
 
 /// Where a connection stands.
 #[derive(Debug, Clone)]
@@ -36,6 +37,20 @@ pub(crate) enum State {
 }
 
 impl State {
+    /// The public view of this state.
+    pub(crate) fn public(&self) -> ChannelState {
+        match self {
+            State::Idle => ChannelState::Idle,
+            State::Connecting => ChannelState::Connecting,
+            // A closed connection: the supervisor is about to try again.
+            State::Ready(client) if client.is_closed() => ChannelState::Connecting,
+            State::Ready(_) => ChannelState::Ready,
+            State::NotServing(_) => ChannelState::NotServing,
+            State::Down(reason) => ChannelState::TransientFailure(reason.clone()),
+            State::Closed => ChannelState::Shutdown,
+        }
+    }
+
     fn is_ready(&self) -> bool {
         matches!(self, State::Ready(_))
     }
@@ -64,9 +79,25 @@ pub(crate) struct Health {
     /// Connected endpoints whose server accepted the protobuf extension.
     protobuf: AtomicUsize,
     pub(crate) changed: Notify,
+    /// Why the last connection of any endpoint closed.
+    last_close: Mutex<Option<CloseReason>>,
 }
 
 impl Health {
+    /// The state of a balanced channel with these counts.
+    pub(crate) fn public(&self) -> ChannelState {
+        match (self.ready(), self.connecting()) {
+            (0, 0) => ChannelState::TransientFailure("no endpoint is connected".into()),
+            (0, _) => ChannelState::Connecting,
+            _ => ChannelState::Ready,
+        }
+    }
+
+    /// Why the last connection of any endpoint closed.
+    pub(crate) fn last_close(&self) -> Option<CloseReason> {
+        self.last_close.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Endpoints connected now.
     pub(crate) fn ready(&self) -> usize {
         self.ready.load(Ordering::Acquire)
@@ -119,9 +150,22 @@ struct Shared {
     /// Whether the current state is a connection that negotiated protobuf (read once, when
     /// the state is set, so the health counts stay balanced).
     protobuf: AtomicBool,
+    /// Connections made after the first.
+    reconnects: AtomicU64,
+    /// Why the last connection closed.
+    last_close: Mutex<Option<CloseReason>>,
 }
 
 impl Shared {
+    /// Notes why a connection closed, for the channel (and its balanced parent).
+    fn record_close(&self, reason: Option<CloseReason>) {
+        let Some(reason) = reason else { return };
+        if let Some(health) = &self.health {
+            *health.last_close.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason.clone());
+        }
+        *self.last_close.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
+    }
+
     /// Publishes a new state, then counts it: whoever the counts wake sees the new state.
     fn set(&self, new: State) {
         let protobuf = matches!(&new, State::Ready(client) if client.protobuf_accepted());
@@ -159,6 +203,8 @@ impl Handle {
             wake: Notify::new(),
             health,
             protobuf: AtomicBool::new(protobuf),
+            reconnects: AtomicU64::new(0),
+            last_close: Mutex::new(None),
         });
         let stop = CancellationToken::new();
         tokio::spawn(supervise(shared.clone(), stop.clone(), start));
@@ -173,6 +219,25 @@ impl Handle {
     /// endpoint was removed from its balanced channel.
     pub(crate) fn retire(&self) {
         self.stop.cancel();
+    }
+
+    /// Where the connection stands.
+    pub(crate) fn state(&self) -> ChannelState {
+        self.shared.state.borrow().public()
+    }
+
+    /// Connections made after the first.
+    pub(crate) fn reconnects(&self) -> u64 {
+        self.shared.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Why the last connection closed.
+    pub(crate) fn last_close(&self) -> Option<CloseReason> {
+        self.shared
+            .last_close
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The endpoint.
@@ -285,6 +350,7 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
     };
     let backoff = *shared.endpoint.reconnect_backoff();
     let mut failures = 0;
+    let mut connected_before = current.is_some();
     loop {
         let client = match current.take() {
             Some(client) => client,
@@ -301,6 +367,9 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
                 }
                 match attempt {
                     Ok(client) => {
+                        if std::mem::replace(&mut connected_before, true) {
+                            shared.reconnects.fetch_add(1, Ordering::Relaxed);
+                        }
                         shared.set(State::Ready(client.clone()));
                         client
                     }
@@ -322,6 +391,7 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
             _ = stop.cancelled() => break,
             never = follow_health(&shared, &client) => match never {},
         }
+        shared.record_close(client.close_reason());
         // A connection the server answered worked: reconnect at once. One it never answered
         // (closed at accept, reset during the handshake) failed: back off as after a failed
         // connect, and fail calls fast meanwhile, or a server refusing connections would be

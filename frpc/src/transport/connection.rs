@@ -34,7 +34,7 @@ use tracing::Instrument;
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
 use super::writer::{Outbound, Writer};
 use crate::config::ConnectionConfig;
-use crate::status::Error;
+use crate::status::{CloseReason, Error};
 
 /// Under continuous traffic the reader looks at the server's shutdown signal every this many
 /// packets (it also wakes for it whenever the socket is idle).
@@ -84,7 +84,7 @@ pub(crate) struct Connection {
     more_input: AtomicBool,
     closed: CancellationToken,
     is_closed: AtomicBool,
-    close_reason: OnceLock<String>,
+    close_reason: OnceLock<CloseReason>,
     /// The dispatcher's close handler, dropped once run (it may hold the connection).
     on_close: Mutex<Option<Arc<dyn OnClose>>>,
     peer: SocketAddr,
@@ -171,7 +171,7 @@ impl Connection {
                     Ok(None) => conn.handback.abandon(),
                     Err(err) => {
                         tracing::debug!(peer = %conn.peer, error = %err, "closing connection on write error");
-                        conn.close(format!("write failed: {err}"));
+                        conn.close(CloseReason::WriteFailed(err.to_string()));
                         conn.handback.abandon();
                     }
                 }
@@ -277,10 +277,10 @@ impl Connection {
     /// Closes the connection: the reader stops, the writer flushes what is queued and shuts
     /// the socket down (or hands it back, see [`Connection::request_handback`]), the dispatcher
     /// fails what waits. The first reason given is kept.
-    pub(crate) fn close(&self, reason: impl Into<String>) {
+    pub(crate) fn close(&self, reason: CloseReason) {
         let reason = match self.handback.requested() {
-            true => "connection taken over".to_owned(),
-            false => reason.into(),
+            true => CloseReason::Local("connection taken over".to_owned()),
+            false => reason,
         };
         let _ = self.close_reason.set(reason);
         if self.is_closed.swap(true, Ordering::AcqRel) {
@@ -317,8 +317,13 @@ impl Connection {
     /// The error pending operations get once the connection has closed.
     pub(crate) fn closed_error(&self) -> Error {
         Error::ConnectionClosed {
-            reason: self.close_reason.get().cloned(),
+            reason: self.close_reason.get().map(ToString::to_string),
         }
+    }
+
+    /// Why it closed, once it has.
+    pub(crate) fn close_reason(&self) -> Option<CloseReason> {
+        self.close_reason.get().cloned()
     }
 
     /// Makes the reader stop before it parses the next packet, leaving the connection open:
@@ -420,15 +425,16 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             }
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
-                conn.close(framing_hint(&conn, err.to_string(), parsed_any));
+                conn.close(CloseReason::ReadFailed(framing_hint(
+                    &conn,
+                    err.to_string(),
+                    parsed_any,
+                )));
                 break;
             }
             None => {
-                conn.close(framing_hint(
-                    &conn,
-                    "peer closed the connection".into(),
-                    parsed_any,
-                ));
+                let reason = framing_hint(&conn, "peer closed the connection".into(), parsed_any);
+                conn.close(CloseReason::PeerClosed(reason));
                 break;
             }
         }
@@ -530,7 +536,7 @@ async fn heartbeat(conn: Arc<Connection>) {
             silent += interval;
             if silent >= idle_timeout {
                 tracing::debug!(peer = %conn.peer, ?idle_timeout, "closing idle connection");
-                conn.close(format!("peer sent nothing for {idle_timeout:?}"));
+                conn.close(CloseReason::Idle(idle_timeout));
                 return;
             }
         }

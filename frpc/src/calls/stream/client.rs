@@ -1,0 +1,181 @@
+//! The client side: opening a stream, and the call handles of client-streaming and bidi calls.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use frpc_wire::polyglot::{EOF_MESSAGE, Message};
+use frpc_wire::{Packet, op};
+
+use crate::calls::ext;
+use crate::status::Error;
+use crate::transport::connection::Connection;
+
+use super::common::*;
+use super::guard::*;
+use super::inbound::*;
+use super::outbound::*;
+use super::table::*;
+
+/// Opens a stream from the client side: registers it, then sends the open message (behind
+/// `header`, the extension header, when there is one). With open acknowledgement (`bits`) the
+/// header asks for OPENED, and with flow control too it carries this side's window; the
+/// stream then starts with one message of credit (the request of a server-streaming call goes
+/// out without a round trip) and OPENED brings the rest of the server's window. The caller
+/// waits for OPENED with [`Streaming::opened`].
+pub(crate) async fn open<Req: Message, Resp: Message>(
+    conn: &Arc<Connection>,
+    table: &Arc<StreamTable>,
+    method: u16,
+    client: ClientSide,
+    bits: u32,
+    header: Option<ext::Header>,
+) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
+    let ack = bits & ext::EXT_OPEN_ACK != 0;
+    let window = match ack && bits & ext::EXT_FLOW != 0 {
+        true => table.window(),
+        false => 0,
+    };
+    let setup = StreamSetup {
+        recv_window: window,
+        send_credit: (window > 0).then_some(1),
+        awaiting_ack: ack,
+        codes: bits & ext::EXT_STATUS != 0,
+    };
+    let (id, inbound) = table.open_local(setup)?;
+    let ext = StreamExt {
+        bits,
+        cancel: None,
+        ack_window: None,
+    };
+    let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, client, ext));
+    let sender = StreamSender::new(guard.clone());
+    let header = match ack {
+        false => header,
+        true => Some(ext::Header {
+            open: Some(window),
+            ..header.unwrap_or_default()
+        }),
+    };
+    let open = open_message(method, bits & ext::EXT_PROTOBUF != 0);
+    let open = match header {
+        Some(header) => header.encode(&open),
+        None => open,
+    };
+    sender.send_raw(open, false).await?;
+    Ok((sender, Streaming::new(inbound, guard)))
+}
+
+/// A client-streaming call: send requests, then [`close_and_recv`](Self::close_and_recv).
+pub struct ClientStreamingCall<Req, Resp> {
+    pub(super) sender: StreamSender<Req>,
+    pub(super) inbound: Streaming<Resp>,
+    pub(super) closed: bool,
+}
+
+impl<Req, Resp> fmt::Debug for ClientStreamingCall<Req, Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientStreamingCall")
+            .field("id", &self.sender.guard.id)
+            .finish()
+    }
+}
+
+impl<Req: Message, Resp: Message> ClientStreamingCall<Req, Resp> {
+    pub(crate) fn new(sender: StreamSender<Req>, inbound: Streaming<Resp>) -> Self {
+        ClientStreamingCall {
+            sender,
+            inbound,
+            closed: false,
+        }
+    }
+
+    /// Sends one request.
+    pub async fn send(&mut self, request: Req) -> Result<(), Error> {
+        self.sender.send(request).await
+    }
+
+    /// Ends the request stream and waits for the response.
+    pub async fn close_and_recv(mut self) -> Result<Resp, Error> {
+        self.closed = true;
+        self.sender.send_eof().await?;
+        match self.inbound.message().await? {
+            Some(response) => {
+                // The server is done (its EOF follows): nothing to cancel.
+                self.inbound.finish();
+                Ok(response)
+            }
+            None => Err(Error::closed("the server ended the stream without a response")),
+        }
+    }
+}
+
+impl<Req, Resp> Drop for ClientStreamingCall<Req, Resp> {
+    fn drop(&mut self) {
+        if !self.closed {
+            eof_detached(&self.sender.guard);
+        }
+    }
+}
+
+/// A bidirectional call: [`send`](Self::send) and [`message`](Self::message) in any order,
+/// [`close_send`](Self::close_send) when done sending.
+pub struct BidiCall<Req, Resp> {
+    pub(super) sender: StreamSender<Req>,
+    pub(super) inbound: Streaming<Resp>,
+    pub(super) send_closed: bool,
+}
+
+impl<Req, Resp> fmt::Debug for BidiCall<Req, Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BidiCall")
+            .field("id", &self.sender.guard.id)
+            .finish()
+    }
+}
+
+impl<Req: Message, Resp: Message> BidiCall<Req, Resp> {
+    pub(crate) fn new(sender: StreamSender<Req>, inbound: Streaming<Resp>) -> Self {
+        BidiCall {
+            sender,
+            inbound,
+            send_closed: false,
+        }
+    }
+
+    /// Sends one request.
+    pub async fn send(&mut self, request: Req) -> Result<(), Error> {
+        self.sender.send(request).await
+    }
+
+    /// Ends the request stream (sends `EOF`); responses can still be read.
+    pub async fn close_send(&mut self) -> Result<(), Error> {
+        if !self.send_closed {
+            self.send_closed = true;
+            self.sender.send_eof().await?;
+        }
+        Ok(())
+    }
+
+    /// The next response; `Ok(None)` once the server has ended the stream.
+    pub async fn message(&mut self) -> Result<Option<Resp>, Error> {
+        self.inbound.message().await
+    }
+}
+
+impl<Req, Resp> Drop for BidiCall<Req, Resp> {
+    fn drop(&mut self) {
+        if !self.send_closed {
+            eof_detached(&self.sender.guard);
+        }
+    }
+}
+
+/// Ends our half of a stream from a `Drop`, so the peer's handler sees the end.
+pub(super) fn eof_detached(guard: &StreamGuard) {
+    if !guard.conn.is_closed() {
+        let _ = guard
+            .conn
+            .try_send(Packet::new(guard.id, op::STREAM, Bytes::from_static(EOF_MESSAGE)));
+    }
+}

@@ -1,0 +1,123 @@
+//! What every part of a stream uses: why a stream ended, which contents are control messages,
+//! how a stream is set up, and the error and open messages.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use frpc_wire::polyglot::{self, EOF_MESSAGE, encode};
+use frpc_wire::{Packet, op};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use crate::calls::{codec, ext};
+use crate::status::{Code, Status};
+use crate::transport::connection::Connection;
+
+/// Why an inbound stream ended without an `EOF`.
+#[derive(Debug, Clone)]
+pub(super) enum EndReason {
+    PeerClosed,
+    Overflow,
+    TooLarge {
+        len: u32,
+        max: u32,
+    },
+    ConnectionClosed(Option<String>),
+    /// The peer sent more data messages than the credit this side granted (flow control).
+    CreditExceeded,
+}
+
+/// The most credit a stream's sender may hold: a peer granting more is capped (the semaphore
+/// would panic past its own limit, which is lower on 32-bit targets).
+pub(super) const MAX_CREDIT: usize = if (u32::MAX as usize) < Semaphore::MAX_PERMITS {
+    u32::MAX as usize
+} else {
+    Semaphore::MAX_PERMITS
+};
+
+/// Room in a flow-controlled stream's inbound buffer beyond its window: the OPENED mark, an
+/// error, `EOF` and a second `EOF` (Go's habit), none of which take credit.
+pub(super) const CONTROL_ROOM: usize = 4;
+
+/// Whether a stream content is a control message (an error, `EOF`, or an error behind an
+/// extension header) rather than a data message: only data messages take flow-control credit.
+/// A polyglot error envelope starts with `06`, an extension header with `FE`; a data message
+/// never starts with either (`00`, `08`, or another encoding's marker).
+pub(super) fn is_control(content: &[u8]) -> bool {
+    matches!(content.first(), Some(&0x06) | Some(&ext::PREFIX))
+}
+
+/// How a stream is set up: flow control and open acknowledgement (all off for plain fRPC).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct StreamSetup {
+    /// This side's receive window in messages (0: no flow control).
+    pub(crate) recv_window: u32,
+    /// The credit this side starts with for sending (`None`: no flow control).
+    pub(crate) send_credit: Option<u32>,
+    /// The opener waits for the peer's OPENED.
+    pub(crate) awaiting_ack: bool,
+    /// Errors this side sends on its own (overflow, credit exceeded) carry a status code.
+    pub(crate) codes: bool,
+}
+
+/// The content of a stream error: the polyglot error, behind a STATUS header when the stream
+/// has status codes (and the code says more than UNKNOWN).
+pub(super) fn error_content(status: &Status, codes: bool) -> Bytes {
+    let content = polyglot::error_to_bytes(status.message());
+    match codes && status.code() != Code::Unknown {
+        false => content,
+        true => ext::Header {
+            code: Some(status.code()),
+            ..ext::Header::default()
+        }
+        .encode(&content),
+    }
+}
+
+/// Sends an error and `EOF` on a stream without waiting (from places that cannot await).
+pub(super) fn send_detached(conn: &Connection, id: u16, status: Status, codes: bool) {
+    let packets = [
+        Packet::new(id, op::STREAM, error_content(&status, codes)),
+        Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)),
+    ];
+    for packet in packets {
+        // Best effort: if the writer's queue is full the peer is not reading anyway.
+        let _ = conn.try_send(packet);
+    }
+}
+
+/// The content of a stream-open packet: polyglot u16 of the method number (`09 <varint>`),
+/// followed by the protobuf marker when the client asks for the stream's messages in protobuf
+/// (the protobuf extension; a Go server, or an frpc server without it, never sees the marker).
+/// The marker goes behind the method so that the content still starts with `09`: a late
+/// protobuf message of a finished stream (`FD …`) is never taken for an open.
+pub(crate) fn open_message(method: u16, protobuf: bool) -> Bytes {
+    let mut buf = BytesMut::with_capacity(encode::u16_len(method) + usize::from(protobuf));
+    encode::put_u16(&mut buf, method);
+    if protobuf {
+        buf.extend_from_slice(&[codec::MARKER]);
+    }
+    buf.freeze()
+}
+
+/// What a client's stream handles carry: the keep-alive of the client's connection (whose last
+/// drop closes it) and the per-message idle timeout. Servers' streams have neither.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ClientSide {
+    #[allow(dead_code, reason = "held for its drop, never read")]
+    pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) idle: Option<Duration>,
+}
+
+/// The extensions a stream uses: the bits negotiated when it opened and, on the server, the
+/// token the client's CANCEL fires.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamExt {
+    pub(crate) bits: u32,
+    pub(crate) cancel: Option<CancellationToken>,
+    /// On the server, when the client asked for OPENED: the window it announces (0 without
+    /// flow control).
+    pub(crate) ack_window: Option<u32>,
+}

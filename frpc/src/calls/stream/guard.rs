@@ -1,0 +1,79 @@
+//! [`StreamGuard`]: what every handle of one stream shares; the last one to go forgets the
+//! stream (and cancels or ends it toward the peer).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use frpc_wire::op;
+use tokio::sync::Semaphore;
+
+use crate::calls::ext;
+use crate::transport::connection::Connection;
+
+use super::common::*;
+use super::table::*;
+
+/// Removes the stream from the table when the last handle to it goes.
+#[derive(Debug)]
+pub(super) struct StreamGuard {
+    pub(super) conn: Arc<Connection>,
+    pub(super) table: Arc<StreamTable>,
+    pub(super) id: u16,
+    /// Tells this stream's table entry from a newer one under the same id.
+    pub(super) end: Arc<OnceLock<EndReason>>,
+    /// Dropped after the entry is removed (fields drop after `Drop::drop`).
+    pub(super) client: ClientSide,
+    pub(super) ext: StreamExt,
+    /// Set once the peer ended the stream (EOF or error): nothing left to cancel.
+    pub(super) finished: AtomicBool,
+    /// What this side may send (flow-controlled streams).
+    pub(super) send_credit: Option<Arc<Semaphore>>,
+    /// Set once this side ended its half (sent `EOF`).
+    pub(super) ended: AtomicBool,
+    /// Set once a send had to wait for credit: the producer outruns its consumer, so its
+    /// messages go through the writer's queue, batched, from then on (see `send_raw`).
+    pub(super) bulk: AtomicBool,
+}
+
+impl StreamGuard {
+    pub(super) fn new(
+        conn: &Arc<Connection>,
+        table: &Arc<StreamTable>,
+        id: u16,
+        inbound: &Inbound,
+        client: ClientSide,
+        ext: StreamExt,
+    ) -> StreamGuard {
+        StreamGuard {
+            conn: conn.clone(),
+            table: table.clone(),
+            id,
+            end: inbound.end.clone(),
+            client,
+            ext,
+            finished: AtomicBool::new(false),
+            send_credit: inbound.send_credit.clone(),
+            ended: AtomicBool::new(false),
+            bulk: AtomicBool::new(false),
+        }
+    }
+
+    pub(super) fn is_cancelled(&self) -> bool {
+        self.ext.cancel.as_ref().is_some_and(|token| token.is_cancelled())
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        // A client stream dropped before the server ended it: with the cancellation extension,
+        // tell the server (its handler is dropped). Sent while the table still holds the id.
+        if self.ext.bits & ext::EXT_CANCEL != 0
+            && self.client.keep_alive.is_some()
+            && !self.finished.load(Ordering::Relaxed)
+            && !self.conn.is_closed()
+        {
+            let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
+        }
+        self.table.remove(self.id, &self.end);
+    }
+}

@@ -1,0 +1,357 @@
+//! [`Streaming`]: the receiving end of a stream, with flow-control credit given back as the
+//! consumer reads.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context as TaskContext, Poll};
+
+use bytes::Bytes;
+use frpc_wire::DecodeError;
+use frpc_wire::polyglot::{EOF_MESSAGE, Envelope, Message};
+
+use crate::calls::{codec, ext};
+use crate::status::{Code, Error, Status};
+
+use super::common::*;
+use super::guard::*;
+use super::table::*;
+
+/// Inbound messages of a stream: the server's request stream, or the client's response stream.
+///
+/// Read with [`Streaming::message`] or as a [`futures_core::Stream`]. The peer's `EOF` ends it
+/// (`Ok(None)` / `None`); a peer error is returned as [`Error::Status`] and ends it too.
+///
+/// Servers get one as the `inbound` of client-streaming and bidi methods; clients get one from
+/// server-streaming calls:
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Count { pub n: u32 }
+/// #[frpc::service(package = "demo")]
+/// pub trait Numbers {
+///     /// Server streaming: counts from 0 up to the request's number.
+///     async fn count(
+///         &self,
+///         ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status>;
+///     /// Client streaming: sums what the client sends.
+///     async fn sum(
+///         &self,
+///         ctx: &frpc::Context,
+///         inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status>;
+/// }
+///
+/// struct Svc;
+///
+/// impl Numbers for Svc {
+///     async fn count(
+///         &self,
+///         _ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status> {
+///         for n in 0..request.n {
+///             outbound.send(Count { n }).await?;
+///         }
+///         Ok(()) // the stream ends (EOF); an Err would reach the client as its last item
+///     }
+///
+///     async fn sum(
+///         &self,
+///         _ctx: &frpc::Context,
+///         mut inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status> {
+///         let mut total = 0;
+///         while let Some(item) = inbound.message().await? {
+///             total += item.n;
+///         }
+///         Ok(Count { n: total })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(NumbersServer::new(Svc))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///     let client = NumbersClient::connect(addr).await?;
+///
+///     // Server streaming: the client reads a `Streaming<Count>`.
+///     let mut counts = client.count(Count { n: 3 }).await?;
+///     let mut got = Vec::new();
+///     while let Some(item) = counts.message().await? {
+///         got.push(item.n);
+///     }
+///     assert_eq!(got, [0, 1, 2]);
+///
+///     // Client streaming: the server reads a `Streaming<Count>`.
+///     let mut upload = client.sum().await?;
+///     for n in [1, 2, 3] {
+///         upload.send(Count { n }).await?;
+///     }
+///     assert_eq!(upload.close_and_recv().await?.n, 6);
+///     Ok(())
+/// }
+/// ```
+pub struct Streaming<T> {
+    pub(super) inbound: Inbound,
+    pub(super) guard: Arc<StreamGuard>,
+    pub(super) done: bool,
+    /// The idle timer (client streams with an idle timeout only), made on the first wait and
+    /// re-armed at the start of each later one.
+    pub(super) idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    pub(super) waiting: bool,
+    /// A content read while waiting for OPENED, not yet handed out.
+    pub(super) peeked: Option<Bytes>,
+    /// Messages read and not yet given back as credit (flow-controlled streams).
+    pub(super) unacked: u32,
+    /// A server's inbound stream: what it cannot decode is the client's bad argument.
+    pub(super) server: bool,
+    pub(super) _message: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for Streaming<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Streaming")
+            .field("id", &self.guard.id)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl<T: Message> Streaming<T> {
+    pub(super) fn new(inbound: Inbound, guard: Arc<StreamGuard>) -> Streaming<T> {
+        Streaming {
+            inbound,
+            guard,
+            done: false,
+            idle: None,
+            waiting: false,
+            peeked: None,
+            unacked: 0,
+            server: false,
+            _message: PhantomData,
+        }
+    }
+
+    /// A server's inbound stream (see [`Error::InvalidMessage`]).
+    pub(super) fn for_server(inbound: Inbound, guard: Arc<StreamGuard>) -> Streaming<T> {
+        let mut stream = Streaming::new(inbound, guard);
+        stream.server = true;
+        stream
+    }
+
+    /// The error for a message that cannot be decoded: the client's bad argument on a server,
+    /// a decode failure on a client.
+    pub(super) fn undecodable(&self, err: DecodeError) -> Error {
+        match self.server {
+            true => Error::InvalidMessage(err.to_string()),
+            false => Error::Decode(err),
+        }
+    }
+
+    /// The error for a message whose extension header is malformed.
+    pub(super) fn malformed(&self, err: String) -> Error {
+        let text = format!("malformed stream message: {err}");
+        match self.server {
+            true => Error::InvalidMessage(text),
+            false => Error::Status(Status::internal(text)),
+        }
+    }
+
+    /// The stream id.
+    pub fn id(&self) -> u16 {
+        self.guard.id
+    }
+
+    /// Waits until the server accepted the stream (its OPENED, or anything it sent on the
+    /// stream), when the stream asked for it; fails with the server's refusal (its status, or
+    /// the stream's end). Without open acknowledgement (Go peers) it returns at once.
+    pub(crate) async fn opened(&mut self) -> Result<(), Error> {
+        if !std::mem::replace(&mut self.inbound.awaiting_ack, false) {
+            return Ok(());
+        }
+        let Some(content) = self.inbound.rx.recv().await else {
+            self.finish();
+            return Err(self.end_error());
+        };
+        if content.is_empty() {
+            return Ok(()); // OPENED
+        }
+        let refused = is_control(&content) && content[..] != *EOF_MESSAGE;
+        self.peeked = Some(content);
+        if refused {
+            // The server refused the stream, or its handler failed at once: its status.
+            self.message().await?;
+        }
+        Ok(())
+    }
+
+    /// Gives back credit for a data message the consumer read: every half window at once, so
+    /// a stream costs one CREDIT packet per half window.
+    pub(super) fn consumed(&mut self) {
+        let Some((credit, window)) = &self.inbound.recv else {
+            return;
+        };
+        self.unacked += 1;
+        if self.unacked < (window / 2).max(1) || self.done {
+            return;
+        }
+        let messages = std::mem::take(&mut self.unacked);
+        // Counted before the grant leaves, so the peer's next message finds it.
+        credit.fetch_add(messages, Ordering::AcqRel);
+        let guard = &self.guard;
+        guard.table.credit_back.give(&guard.conn, guard.id, messages);
+    }
+
+    /// The next message; `Ok(None)` once the peer has ended the stream.
+    pub async fn message(&mut self) -> Result<Option<T>, Error> {
+        std::future::poll_fn(|cx| self.poll_message(cx)).await
+    }
+
+    pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        if self.done {
+            return Poll::Ready(Ok(None));
+        }
+        let content = match self.peeked.take() {
+            Some(content) => content,
+            None => loop {
+                match self.inbound.rx.poll_recv(cx) {
+                    // An OPENED mark nobody waited for.
+                    Poll::Ready(Some(content)) if content.is_empty() => continue,
+                    Poll::Ready(Some(content)) => break content,
+                    Poll::Ready(None) => {
+                        self.finish();
+                        return Poll::Ready(Err(self.end_error()));
+                    }
+                    Poll::Pending => return self.poll_idle(cx),
+                }
+            },
+        };
+        self.waiting = false;
+        if !is_control(&content) {
+            self.consumed();
+        }
+        // An error with a status code, from an frpc server that accepted our offer (perhaps
+        // after this stream opened). No fRPC message starts with the header byte.
+        let (code, content) = match ext::has_prefix(&content) {
+            false => (None, content),
+            true => match ext::split(&content, self.guard.conn.max_metadata_size()) {
+                Ok((header, body)) => (header.code, body),
+                Err(err) => {
+                    self.finish();
+                    return Poll::Ready(Err(self.malformed(err.to_string())));
+                }
+            },
+        };
+        Poll::Ready(
+            match codec::decode::<T>(&content, self.guard.conn.decode_limits()) {
+                Ok(Envelope::Message(message)) => Ok(Some(message)),
+                Ok(Envelope::Error(text)) => {
+                    // Anything after the first EOF (Go may send two) is ignored.
+                    self.finish();
+                    if text == "EOF" {
+                        Ok(None)
+                    } else {
+                        let code = code.unwrap_or(Code::Unknown);
+                        Err(Error::Status(Status::with_code(code, text)))
+                    }
+                }
+                Err(err) => Err(self.undecodable(err)),
+            },
+        )
+    }
+
+    /// The stream is over on the peer's side.
+    pub(super) fn finish(&mut self) {
+        self.done = true;
+        self.guard.finished.store(true, Ordering::Relaxed);
+    }
+
+    /// Pending, or the idle timeout once no message came for that long since this wait began.
+    pub(super) fn poll_idle(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        let Some(limit) = self.guard.client.idle else {
+            return Poll::Pending;
+        };
+        let timer = self
+            .idle
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        if !std::mem::replace(&mut self.waiting, true) {
+            // A new wait: the limit counts from now (the config caps it, so no overflow).
+            timer.as_mut().reset(tokio::time::Instant::now() + limit);
+        }
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.done = true;
+        Poll::Ready(Err(Error::Timeout(limit)))
+    }
+
+    pub(super) fn end_error(&self) -> Error {
+        match self.inbound.end.get() {
+            Some(EndReason::Overflow) => Error::StreamOverflow(self.guard.id),
+            Some(EndReason::TooLarge { len, max }) => Error::TooLarge {
+                len: *len as usize,
+                max: *max,
+            },
+            Some(EndReason::ConnectionClosed(reason)) => Error::ConnectionClosed {
+                reason: reason.clone(),
+            },
+            Some(EndReason::CreditExceeded) => Error::Status(Status::resource_exhausted(format!(
+                "stream {}: the peer sent more messages than its flow-control credit",
+                self.guard.id
+            ))),
+            Some(EndReason::PeerClosed) | None => Error::closed("the peer closed the stream without EOF"),
+        }
+    }
+}
+
+impl<T: Message> futures_core::Stream for Streaming<T> {
+    type Item = Result<T, Error>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        this.poll_message(cx).map(Result::transpose)
+    }
+}
+
+impl<T> Unpin for Streaming<T> {}
+
+impl<T> Drop for Streaming<T> {
+    /// A consumer gone while the stream goes on (a server handler that stops reading but keeps
+    /// sending): gives back the credit of what it never read, so the peer's sends do not stall.
+    /// Later messages get theirs back from the reader.
+    fn drop(&mut self) {
+        let Some((credit, _)) = &self.inbound.recv else {
+            return;
+        };
+        if Arc::strong_count(&self.guard) == 1 {
+            return; // the whole stream goes: nothing more to grant
+        }
+        self.inbound.rx.close();
+        let is_data = |content: &Bytes| !content.is_empty() && !is_control(content);
+        let mut unread = std::mem::take(&mut self.unacked);
+        unread += u32::from(self.peeked.take().is_some_and(|content| is_data(&content)));
+        while let Ok(content) = self.inbound.rx.try_recv() {
+            unread += u32::from(is_data(&content));
+        }
+        if unread > 0 {
+            credit.fetch_add(unread, Ordering::AcqRel);
+            let guard = &self.guard;
+            guard.table.credit_back.give(&guard.conn, guard.id, unread);
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! [`StreamSender`]: the sending end of a stream, waiting for credit under flow control.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::Poll;
+
+use bytes::Bytes;
+use frpc_wire::polyglot::{EOF_MESSAGE, Message};
+use frpc_wire::{Packet, op};
+
+use crate::calls::{codec, ext};
+use crate::status::{Error, Status};
+
+use super::common::*;
+use super::guard::*;
+
+/// Sends messages on a stream: the server's response stream, or the client's request stream.
+///
+/// Server-streaming and bidi methods get one as their `outbound`; each `send` waits while the
+/// connection's write queue is full and, between frpc peers (flow control), while the peer's
+/// consumer is a whole window behind; it fails once the peer has gone. Cheap to clone (to send
+/// from several tasks):
+///
+/// ```
+/// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+/// # pub struct Count { pub n: u32 }
+/// #[frpc::service(package = "demo")]
+/// pub trait Numbers {
+///     /// Server streaming: counts from 0 up to the request's number.
+///     async fn count(
+///         &self,
+///         ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status>;
+///     /// Client streaming: sums what the client sends.
+///     async fn sum(
+///         &self,
+///         ctx: &frpc::Context,
+///         inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status>;
+/// }
+///
+/// struct Svc;
+///
+/// impl Numbers for Svc {
+///     async fn count(
+///         &self,
+///         _ctx: &frpc::Context,
+///         request: Count,
+///         outbound: frpc::StreamSender<Count>,
+///     ) -> Result<(), frpc::Status> {
+///         for n in 0..request.n {
+///             outbound.send(Count { n }).await?;
+///         }
+///         Ok(()) // the stream ends (EOF); an Err would reach the client as its last item
+///     }
+///
+///     async fn sum(
+///         &self,
+///         _ctx: &frpc::Context,
+///         mut inbound: frpc::Streaming<Count>,
+///     ) -> Result<Count, frpc::Status> {
+///         let mut total = 0;
+///         while let Some(item) = inbound.message().await? {
+///             total += item.n;
+///         }
+///         Ok(Count { n: total })
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let server = frpc::Server::builder()
+///         .add_service(NumbersServer::new(Svc))
+///         .bind("127.0.0.1:0")
+///         .await?;
+///     let addr = server.local_addr();
+///     tokio::spawn(server.serve());
+///     let client = NumbersClient::connect(addr).await?;
+///
+///     let mut counts = client.count(Count { n: 5 }).await?;
+///     let mut got = Vec::new();
+///     while let Some(item) = counts.message().await? {
+///         got.push(item.n);
+///     }
+///     assert_eq!(got, [0, 1, 2, 3, 4]);
+///     Ok(())
+/// }
+/// ```
+pub struct StreamSender<T> {
+    pub(super) guard: Arc<StreamGuard>,
+    pub(super) _message: PhantomData<fn(T)>,
+}
+
+impl<T> fmt::Debug for StreamSender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamSender")
+            .field("id", &self.guard.id)
+            .finish()
+    }
+}
+
+impl<T> Clone for StreamSender<T> {
+    fn clone(&self) -> Self {
+        StreamSender {
+            guard: self.guard.clone(),
+            _message: PhantomData,
+        }
+    }
+}
+
+impl<T: Message> StreamSender<T> {
+    pub(super) fn new(guard: Arc<StreamGuard>) -> StreamSender<T> {
+        StreamSender {
+            guard,
+            _message: PhantomData,
+        }
+    }
+
+    /// The stream id.
+    pub fn id(&self) -> u16 {
+        self.guard.id
+    }
+
+    /// Sends one message, waiting while the connection's write queue is full, and for
+    /// flow-control credit when the peer's window is used up. Fails with [`Error::TooLarge`] for
+    /// a message over the content limit (the stream stays usable), and on a server that began
+    /// shutting down with [`Error::ShuttingDown`] (the handler should return: its error and
+    /// `EOF` still reach the client).
+    pub async fn send(&self, message: T) -> Result<(), Error> {
+        self.check_not_draining()?;
+        let content = self.encode(&message);
+        drop(message);
+        self.send_raw(content, true).await
+    }
+
+    /// Sends one message by reference.
+    pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
+        self.check_not_draining()?;
+        self.send_raw(self.encode(message), true).await
+    }
+
+    /// Sends a client-streaming call's one reply: like a unary reply, it goes out during a
+    /// shutdown too.
+    pub(crate) async fn send_reply(&self, message: T) -> Result<(), Error> {
+        self.send_raw(self.encode(&message), true).await
+    }
+
+    /// A server's streams send no more messages once it began shutting down (never true on a
+    /// client's connection).
+    pub(super) fn check_not_draining(&self) -> Result<(), Error> {
+        match self.guard.conn.is_draining() {
+            true => Err(Error::ShuttingDown),
+            false => Ok(()),
+        }
+    }
+
+    /// Protobuf when the stream is (the client asked for it in the open message, on a connection
+    /// that negotiated it), else polyglot.
+    pub(super) fn encode(&self, message: &T) -> Bytes {
+        codec::encode(message, self.guard.ext.bits & ext::EXT_PROTOBUF != 0)
+    }
+
+    /// Sends one content; a data message (`credit`) first takes a message of flow-control
+    /// credit, waiting for the peer's grant when there is none.
+    pub(super) async fn send_raw(&self, content: Bytes, credit: bool) -> Result<(), Error> {
+        if self.guard.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
+        let conn = &self.guard.conn;
+        let packet = Packet::new(self.guard.id, op::STREAM, content);
+        let send = async {
+            if let Some(window) = self.guard.send_credit.as_ref().filter(|_| credit) {
+                // A closed window (the stream or connection ended) lets the send go on, as
+                // without flow control: it then fails on a closed connection, or the peer
+                // drops it; a cancelled stream's send fails.
+                match window.try_acquire() {
+                    Ok(permit) => permit.forget(),
+                    Err(_) => {
+                        self.guard.bulk.store(true, Ordering::Relaxed);
+                        if let Ok(permit) = window.acquire().await {
+                            permit.forget();
+                        }
+                        if self.guard.is_cancelled() {
+                            return Err(Error::Cancelled);
+                        }
+                    }
+                }
+            }
+            // A producer that ran out of credit sends in bursts (a grant lets half a window
+            // go at once) into a pipeline the wait has emptied. The direct path would write
+            // each message with a syscall of its own (the window keeps too little in flight to
+            // fill the socket, which is what moves a plain stream onto the batching queue);
+            // the queue lets the writer task write the burst in a few.
+            match self.guard.bulk.load(Ordering::Relaxed) {
+                true => conn.queue(packet).await,
+                false => conn.send(packet).await,
+            }
+        };
+        match self.guard.client.idle {
+            None => send.await,
+            // Waiting for room in the write queue counts as idle too.
+            Some(limit) => tokio::time::timeout(limit, send)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+        }
+    }
+
+    pub(super) async fn send_eof(&self) -> Result<(), Error> {
+        self.guard.ended.store(true, Ordering::Relaxed);
+        self.send_raw(Bytes::from_static(EOF_MESSAGE), false).await
+    }
+
+    /// Runs a server handler; with open acknowledgement, sends OPENED once its first poll is
+    /// over (it has started: whatever it set up before its first wait, a subscription say, is
+    /// in place), unless that poll already failed it, so the client's open fails with that
+    /// status instead.
+    pub(crate) async fn started<R>(
+        &self,
+        handler: impl Future<Output = Result<R, Status>>,
+    ) -> Result<R, Status> {
+        let Some(window) = self.guard.ext.ack_window else {
+            return handler.await;
+        };
+        let mut handler = std::pin::pin!(handler);
+        let first = std::future::poll_fn(|cx| Poll::Ready(handler.as_mut().poll(cx))).await;
+        if let Poll::Ready(Err(status)) = first {
+            return Err(status);
+        }
+        let opened = ext::stream_window(ext::OPENED, self.guard.id, window);
+        let _ = self.guard.conn.send(opened).await;
+        match first {
+            Poll::Ready(result) => result,
+            Poll::Pending => handler.await,
+        }
+    }
+
+    pub(super) async fn send_error(&self, status: &Status) -> Result<(), Error> {
+        let content = error_content(status, self.guard.ext.bits & ext::EXT_STATUS != 0);
+        self.send_raw(content, false).await
+    }
+}

@@ -1,0 +1,108 @@
+//! [`ServerStream`]: the server's view of a stream a client opened, handed to the generated
+//! dispatcher.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use frpc_wire::polyglot::{EOF_MESSAGE, Message};
+use frpc_wire::{Packet, op};
+
+use crate::calls::ext;
+use crate::status::{Error, Status};
+use crate::transport::connection::Connection;
+
+use super::common::*;
+use super::guard::*;
+use super::inbound::*;
+use super::outbound::*;
+use super::table::*;
+
+/// The server's view of a stream a client opened, handed to the generated dispatcher.
+#[derive(Debug)]
+pub struct ServerStream {
+    pub(super) inbound: Inbound,
+    pub(super) guard: Arc<StreamGuard>,
+}
+
+/// What the server's dispatcher keeps of a stream it hands to a handler: enough to end the
+/// stream for a handler that returned without ending it (generated handlers always do; a
+/// hand-written service, or a layer refusing the call, may not), so the client always sees an
+/// end (and, with open acknowledgement, its open never waits in vain).
+#[derive(Debug)]
+pub(crate) struct StreamEnd {
+    pub(super) guard: Arc<StreamGuard>,
+}
+
+impl StreamEnd {
+    /// Ends the stream with the handler's outcome unless the handler ended it.
+    pub(crate) async fn ensure(self, result: &Result<(), Status>, bits: u32) {
+        if self.guard.ended.load(Ordering::Relaxed) || self.guard.conn.is_closed() {
+            return;
+        }
+        let sender = StreamSender::<()>::new(self.guard);
+        match result {
+            Err(status) => {
+                let content = error_content(status, bits & ext::EXT_STATUS != 0);
+                let _ = sender.send_raw(content, false).await;
+                let _ = sender.send_eof().await;
+            }
+            Ok(()) => {
+                let _ = sender.send_eof().await;
+            }
+        }
+    }
+}
+
+impl ServerStream {
+    /// A handle that ends the stream if its handler does not (see [`StreamEnd`]).
+    pub(crate) fn end_handle(&self) -> StreamEnd {
+        StreamEnd {
+            guard: self.guard.clone(),
+        }
+    }
+
+    pub(crate) fn accept(
+        conn: &Arc<Connection>,
+        table: &Arc<StreamTable>,
+        id: u16,
+        ext: StreamExt,
+        setup: StreamSetup,
+    ) -> Result<ServerStream, Error> {
+        let inbound = table.accept(id, ext.cancel.clone(), setup)?;
+        let guard = Arc::new(StreamGuard::new(
+            conn,
+            table,
+            id,
+            &inbound,
+            ClientSide::default(),
+            ext,
+        ));
+        Ok(ServerStream { inbound, guard })
+    }
+
+    pub(crate) fn split<Req: Message, Resp: Message>(self) -> (Streaming<Req>, StreamSender<Resp>) {
+        (
+            Streaming::for_server(self.inbound, self.guard.clone()),
+            StreamSender::new(self.guard),
+        )
+    }
+
+    /// Sends the handler's outcome: its error (if any) and then `EOF`.
+    pub(crate) async fn finish<Resp: Message>(sender: &StreamSender<Resp>, result: Result<(), Status>) {
+        if let Err(status) = &result {
+            let _ = sender.send_error(status).await;
+        }
+        let _ = sender.send_eof().await;
+    }
+
+    /// Refuses a stream before any handler ran (unknown method, bad request, too many
+    /// streams): its error (with its code when the connection has status codes) and `EOF`.
+    pub(crate) async fn refuse(conn: &Connection, id: u16, status: Status, bits: u32) {
+        let content = error_content(&status, bits & ext::EXT_STATUS != 0);
+        let _ = conn.send(Packet::new(id, op::STREAM, content)).await;
+        let _ = conn
+            .send(Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)))
+            .await;
+    }
+}

@@ -1,0 +1,384 @@
+//! The per-connection stream table: routes packets to their streams, counts credit, refuses
+//! streams over the limits and fails the ones a peer overflows.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::calls::credit::CreditBack;
+use crate::status::{Error, Status};
+use crate::transport::connection::Connection;
+
+use super::common::*;
+
+#[derive(Debug)]
+pub(super) struct Route {
+    pub(super) tx: mpsc::Sender<Bytes>,
+    pub(super) end: Arc<OnceLock<EndReason>>,
+    /// Fired by the peer's CANCEL (server streams on connections with extensions).
+    pub(super) cancel: Option<CancellationToken>,
+    /// Data messages the peer may still send (flow-controlled streams): the reader takes one
+    /// per message, the consumer gives back what it read.
+    pub(super) recv_credit: Option<Arc<AtomicU32>>,
+    /// What this side may send (flow-controlled streams). Closed once the stream ends, which
+    /// lets waiting senders go on (and fail on a closed connection, or send what the peer
+    /// drops, as without flow control).
+    pub(super) send_credit: Option<Arc<Semaphore>>,
+    /// Opened by this side: the peer's error or `EOF` means it reads no more.
+    pub(super) local: bool,
+    /// Waiting for the peer's OPENED.
+    pub(super) awaiting_ack: bool,
+    /// The stream's errors carry a status code (status codes negotiated).
+    pub(super) codes: bool,
+}
+
+impl Route {
+    /// Ends this side's sending credit: nothing more will come.
+    pub(super) fn close_credit(&self) {
+        if let Some(credit) = &self.send_credit {
+            credit.close();
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Table {
+    pub(super) routes: HashMap<u16, Route>,
+    pub(super) next_id: u16,
+    pub(super) closed: Option<Option<String>>,
+}
+
+/// The streams open on one connection, keyed by stream id (one namespace for both peers).
+#[derive(Debug)]
+pub(crate) struct StreamTable {
+    pub(super) table: Mutex<Table>,
+    pub(super) max_streams: usize,
+    pub(super) buffer: usize,
+    /// The receive window of flow-controlled streams, in messages.
+    pub(super) window: u32,
+    /// Open streams across every connection sharing it (a server's, say).
+    pub(super) gauge: Arc<AtomicUsize>,
+    /// The most `gauge` may reach (a server's `max_open_streams`; no limit on a client).
+    pub(super) max_total: usize,
+    /// Credit given back from places that cannot wait, coalesced while the queue is full.
+    pub(super) credit_back: Arc<CreditBack>,
+}
+
+/// The receiving end of one registered stream.
+#[derive(Debug)]
+pub(crate) struct Inbound {
+    pub(super) rx: mpsc::Receiver<Bytes>,
+    pub(super) end: Arc<OnceLock<EndReason>>,
+    /// The credit the peer has left, and the window (flow-controlled streams).
+    pub(super) recv: Option<(Arc<AtomicU32>, u32)>,
+    pub(super) send_credit: Option<Arc<Semaphore>>,
+    pub(super) awaiting_ack: bool,
+}
+
+impl StreamTable {
+    pub(crate) fn new(
+        max_streams: usize,
+        buffer: usize,
+        window: u32,
+        gauge: Arc<AtomicUsize>,
+        max_total: usize,
+    ) -> StreamTable {
+        StreamTable {
+            table: Mutex::new(Table::default()),
+            max_streams,
+            buffer: buffer.max(1),
+            window: window.max(1),
+            gauge,
+            max_total,
+            credit_back: Arc::default(),
+        }
+    }
+
+    /// The receive window of flow-controlled streams this side announces.
+    pub(crate) fn window(&self) -> u32 {
+        self.window
+    }
+
+    pub(super) fn forget(&self, table: &mut Table, id: u16) {
+        if let Some(route) = table.routes.remove(&id) {
+            route.close_credit();
+            self.gauge.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of open streams.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().routes.len()
+    }
+
+    /// Registers a stream this side opens, with an id no open stream uses (first id 1).
+    pub(crate) fn open_local(&self, setup: StreamSetup) -> Result<(u16, Inbound), Error> {
+        let mut table = self.lock();
+        self.check_open(&table)?;
+        let mut id = table.next_id;
+        loop {
+            id = id.wrapping_add(1);
+            if !table.routes.contains_key(&id) {
+                break;
+            }
+        }
+        table.next_id = id;
+        Ok((id, self.insert(&mut table, id, None, setup, true)))
+    }
+
+    /// Registers a stream the peer opened; `cancel` fires when the peer cancels it.
+    pub(crate) fn accept(
+        &self,
+        id: u16,
+        cancel: Option<CancellationToken>,
+        setup: StreamSetup,
+    ) -> Result<Inbound, Error> {
+        let mut table = self.lock();
+        self.check_open(&table)?;
+        Ok(self.insert(&mut table, id, cancel, setup, false))
+    }
+
+    /// The peer's CREDIT for stream `id`: more messages this side may send. Ignored for a
+    /// stream nobody here knows or one without flow control; capped at [`MAX_CREDIT`].
+    pub(crate) fn credit(&self, id: u16, messages: u32) {
+        let table = self.lock();
+        if let Some(credit) = table.routes.get(&id).and_then(|route| route.send_credit.as_ref()) {
+            add_credit(credit, messages);
+        }
+    }
+
+    /// The server's OPENED for stream `id`, with its receive window: the stream's opening
+    /// resolves, and with flow control the client's credit becomes that window (of which it
+    /// had one message already). A window of 0 means the server does not flow-control the
+    /// stream. A second OPENED, or one for a stream not waiting, is ignored.
+    pub(crate) fn opened(&self, id: u16, window: u32) {
+        let mut table = self.lock();
+        let Some(route) = table.routes.get_mut(&id) else {
+            return;
+        };
+        if !std::mem::replace(&mut route.awaiting_ack, false) {
+            return;
+        }
+        match (&route.send_credit, window) {
+            (None, _) => {}
+            (Some(credit), 0) => {
+                // The server takes no credit: send freely, and count nothing of its sends.
+                credit.close();
+                route.recv_credit = None;
+            }
+            (Some(credit), window) => add_credit(credit, window - 1),
+        }
+        // The mark the opener waits for; the buffer keeps room for it.
+        let _ = route.tx.try_send(Bytes::new());
+    }
+
+    /// The peer cancelled stream `id`: fires its token (a stream nobody here knows, or one
+    /// without a token, is left alone).
+    pub(crate) fn cancel(&self, id: u16) {
+        let table = self.lock();
+        let Some(route) = table.routes.get(&id) else {
+            return;
+        };
+        if let Some(token) = &route.cancel {
+            token.cancel();
+            // Sends waiting for credit (a clone of the sender in a task of its own, say) wake
+            // up and fail with `Cancelled`.
+            route.close_credit();
+        }
+    }
+
+    pub(super) fn check_open(&self, table: &Table) -> Result<(), Error> {
+        if let Some(reason) = &table.closed {
+            return Err(Error::ConnectionClosed {
+                reason: reason.clone(),
+            });
+        }
+        if table.routes.len() >= self.max_streams {
+            tracing::warn!(limit = self.max_streams, "refusing a stream over the limit");
+            return Err(Error::closed(format!(
+                "too many open streams (limit {})",
+                self.max_streams
+            )));
+        }
+        if self.gauge.load(Ordering::Relaxed) >= self.max_total {
+            tracing::warn!(
+                limit = self.max_total,
+                "refusing a stream over the server's limit"
+            );
+            return Err(Error::closed(format!(
+                "too many open streams on this server (max_open_streams {})",
+                self.max_total
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn insert(
+        &self,
+        table: &mut Table,
+        id: u16,
+        cancel: Option<CancellationToken>,
+        setup: StreamSetup,
+        local: bool,
+    ) -> Inbound {
+        // A flow-controlled stream's buffer holds its whole window, so it never overflows.
+        let capacity = match setup.recv_window {
+            0 => self.buffer + usize::from(setup.awaiting_ack),
+            window => window as usize + CONTROL_ROOM,
+        };
+        let (tx, rx) = mpsc::channel(capacity);
+        let end = Arc::new(OnceLock::new());
+        let recv_credit = (setup.recv_window > 0).then(|| Arc::new(AtomicU32::new(setup.recv_window)));
+        let send_credit = setup
+            .send_credit
+            .map(|credit| Arc::new(Semaphore::new((credit as usize).min(MAX_CREDIT))));
+        let route = Route {
+            tx,
+            end: end.clone(),
+            cancel,
+            recv_credit: recv_credit.clone(),
+            send_credit: send_credit.clone(),
+            local,
+            awaiting_ack: setup.awaiting_ack,
+            codes: setup.codes,
+        };
+        if let Some(old) = table.routes.insert(id, route) {
+            old.close_credit();
+        } else {
+            self.gauge.fetch_add(1, Ordering::Relaxed);
+        }
+        Inbound {
+            rx,
+            end,
+            recv: recv_credit.map(|credit| (credit, setup.recv_window)),
+            send_credit,
+            awaiting_ack: setup.awaiting_ack,
+        }
+    }
+
+    /// Forgets a stream when its handles are gone, unless a newer stream has taken its id.
+    pub(super) fn remove(&self, id: u16, end: &Arc<OnceLock<EndReason>>) {
+        let mut table = self.lock();
+        if table
+            .routes
+            .get(&id)
+            .is_some_and(|route| Arc::ptr_eq(&route.end, end))
+        {
+            self.forget(&mut table, id);
+        }
+    }
+
+    /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
+    /// knows, for the dispatcher to handle.
+    pub(crate) fn route(&self, conn: &Arc<Connection>, id: u16, content: Bytes) -> Option<Bytes> {
+        let mut table = self.lock();
+        let Some(route) = table.routes.get_mut(&id) else {
+            // A close for an unknown stream is ignored.
+            return (!content.is_empty()).then_some(content);
+        };
+        if content.is_empty() {
+            let _ = route.end.set(EndReason::PeerClosed);
+            self.forget(&mut table, id);
+            return None;
+        }
+        // Anything from the server means it accepted the stream: a later OPENED only adds
+        // credit.
+        route.awaiting_ack = false;
+        if is_control(&content) {
+            if route.local {
+                // The server is done: it grants nothing more.
+                route.close_credit();
+            }
+        } else if let Some(credit) = &route.recv_credit
+            && credit
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1))
+                .is_err()
+        {
+            tracing::warn!(
+                stream = id,
+                "the peer sent beyond its flow-control credit; failing the stream"
+            );
+            let codes = route.codes;
+            let _ = route.end.set(EndReason::CreditExceeded);
+            self.forget(&mut table, id);
+            drop(table);
+            let status = Status::resource_exhausted(format!(
+                "stream {id}: more messages than the flow-control credit granted"
+            ));
+            send_detached(conn, id, status, codes);
+            return None;
+        }
+        match route.tx.try_send(content) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                let codes = route.codes;
+                tracing::warn!(stream = id, "stream consumer too slow; failing the stream");
+                let _ = route.end.set(EndReason::Overflow);
+                self.forget(&mut table, id);
+                drop(table);
+                let status = Status::resource_exhausted(format!("stream {id} overflowed the peer's buffer"));
+                send_detached(conn, id, status, codes);
+            }
+            // The local handle is gone: drop late messages.
+            Err(mpsc::error::TrySendError::Closed(content)) => match &route.recv_credit {
+                // A server handler that dropped its inbound stream may still be sending on it:
+                // the stream stays (for its own credit), and the peer gets its message's
+                // credit back so its sends do not stall.
+                Some(credit) if !is_control(&content) => {
+                    credit.fetch_add(1, Ordering::AcqRel);
+                    self.credit_back.give(conn, id, 1);
+                }
+                Some(_) => {}
+                None => self.forget(&mut table, id),
+            },
+        }
+        None
+    }
+
+    /// Fails stream `id` because the peer sent it a message of `len` bytes, over the limit `max`
+    /// (the transport skipped its content): the local reader gets [`Error::TooLarge`], the peer
+    /// an error and `EOF`. A stream nobody here knows is left alone.
+    pub(crate) fn reject_oversize(&self, conn: &Connection, id: u16, len: u32, max: u32) {
+        let mut table = self.lock();
+        let Some(route) = table.routes.get(&id) else {
+            return;
+        };
+        let codes = route.codes;
+        let _ = route.end.set(EndReason::TooLarge { len, max });
+        self.forget(&mut table, id);
+        drop(table);
+        let status = Status::resource_exhausted(format!(
+            "stream message of {len} bytes exceeds the limit of {max} bytes"
+        ));
+        send_detached(conn, id, status, codes);
+    }
+
+    /// Ends every stream because the connection closed (the dispatchers' close handler).
+    pub(crate) fn close_all(&self, err: &Error) {
+        let reason = match err {
+            Error::ConnectionClosed { reason } => reason.clone(),
+            other => Some(other.to_string()),
+        };
+        let mut table = self.lock();
+        self.gauge.fetch_sub(table.routes.len(), Ordering::Relaxed);
+        for (_, route) in table.routes.drain() {
+            let _ = route.end.set(EndReason::ConnectionClosed(reason.clone()));
+            route.close_credit();
+        }
+        table.closed = Some(reason);
+    }
+}
+
+/// Adds `messages` of credit, capped at [`MAX_CREDIT`] in all.
+pub(super) fn add_credit(credit: &Semaphore, messages: u32) {
+    let room = MAX_CREDIT.saturating_sub(credit.available_permits());
+    credit.add_permits((messages as usize).min(room));
+}
