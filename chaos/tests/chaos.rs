@@ -113,6 +113,8 @@ const IDLE: Duration = Duration::from_secs(1);
 /// Messages per stream.
 const STREAM_LEN: u64 = 20;
 const BIDI_LEN: u64 = 5;
+/// The most reconnections one scenario's channel may make.
+const MAX_RECONNECTS: u64 = 100;
 /// Rounds of the four call kinds while a toxic is on.
 const ROUNDS: usize = 3;
 
@@ -212,6 +214,8 @@ struct Tally {
     hung: usize,
     /// How long after the toxic was removed the first call succeeded again.
     recovered: Option<Duration>,
+    /// Reconnections of the scenario's channel (`Channel::reconnects`).
+    reconnects: Option<u64>,
     /// Calls that failed after recovery (must be 0).
     failed_after_recovery: usize,
     note: String,
@@ -494,6 +498,7 @@ async fn scenario(toxiproxy: Arc<Toxiproxy>, mode: Mode, upstream: SocketAddr, t
     }
     proxy.clear().await;
     recover(&mut tally, &client, Instant::now()).await;
+    tally.reconnects = Some(channel.reconnects());
     drop((client, channel, single));
     proxy.delete().await;
     tally
@@ -535,6 +540,7 @@ async fn balanced(toxiproxy: Arc<Toxiproxy>, mode: Mode, servers: Vec<SocketAddr
     let since = Instant::now();
     channel.connected(3).await;
     tally.recovered = Some(since.elapsed());
+    tally.reconnects = Some(channel.reconnects());
     latencies.sort();
     let p99 = latencies
         .get(latencies.len() * 99 / 100)
@@ -752,16 +758,16 @@ fn usage() -> (usize, usize, u64) {
 
 fn print_table(rows: &[Tally]) {
     println!(
-        "\n| scenario | calls | ok | errors by code | wrong | lost/dup msgs | longest beyond deadline | recovered in | notes |"
+        "\n| scenario | calls | ok | errors by code | wrong | lost/dup msgs | longest beyond deadline | recovered in | reconnects | notes |"
     );
-    println!("|---|---:|---:|---|---:|---:|---:|---:|---|");
+    println!("|---|---:|---:|---|---:|---:|---:|---:|---:|---|");
     for t in rows {
         let recovered = t
             .recovered
             .map(|d| format!("{} ms", d.as_millis()))
             .unwrap_or("-".into());
         println!(
-            "| {} | {} | {} | {} | {} | {}/{} | {} ms | {} | {} |",
+            "| {} | {} | {} | {} | {} | {}/{} | {} ms | {} | {} | {} |",
             t.name,
             t.calls,
             t.ok,
@@ -771,6 +777,7 @@ fn print_table(rows: &[Tally]) {
             t.duplicated,
             t.over.as_millis(),
             recovered,
+            t.reconnects.map(|n| n.to_string()).unwrap_or("-".into()),
             t.note
         );
     }
@@ -892,6 +899,14 @@ async fn chaos_suite() {
                 "{} hung, {} ms beyond the deadline",
                 t.hung,
                 t.over.as_millis()
+            ));
+        }
+        // With backoff a few seconds of resets or black hole cost tens of reconnections; a
+        // reconnect loop without backoff costs thousands.
+        if t.reconnects.is_some_and(|n| n > MAX_RECONNECTS) {
+            fail(format!(
+                "{} reconnections (a reconnect loop?)",
+                t.reconnects.unwrap_or(0)
             ));
         }
         let one_off = t.name.contains("1 MiB") || t.name.contains("window");
