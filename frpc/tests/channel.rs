@@ -506,3 +506,75 @@ async fn channels_and_clients_report_state_and_close_reasons() {
         ChannelState::TransientFailure("no endpoint is connected".into())
     );
 }
+
+/// A TCP forwarder to `target` that counts the connections it accepted: the attempts a channel
+/// makes, even those the server closes at accept.
+async fn counting_forwarder(
+    target: std::net::SocketAddr,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+/// An frpc server at `max_connections` closes new connections at accept: a channel to it backs
+/// off between attempts (a handful in a second, not thousands) and its calls fail fast with
+/// UNAVAILABLE; the connection holding the slot is served throughout.
+#[tokio::test]
+async fn a_server_at_max_connections_is_not_dialled_in_a_loop() {
+    let config = frpc::ServerConfig {
+        max_connections: 1,
+        ..Default::default()
+    };
+    let bound = frpc::Server::builder()
+        .config(config)
+        .route(10, |_, packet| async move { Some(packet.content) })
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let server = bound.local_addr();
+    let serving = tokio::spawn(bound.serve());
+    // The one slot, taken and proven served (the server answered its offer).
+    let holder = frpc::Client::connect(server).await.unwrap();
+    assert!(within("the holder's negotiation", holder.negotiated()).await);
+
+    let (addr, attempts) = counting_forwarder(server).await;
+    let channel = Endpoint::from(addr)
+        .backoff(Backoff::default().initial(Duration::from_millis(100)))
+        .timeout(Duration::from_secs(30))
+        .connect_lazy();
+    let client = NamedClient::new(channel.clone());
+    let started = Instant::now();
+    let mut calls = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        let err = within("a call", client.whoami(Text::default()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err}");
+        calls += 1;
+        tokio::task::yield_now().await;
+    }
+    // 100 ms doubling (jitter ±20 %): at most 5 attempts fit in a second; a tight loop made
+    // thousands. Load only makes fewer.
+    let attempts = attempts.load(Ordering::SeqCst);
+    assert!((1..=8).contains(&attempts), "{attempts} attempts in a second");
+    assert!(calls > attempts, "{calls} calls, {attempts} attempts");
+    assert!(matches!(channel.state(), ChannelState::TransientFailure(_) | ChannelState::Connecting));
+    assert!(!holder.is_closed());
+    serving.abort();
+}
