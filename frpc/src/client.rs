@@ -400,6 +400,40 @@ impl Client {
         self.extensions_accepted()
     }
 
+    /// Waits until the server has shown what it is, and says so: [`Negotiated::Extensions`]
+    /// (an frpc server accepted the offer), [`Negotiated::Plain`] (a peer that ignores the
+    /// offer, such as Go fRPC, or none was made: it answered a PING with a PONG), or
+    /// [`Negotiated::Closed`] when the connection closed before the server answered anything
+    /// (a server refusing at accept, a reset): unlike [`Client::negotiated`], a dead
+    /// connection is not mistaken for a Go peer. It sends one PING if nothing has come yet, and
+    /// waits without a limit: bound it with `tokio::time::timeout` (a black hole never answers).
+    pub async fn negotiation(&self) -> Negotiated {
+        let calls = &self.handle.calls;
+        if !calls.has_answered() {
+            calls.negotiation().take_probe();
+            let _ = self.handle.conn.try_send(frpc_wire::Packet::ping());
+        }
+        let shown = async {
+            calls.answered().await;
+            calls.negotiation().resolved().await;
+        };
+        tokio::select! {
+            biased;
+            () = shown => {}
+            () = self.closed() => {}
+        }
+        if self.extensions_accepted() {
+            Negotiated::Extensions
+        } else if calls.has_answered() {
+            Negotiated::Plain
+        } else {
+            Negotiated::Closed(
+                self.close_reason()
+                    .unwrap_or_else(|| CloseReason::Local("closed".into())),
+            )
+        }
+    }
+
     /// A handle to the same connection whose calls time out after `timeout`.
     pub fn with_timeout(&self, timeout: Duration) -> Client {
         Client {
@@ -560,4 +594,19 @@ impl Client {
         }
         Ok(reply)
     }
+}
+
+/// What a connection's server showed it is ([`Client::negotiation`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Negotiated {
+    /// An frpc server: it accepted the extension offer ([`Client::protobuf_accepted`] says
+    /// whether protobuf too).
+    Extensions,
+    /// The server answered but takes no extensions: a Go fRPC peer, or no offer was made.
+    /// Calls go in plain fRPC.
+    Plain,
+    /// The connection closed before the server answered anything: it never worked. The
+    /// reason is why it closed.
+    Closed(CloseReason),
 }

@@ -112,7 +112,7 @@ pub use caller::Caller;
 pub use calls::raw::{PacketSender, RawPackets};
 pub use calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 pub use channel::{Channel, Endpoint};
-pub use client::Client;
+pub use client::{Client, Negotiated};
 pub use config::{ClientConfig, Concurrency, ConnectionConfig, DecodeLimits, ServerConfig};
 pub use context::Context;
 pub use frpc_wire as wire;

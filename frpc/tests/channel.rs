@@ -578,3 +578,35 @@ async fn a_server_at_max_connections_is_not_dialled_in_a_loop() {
     assert!(!holder.is_closed());
     serving.abort();
 }
+
+/// `Client::negotiation` tells a dead connection from a plain peer: closed at accept is
+/// `Closed` with its reason; an frpc server is `Extensions`, or `Plain` when no offer was made
+/// (it answered the PING, as a Go peer does).
+#[tokio::test]
+async fn negotiation_tells_a_dead_connection_from_a_plain_peer() {
+    let (closing, _) = closing_listener().await;
+    let dead = frpc::Client::connect(closing).await.unwrap();
+    let shown = within("a dead connection", dead.negotiation()).await;
+    assert!(
+        matches!(shown, frpc::Negotiated::Closed(CloseReason::PeerClosed(_))),
+        "{shown:?}"
+    );
+    assert!(!within("negotiated", dead.negotiated()).await);
+
+    let server = TestServer::start("n", "127.0.0.1:0").await;
+    let frpc_peer = frpc::Client::connect(server.addr).await.unwrap();
+    assert_eq!(
+        within("an frpc server", frpc_peer.negotiation()).await,
+        frpc::Negotiated::Extensions
+    );
+    let config = frpc::ClientConfig {
+        extensions: false,
+        ..Default::default()
+    };
+    let plain = frpc::Client::connect_with(server.addr, config).await.unwrap();
+    assert_eq!(
+        within("a plain connection", plain.negotiation()).await,
+        frpc::Negotiated::Plain
+    );
+    assert!(!plain.is_closed());
+}
