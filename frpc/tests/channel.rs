@@ -574,7 +574,10 @@ async fn a_server_at_max_connections_is_not_dialled_in_a_loop() {
     let attempts = attempts.load(Ordering::SeqCst);
     assert!((1..=8).contains(&attempts), "{attempts} attempts in a second");
     assert!(calls > attempts, "{calls} calls, {attempts} attempts");
-    assert!(matches!(channel.state(), ChannelState::TransientFailure(_) | ChannelState::Connecting));
+    assert!(matches!(
+        channel.state(),
+        ChannelState::TransientFailure(_) | ChannelState::Connecting
+    ));
     assert!(!holder.is_closed());
     serving.abort();
 }
