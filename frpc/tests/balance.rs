@@ -312,3 +312,59 @@ async fn balancing_follows_health() {
     let reply = NamedClient::new(unchecked).whoami(Text::default()).await.unwrap();
     assert_eq!(reply.value, "s0");
 }
+
+/// A server without the health service (its `Watch` open is refused as an unknown operation)
+/// stays in the balance with health checking on (the default): once the other endpoint reports
+/// NOT_SERVING, every call goes to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_health_stays_in_the_balance() {
+    let servers = servers(1).await;
+    let bare = frpc::Server::builder()
+        .add_service(NamedServer::new(Bare))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let bare_addr = bare.local_addr();
+    tokio::spawn(bare.serve());
+    let channel = Channel::balance_list([servers[0].endpoint(), Endpoint::from(bare_addr)]);
+    within("connect", channel.connected(2)).await;
+    let client = NamedClient::new(channel.clone());
+    servers[0].health.set_not_serving("");
+    within("s0 out", channel.wait_connected(|n| n == 1)).await;
+    let counts = spread(&client, 45, 3).await;
+    assert_eq!(counts.get("bare"), Some(&45), "{counts:?}");
+    assert_eq!(channel.connected_endpoints(), 1);
+    servers[0].health.set_serving("");
+    within("s0 back", channel.connected(2)).await;
+}
+
+/// A server with no health service: answers with its name.
+struct Bare;
+
+impl Named for Bare {
+    async fn whoami(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        Ok(Text::new("bare"))
+    }
+
+    async fn flaky(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        Ok(Text::new("bare"))
+    }
+
+    async fn hold(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        Ok(Text::new("bare"))
+    }
+
+    async fn meta(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        Ok(Text::new("bare"))
+    }
+
+    async fn names(
+        &self,
+        _: &frpc::Context,
+        _: Text,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status> {
+        out.send(Text::new("bare")).await?;
+        Ok(())
+    }
+}
