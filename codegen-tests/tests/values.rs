@@ -459,3 +459,37 @@ fn polyglot_negative_zero_is_the_go_peers_bytes() {
     let back = frpc_codegen_tests::capture::StockPrices::from_polyglot(&bytes).unwrap();
     assert!(back.prices["x"] == 0.0 && back.prices["x"].is_sign_negative());
 }
+
+/// Both encodings of `m`, decoded again, re-encoded in polyglot (which writes every float's
+/// bits; maps of at most one entry keep their order).
+fn both_ways<M: Message>(m: &M) -> [Bytes; 2] {
+    let mut protobuf = Vec::with_capacity(m.protobuf_len());
+    m.encode_protobuf(&mut protobuf);
+    assert_eq!(protobuf.len(), m.protobuf_len(), "protobuf_len");
+    [
+        M::decode_protobuf(Bytes::from(protobuf)).unwrap().to_polyglot(),
+        M::from_polyglot(&m.to_polyglot()).unwrap().to_polyglot(),
+    ]
+}
+
+proptest! {
+    /// The other generated schemas with floats keep them to the bit too: the capture schema's
+    /// `map<string, double>` inside a repeated message, and the evolving `Profile`'s `double`.
+    #[test]
+    fn other_schemas_keep_their_floats(
+        prices in vec(hash_map("[a-z]{0,3}", any_f64(), 0..2), 0..3),
+        score in any_f64(),
+    ) {
+        use frpc_codegen_tests::capture::{StockPrices, StockPricesWrapper};
+        let wrapper = StockPricesWrapper {
+            s_prices: prices.into_iter().map(|prices| StockPrices { prices }).collect(),
+        };
+        for back in both_ways(&wrapper) {
+            prop_assert_eq!(back, wrapper.to_polyglot());
+        }
+        let profile = frpc_codegen_tests::evolve_v1::Profile { score, ..Default::default() };
+        for back in both_ways(&profile) {
+            prop_assert_eq!(back, profile.to_polyglot());
+        }
+    }
+}
