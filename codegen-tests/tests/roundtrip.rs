@@ -23,13 +23,21 @@ fn round_trip<M: Message + PartialEq + std::fmt::Debug + Clone + FloatBits>(m: &
     let mut protobuf = Vec::new();
     m.encode_protobuf(&mut protobuf);
     assert_eq!(m.protobuf_len(), protobuf.len(), "protobuf_len");
-    assert_same(&M::decode_protobuf(Bytes::from(protobuf)).expect("decodes"), m, "protobuf");
+    assert_same(
+        &M::decode_protobuf(Bytes::from(protobuf)).expect("decodes"),
+        m,
+        "protobuf",
+    );
     bytes
 }
 
 /// `back` is `m` to the bit.
 fn assert_same<M: PartialEq + std::fmt::Debug + Clone + FloatBits>(back: &M, m: &M, encoding: &str) {
-    assert_eq!(back.float_bits(), m.float_bits(), "{encoding}: float bits of {m:?}");
+    assert_eq!(
+        back.float_bits(),
+        m.float_bits(),
+        "{encoding}: float bits of {m:?}"
+    );
     let (mut back, mut m) = (back.clone(), m.clone());
     back.clear_floats();
     m.clear_floats();

@@ -303,7 +303,12 @@ impl ValuesService for Echo {
         Ok(())
     }
 
-    async fn watch(&self, _: &Context, request: Floats, outbound: StreamSender<Floats>) -> Result<(), Status> {
+    async fn watch(
+        &self,
+        _: &Context,
+        request: Floats,
+        outbound: StreamSender<Floats>,
+    ) -> Result<(), Status> {
         outbound.send(request.clone()).await?;
         outbound.send(request).await?;
         Ok(())

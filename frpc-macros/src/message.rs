@@ -9,8 +9,8 @@ use syn::spanned::Spanned;
 use syn::{Data, DataEnum, DataStruct, DeriveInput, Expr, ExprLit, ExprUnary, Fields, Lit, UnOp};
 
 use crate::attr;
-use crate::prost_attr;
 use crate::error::Errors;
+use crate::prost_attr;
 use crate::types::field_shape;
 
 /// Expands `#[derive(Message)]`.

@@ -41,7 +41,7 @@ impl Parsed {
         match (name, value) {
             ("tag", Some(v)) => self.number = v.parse().ok(),
             ("packed", Some(v)) => self.packed = Some(v != "false"),
-            ("map", Some(v)) => match v.split_once(',') {
+            ("map" | "hash_map" | "btree_map", Some(v)) => match v.split_once(',') {
                 Some((key, value)) => {
                     self.map_key = kind(key.trim());
                     self.kind = kind(value.trim());

@@ -59,17 +59,29 @@ fn cases() -> Vec<(&'static str, RustFloats, &'static str)> {
     vec![
         (
             "singular",
-            RustFloats { d: NEG, f: NEG32, ..d() },
+            RustFloats {
+                d: NEG,
+                f: NEG32,
+                ..d()
+            },
             "0900000000000000801500000080",
         ),
         (
             "optional",
-            RustFloats { od: Some(NEG), of: Some(0.0), ..d() },
+            RustFloats {
+                od: Some(NEG),
+                of: Some(0.0),
+                ..d()
+            },
             "1900000000000000802500000000",
         ),
         (
             "repeated",
-            RustFloats { rd: vec![NEG, 1.5, 0.0], rf: vec![NEG32, 0.0], ..d() },
+            RustFloats {
+                rd: vec![NEG, 1.5, 0.0],
+                rf: vec![NEG32, 0.0],
+                ..d()
+            },
             "2a180000000000000080000000000000f83f000000000000000035000000803500000000",
         ),
         (
