@@ -1,7 +1,7 @@
 //! Floating-point values survive every path exactly (`proto/values/values.proto`): -0.0,
 //! infinities and NaN payloads in singular, optional, repeated (packed and not), map, nested,
 //! repeated-message, oneof and wrapper fields, in both encodings, and between two frpc peers
-//! (protobuf negotiated) on unary calls and both directions of a bidi stream.
+//! (protobuf negotiated) on unary calls and every kind of stream, both directions.
 //!
 //! frpc's protobuf bytes equal what Go's protobuf library writes for the same values: the
 //! vectors in `tests/vectors/values.json` were written by `interop/go/pbvectors` (a Go program
@@ -302,10 +302,29 @@ impl ValuesService for Echo {
         }
         Ok(())
     }
+
+    async fn watch(
+        &self,
+        _: &Context,
+        request: Floats,
+        outbound: StreamSender<Floats>,
+    ) -> Result<(), Status> {
+        outbound.send(request.clone()).await?;
+        outbound.send(request).await?;
+        Ok(())
+    }
+
+    async fn collect(&self, _: &Context, mut inbound: Streaming<Floats>) -> Result<Floats, Status> {
+        let mut last = None;
+        while let Some(value) = inbound.message().await? {
+            last = Some(value);
+        }
+        last.ok_or_else(|| Status::invalid_argument("no message"))
+    }
 }
 
-/// Between two frpc peers (protobuf negotiated): unary calls and a bidi stream give every case
-/// back to the bit, both directions.
+/// Between two frpc peers (protobuf negotiated): unary calls and streams of every kind give
+/// every case back to the bit, both directions (a value the request lost could not come back).
 #[tokio::test]
 async fn values_cross_frpc_peers_exactly() {
     let bound = frpc::Server::builder()
@@ -327,6 +346,22 @@ async fn values_cross_frpc_peers_exactly() {
     for case in cases() {
         chat.send(case.value.clone()).await.unwrap();
         let back = chat.message().await.unwrap().unwrap();
+        assert_same_bits(&back, &case.value, case.name);
+    }
+    drop(chat);
+    for case in cases() {
+        // Server streaming: the request, then twice the reply.
+        let mut watch = client.watch(case.value.clone()).await.unwrap();
+        for _ in 0..2 {
+            let back = watch.message().await.unwrap().unwrap();
+            assert_same_bits(&back, &case.value, case.name);
+        }
+        assert!(watch.message().await.unwrap().is_none(), "{}", case.name);
+        // Client streaming: two messages, the last one back.
+        let mut collect = client.collect().await.unwrap();
+        collect.send(Floats::default()).await.unwrap();
+        collect.send(case.value.clone()).await.unwrap();
+        let back = collect.close_and_recv().await.unwrap();
         assert_same_bits(&back, &case.value, case.name);
     }
 }
@@ -428,4 +463,38 @@ fn polyglot_negative_zero_is_the_go_peers_bytes() {
     assert_eq!(hex::encode(&bytes), "080002050f0a01050a01780f8000000000000000");
     let back = frpc_codegen_tests::capture::StockPrices::from_polyglot(&bytes).unwrap();
     assert!(back.prices["x"] == 0.0 && back.prices["x"].is_sign_negative());
+}
+
+/// Both encodings of `m`, decoded again, re-encoded in polyglot (which writes every float's
+/// bits; maps of at most one entry keep their order).
+fn both_ways<M: Message>(m: &M) -> [Bytes; 2] {
+    let mut protobuf = Vec::with_capacity(m.protobuf_len());
+    m.encode_protobuf(&mut protobuf);
+    assert_eq!(protobuf.len(), m.protobuf_len(), "protobuf_len");
+    [
+        M::decode_protobuf(Bytes::from(protobuf)).unwrap().to_polyglot(),
+        M::from_polyglot(&m.to_polyglot()).unwrap().to_polyglot(),
+    ]
+}
+
+proptest! {
+    /// The other generated schemas with floats keep them to the bit too: the capture schema's
+    /// `map<string, double>` inside a repeated message, and the evolving `Profile`'s `double`.
+    #[test]
+    fn other_schemas_keep_their_floats(
+        prices in vec(hash_map("[a-z]{0,3}", any_f64(), 0..2), 0..3),
+        score in any_f64(),
+    ) {
+        use frpc_codegen_tests::capture::{StockPrices, StockPricesWrapper};
+        let wrapper = StockPricesWrapper {
+            s_prices: prices.into_iter().map(|prices| StockPrices { prices }).collect(),
+        };
+        for back in both_ways(&wrapper) {
+            prop_assert_eq!(back, wrapper.to_polyglot());
+        }
+        let profile = frpc_codegen_tests::evolve_v1::Profile { score, ..Default::default() };
+        for back in both_ways(&profile) {
+            prop_assert_eq!(back, profile.to_polyglot());
+        }
+    }
 }

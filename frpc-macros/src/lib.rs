@@ -13,6 +13,7 @@
 mod attr;
 mod error;
 mod message;
+mod prost_attr;
 mod service;
 mod types;
 

@@ -10,6 +10,7 @@ use syn::{Data, DataEnum, DataStruct, DeriveInput, Expr, ExprLit, ExprUnary, Fie
 
 use crate::attr;
 use crate::error::Errors;
+use crate::prost_attr;
 use crate::types::field_shape;
 
 /// Expands `#[derive(Message)]`.
@@ -44,8 +45,9 @@ pub(crate) fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
 }
 
 /// A struct with named fields (or a unit struct, an empty message) → `impl Message`; with
-/// `protobuf` (`#[frpc(protobuf)]`) its protobuf encoding is the type's own `prost::Message`
-/// impl, as for a message frpc-codegen generates.
+/// `protobuf` (`#[frpc(protobuf)]`) it also has a protobuf encoding: frpc-codegen's encoder
+/// when every field has a prost attribute it reads (`prost_attr`), else the type's own
+/// `prost::Message` impl; prost decodes it.
 fn message(
     input: &DeriveInput,
     proto_name: String,
@@ -74,7 +76,9 @@ fn message(
                 proto_name: unraw(ident),
                 ident: ident.to_string(),
                 shape,
-                proto: None,
+                // With `#[frpc(protobuf)]`, frpc writes the protobuf bytes itself when every
+                // field's prost attribute says how (`protobuf_encoder`); prost otherwise.
+                proto: protobuf.then(|| prost_attr::proto_field(&f.attrs)).flatten(),
             })
         })
         .collect();
