@@ -271,9 +271,16 @@ pub struct ServerConfig {
     /// its own `connection.max_streams`); a stream opened beyond it is refused with
     /// RESOURCE_EXHAUSTED (Go clients get its text) and the client may
     /// retry later. With flow control (frpc peers) a stream buffers at most
-    /// `connection.stream_window` messages, so inbound stream data is bounded by
-    /// `max_open_streams × stream_window × max_content_length`. Default: 16,384. At least 1.
+    /// `connection.stream_window` messages; in bytes, inbound stream data is bounded across the
+    /// server by `max_buffered_stream_bytes`. Default: 16,384. At least 1.
     pub max_open_streams: usize,
+    /// Bytes of inbound stream messages buffered at once across every connection of the server
+    /// (messages received and not yet read by their handlers). While it is full the server
+    /// stops reading the connection whose message does not fit (TCP backpressure), until
+    /// handlers read: a well-behaved peer waits and loses nothing. A message larger than the
+    /// whole budget waits until it is the only one. Inbound stream data therefore costs at most
+    /// this much, plus one message per stream a handler holds. Default: 64 MiB. At least 1.
+    pub max_buffered_stream_bytes: usize,
     /// Answer an frpc client's extension offer (cancellation, deadlines, status codes,
     /// metadata, stream flow control and open acknowledgement; see `docs/extensions.md`). Go clients never offer, so they always get plain
     /// fRPC. `false`: offers are ignored as a Go server ignores them. Default: `true`.
@@ -302,6 +309,7 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             max_inflight_per_connection: 4096,
             max_open_streams: 16_384,
+            max_buffered_stream_bytes: 64 << 20,
             extensions: true,
             protobuf: true,
             shutdown_grace: Duration::from_secs(5),
@@ -316,6 +324,7 @@ impl ServerConfig {
         at_least_one("max_connections", self.max_connections)?;
         at_least_one("max_inflight_per_connection", self.max_inflight_per_connection)?;
         at_least_one("max_open_streams", self.max_open_streams)?;
+        at_least_one("max_buffered_stream_bytes", self.max_buffered_stream_bytes)?;
         if self.concurrency == Concurrency::Limited(0) {
             return Err("concurrency is Limited(0); the limit must be at least 1".into());
         }

@@ -798,3 +798,50 @@ async fn streams_beyond_the_servers_budget_are_refused() {
         drop(held);
     }
 }
+
+/// `ServerConfig::max_buffered_stream_bytes`: once a connection's unread stream messages fill
+/// the server's budget, that connection is not read (its unary call waits behind them) while
+/// other connections are served; once the handler reads, everything arrives, nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn buffered_stream_bytes_wait_for_the_budget_and_lose_nothing() {
+    for framing in FRAMINGS {
+        let mut config = server_config(framing, 1024);
+        config.max_buffered_stream_bytes = 64 << 10;
+        let running = serve(config).await;
+        let (a, b) = (
+            connect(&running, client_config(framing, 1024)).await,
+            connect(&running, client_config(framing, 1024)).await,
+        );
+        let mut call = bounded("sink", a.sink()).await.unwrap();
+        let parts: Vec<String> = (0..8).map(|i| format!("{i}").repeat(16 << 10)).collect();
+        let sent = parts.clone();
+        let (progress, mut sends) = mpsc::unbounded_channel();
+        let producer = tokio::spawn(async move {
+            for part in &sent {
+                call.send(text(part)).await.unwrap();
+                progress.send(()).unwrap();
+            }
+            call.close_and_recv().await
+        });
+        // Five 16 KiB messages are past the 64 KiB budget: the call below queues behind them.
+        for _ in 0..5 {
+            bounded("client send", sends.recv()).await.unwrap();
+        }
+        let behind = tokio::spawn({
+            let a = a.clone();
+            async move { a.echo(text("behind")).await }
+        });
+        assert_eq!(
+            bounded("other connection", b.echo(text("b")))
+                .await
+                .unwrap()
+                .value,
+            "b"
+        );
+        assert!(!behind.is_finished(), "{framing:?}: the full connection was read");
+        running.state.gate.add_permits(9);
+        let joined = bounded("sink result", producer).await.unwrap().unwrap();
+        assert_eq!(joined.value, parts.join(","), "{framing:?}");
+        assert_eq!(bounded("behind", behind).await.unwrap().unwrap().value, "behind");
+    }
+}

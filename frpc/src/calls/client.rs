@@ -410,7 +410,11 @@ impl Dispatch for ClientDispatch {
             calls.ext.pong();
         }
         if packet.op == op::STREAM {
-            if calls.streams.route(conn, packet.id, packet.content).is_some() {
+            if calls
+                .streams
+                .route(conn, packet.id, packet.content, None)
+                .is_some()
+            {
                 // Servers never open streams toward clients in fRPC; like Go's client, drop them.
                 tracing::trace!(stream = packet.id, "dropping a stream the server opened");
             }

@@ -89,6 +89,10 @@ pub(crate) struct Limits {
     pub(crate) open_streams: Arc<AtomicUsize>,
     /// The most `open_streams` may reach.
     max_open_streams: usize,
+    /// Bytes of inbound stream messages buffered across every connection
+    /// (`max_buffered_stream_bytes` permits), and its size.
+    stream_bytes: Arc<Semaphore>,
+    max_stream_bytes: u32,
     /// Whether offers of extensions are answered.
     extensions: bool,
     /// The extensions an offer may get.
@@ -112,6 +116,10 @@ impl Limits {
             stream_window: config.connection.stream_window,
             open_streams: Arc::default(),
             max_open_streams: config.max_open_streams,
+            stream_bytes: Arc::new(Semaphore::new(
+                config.max_buffered_stream_bytes.min(Semaphore::MAX_PERMITS),
+            )),
+            max_stream_bytes: u32::try_from(config.max_buffered_stream_bytes).unwrap_or(u32::MAX),
             extensions: config.extensions,
             supported: ext::supported(config.protobuf && protobuf),
         }
@@ -469,10 +477,32 @@ impl<H: Handlers> ServerDispatch<H> {
     }
 }
 
+impl<H> ServerDispatch<H> {
+    /// The share of the server's buffered-bytes budget for a stream message of `len` bytes,
+    /// waited for (so this connection is not read meanwhile); a message larger than the whole
+    /// budget takes all of it.
+    async fn buffer_budget(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if len == 0 {
+            return None;
+        }
+        let share = u32::try_from(len)
+            .unwrap_or(u32::MAX)
+            .min(self.limits.max_stream_bytes);
+        // The semaphore is never closed.
+        self.limits
+            .stream_bytes
+            .clone()
+            .acquire_many_owned(share)
+            .await
+            .ok()
+    }
+}
+
 impl<H: Handlers> Dispatch for ServerDispatch<H> {
     async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
         if packet.op == op::STREAM {
-            if let Some(first) = self.streams.route(conn, packet.id, packet.content) {
+            let budget = self.buffer_budget(packet.content.len()).await;
+            if let Some(first) = self.streams.route(conn, packet.id, packet.content, budget) {
                 self.open_stream(conn, packet.id, first).await;
             }
             return;

@@ -121,3 +121,11 @@ pub(crate) struct StreamExt {
     /// flow control).
     pub(crate) ack_window: Option<u32>,
 }
+
+/// A message in a stream's inbound buffer. On a server it holds its share of
+/// `ServerConfig::max_buffered_stream_bytes` until the consumer takes it (or it is dropped).
+#[derive(Debug)]
+pub(crate) struct Buffered {
+    pub(super) content: Bytes,
+    pub(super) _budget: Option<tokio::sync::OwnedSemaphorePermit>,
+}

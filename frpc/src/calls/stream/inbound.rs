@@ -181,7 +181,7 @@ impl<T: Message> Streaming<T> {
         if !std::mem::replace(&mut self.inbound.awaiting_ack, false) {
             return Ok(());
         }
-        let Some(content) = self.inbound.rx.recv().await else {
+        let Some(Buffered { content, .. }) = self.inbound.rx.recv().await else {
             self.finish();
             return Err(self.end_error());
         };
@@ -228,8 +228,8 @@ impl<T: Message> Streaming<T> {
             None => loop {
                 match self.inbound.rx.poll_recv(cx) {
                     // An OPENED mark nobody waited for.
-                    Poll::Ready(Some(content)) if content.is_empty() => continue,
-                    Poll::Ready(Some(content)) => break content,
+                    Poll::Ready(Some(held)) if held.content.is_empty() => continue,
+                    Poll::Ready(Some(held)) => break held.content,
                     Poll::Ready(None) => {
                         self.finish();
                         return Poll::Ready(Err(self.end_error()));
@@ -345,8 +345,8 @@ impl<T> Drop for Streaming<T> {
         let is_data = |content: &Bytes| !content.is_empty() && !is_control(content);
         let mut unread = std::mem::take(&mut self.unacked);
         unread += u32::from(self.peeked.take().is_some_and(|content| is_data(&content)));
-        while let Ok(content) = self.inbound.rx.try_recv() {
-            unread += u32::from(is_data(&content));
+        while let Ok(held) = self.inbound.rx.try_recv() {
+            unread += u32::from(is_data(&held.content));
         }
         if unread > 0 {
             credit.fetch_add(unread, Ordering::AcqRel);

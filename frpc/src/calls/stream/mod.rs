@@ -19,6 +19,11 @@
 //! stream forgotten, the connection closed) the credit closes and waiting sends go on as
 //! without flow control.
 //!
+//! **Server-wide byte budget.** On a server, each buffered inbound message holds its share of
+//! `ServerConfig::max_buffered_stream_bytes` (`common::Buffered`) until its consumer takes it;
+//! the connection's reader waits for the share before routing, so a full budget stops reading
+//! that connection rather than growing memory.
+//!
 //! **Without flow control** (Go peers, extensions off). Each inbound stream buffers up to
 //! `stream_buffer` messages. When a consumer falls that far behind, its stream fails with
 //! [`Error::StreamOverflow`] (locally, and the peer gets an error and `EOF`) instead of stalling

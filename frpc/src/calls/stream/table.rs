@@ -17,7 +17,7 @@ use super::common::*;
 
 #[derive(Debug)]
 pub(super) struct Route {
-    pub(super) tx: mpsc::Sender<Bytes>,
+    pub(super) tx: mpsc::Sender<Buffered>,
     pub(super) end: Arc<OnceLock<EndReason>>,
     /// Fired by the peer's CANCEL (server streams on connections with extensions).
     pub(super) cancel: Option<CancellationToken>,
@@ -71,7 +71,7 @@ pub(crate) struct StreamTable {
 /// The receiving end of one registered stream.
 #[derive(Debug)]
 pub(crate) struct Inbound {
-    pub(super) rx: mpsc::Receiver<Bytes>,
+    pub(super) rx: mpsc::Receiver<Buffered>,
     pub(super) end: Arc<OnceLock<EndReason>>,
     /// The credit the peer has left, and the window (flow-controlled streams).
     pub(super) recv: Option<(Arc<AtomicU32>, u32)>,
@@ -177,7 +177,10 @@ impl StreamTable {
             (Some(credit), window) => add_credit(credit, window - 1),
         }
         // The mark the opener waits for; the buffer keeps room for it.
-        let _ = route.tx.try_send(Bytes::new());
+        let _ = route.tx.try_send(Buffered {
+            content: Bytes::new(),
+            _budget: None,
+        });
     }
 
     /// The peer cancelled stream `id`: fires its token (a stream nobody here knows, or one
@@ -276,9 +279,16 @@ impl StreamTable {
         }
     }
 
-    /// Delivers a `STREAM` packet. Returns the content back when it opens a stream nobody here
-    /// knows, for the dispatcher to handle.
-    pub(crate) fn route(&self, conn: &Arc<Connection>, id: u16, content: Bytes) -> Option<Bytes> {
+    /// Delivers a `STREAM` packet; `budget`: its share of the server's buffered-bytes budget,
+    /// held while it waits in the stream's buffer. Returns the content back when it opens a
+    /// stream nobody here knows, for the dispatcher to handle.
+    pub(crate) fn route(
+        &self,
+        conn: &Arc<Connection>,
+        id: u16,
+        content: Bytes,
+        budget: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Option<Bytes> {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
             // A close for an unknown stream is ignored.
@@ -316,7 +326,10 @@ impl StreamTable {
             send_detached(conn, id, status, codes);
             return None;
         }
-        match route.tx.try_send(content) {
+        match route.tx.try_send(Buffered {
+            content,
+            _budget: budget,
+        }) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
                 let codes = route.codes;
@@ -328,7 +341,7 @@ impl StreamTable {
                 send_detached(conn, id, status, codes);
             }
             // The local handle is gone: drop late messages.
-            Err(mpsc::error::TrySendError::Closed(content)) => match &route.recv_credit {
+            Err(mpsc::error::TrySendError::Closed(Buffered { content, .. })) => match &route.recv_credit {
                 // A server handler that dropped its inbound stream may still be sending on it:
                 // the stream stays (for its own credit), and the peer gets its message's
                 // credit back so its sends do not stall.
