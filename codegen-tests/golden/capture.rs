@@ -591,6 +591,30 @@ impl<T> EchoServiceServer<T> {
         Self { inner }
     }
 }
+impl<T: EchoService> EchoServiceServer<T> {
+    /// Checks every call to this service with `check` before its handler, like
+    /// tonic's `with_interceptor`: `Err(status)` answers the call with that status,
+    /// `Ok(())` lets it through. Other services and health checks are not checked.
+    /// See `frpc::LayeredService`.
+    pub fn with_interceptor<F>(self, check: F) -> ::frpc::LayeredService
+    where
+        F: ::core::ops::FnMut(
+                &::frpc::CallRequest,
+            ) -> ::core::result::Result<(), ::frpc::Status> + ::core::marker::Send
+            + ::core::marker::Sync + 'static,
+    {
+        ::frpc::LayeredService::new(self).with_interceptor(check)
+    }
+    /// Wraps every call to this service in `layer`, a `tower::Layer` over
+    /// `frpc::CallRequest`s (as `frpc::Builder::layer`, for this service only). See
+    /// `frpc::LayeredService`.
+    pub fn layer<L: ::frpc::middleware::CallLayer>(
+        self,
+        layer: L,
+    ) -> ::frpc::LayeredService {
+        ::frpc::LayeredService::new(self).layer(layer)
+    }
+}
 impl<T> ::core::clone::Clone for EchoServiceServer<T> {
     fn clone(&self) -> Self {
         Self {

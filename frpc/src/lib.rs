@@ -29,7 +29,9 @@
 //! - Middleware: [`Builder::layer`] puts any `tower::Layer` (concurrency and rate limits, load
 //!   shedding, timeouts, your own auth) around every call, seeing a [`CallRequest`];
 //!   [`Builder::interceptor`] is the shorthand for "look at the call, maybe reject it"
-//!   ([`middleware`]).
+//!   ([`middleware`]); health checks pass server-wide interceptors unless
+//!   [`Builder::intercept_health`]. One service's own layers and interceptors:
+//!   `FooServer::new(svc).with_interceptor(..)` / `.layer(..)` ([`LayeredService`]).
 //! - [`health`]: a health service like gRPC's `grpc.health.v1` (`Check`, `Watch`) that a
 //!   server adds in one line, and its client for balancers and probes.
 //!
@@ -101,6 +103,7 @@ mod context;
 pub mod discover;
 #[cfg(feature = "macros")]
 pub mod health;
+mod layered;
 pub mod middleware;
 pub mod retry;
 mod server;
@@ -117,6 +120,7 @@ pub use config::{ClientConfig, Concurrency, ConnectionConfig, DecodeLimits, Serv
 pub use context::Context;
 pub use frpc_wire as wire;
 pub use frpc_wire::Framing;
+pub use layered::LayeredService;
 pub use metadata::{Metadata, MetadataSlot};
 pub use middleware::{CallRequest, CallResponse};
 pub use server::{Bound, Builder, Server};

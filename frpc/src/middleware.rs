@@ -35,6 +35,88 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// errors already turned into [`Status`]es.
 pub type CallService = BoxService<CallRequest, CallResponse, Status>;
 
+/// A [`tower::Layer`] that can wrap calls: what [`Builder::layer`](crate::Builder::layer) and
+/// [`LayeredService::layer`](crate::LayeredService::layer) take. Implemented for every layer
+/// whose service takes a [`CallRequest`] and answers a [`CallResponse`] (tower's own, an
+/// [`InterceptorLayer`], yours); there is nothing to implement by hand.
+pub trait CallLayer: Send + Sync + 'static {
+    /// Wraps `inner` and erases the result's type (its errors become statuses by
+    /// [`status_from_error`]).
+    fn wrap(&self, inner: CallService) -> CallService;
+}
+
+impl<L> CallLayer for L
+where
+    L: Layer<CallService> + Send + Sync + 'static,
+    L::Service: TowerService<CallRequest, Response = CallResponse> + Send + 'static,
+    <L::Service as TowerService<CallRequest>>::Future: Send + 'static,
+    <L::Service as TowerService<CallRequest>>::Error: Into<BoxError>,
+{
+    fn wrap(&self, inner: CallService) -> CallService {
+        erase(self.layer(inner))
+    }
+}
+
+/// A built layer stack, shared by every connection. The lock serializes readiness and `call`
+/// (tower services are `&mut`); it is held while the stack is not ready, so waiting calls
+/// queue in arrival order, and never while a handler runs.
+pub(crate) type Stack = Arc<tokio::sync::Mutex<CallService>>;
+
+/// One layer of a stack to build, type-erased: wraps the rest of the stack.
+pub(crate) type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send + Sync>;
+
+/// Builds a stack of `layers`, the first the outermost, over the handler.
+pub(crate) fn build_stack(layers: Vec<LayerFn>) -> Stack {
+    let bottom = CallService::new(Handler);
+    let service = layers.into_iter().rev().fold(bottom, |inner, layer| layer(inner));
+    Arc::new(tokio::sync::Mutex::new(service))
+}
+
+/// Runs one call through a stack: waits until it is ready, calls it (both under its lock)
+/// and awaits the response (without it).
+pub(crate) async fn through(stack: &Stack, request: CallRequest) -> Result<CallResponse, Status> {
+    let response = {
+        let mut service = stack.lock().await;
+        std::future::poll_fn(|cx| TowerService::poll_ready(&mut *service, cx)).await?;
+        TowerService::call(&mut *service, request)
+    };
+    response.await
+}
+
+/// A unary call through a stack: the encoded reply.
+pub(crate) async fn unary_through(stack: &Stack, request: CallRequest) -> Result<Bytes, Status> {
+    through(stack, request)
+        .await?
+        .into_body()
+        .ok_or_else(|| Status::internal("a layer answered a unary call as a stream"))
+}
+
+/// A stream's opening through a stack. `request` makes the call's request around the slot
+/// the stream waits in for its handler: if a layer answers without running the handler (or
+/// the request cannot be made), the stream is ended here with that status.
+pub(crate) async fn streaming_through(
+    stack: &Stack,
+    stream: ServerStream,
+    request: impl FnOnce(StreamSlot) -> Result<CallRequest, Status>,
+) -> Result<(), Status> {
+    let slot = Arc::new(Mutex::new(Some(stream)));
+    let result = match request(slot.clone()) {
+        Ok(request) => through(stack, request).await.map(drop),
+        Err(status) => Err(status),
+    };
+    let left = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(stream) = left {
+        // Never reached the handler: end the stream for it, as a handler would.
+        let (_, sender) = stream.split::<(), ()>();
+        ServerStream::finish(&sender, result.clone()).await;
+    }
+    result
+}
+
+/// Where a streaming call's stream waits for its handler, shared by the request and the
+/// server.
+pub(crate) type StreamSlot = Arc<Mutex<Option<ServerStream>>>;
+
 /// One call as server middleware sees it: which method, the caller's context and metadata,
 /// and the encoded request.
 ///
@@ -52,7 +134,7 @@ pub struct CallRequest {
     target: Arc<dyn Service>,
     /// A streaming call's stream, shared with the server so it can refuse the stream when a
     /// layer answers without running the handler.
-    stream: Option<Arc<Mutex<Option<ServerStream>>>>,
+    stream: Option<StreamSlot>,
 }
 
 impl fmt::Debug for CallRequest {
@@ -76,7 +158,7 @@ impl CallRequest {
         kind: MethodKind,
         ctx: Context,
         body: Bytes,
-        stream: Option<Arc<Mutex<Option<ServerStream>>>>,
+        stream: Option<StreamSlot>,
     ) -> CallRequest {
         CallRequest {
             service: target.name(),

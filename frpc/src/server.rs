@@ -23,7 +23,7 @@ use crate::calls::stream::ServerStream;
 use crate::config::{Concurrency, ServerConfig};
 use crate::context::Context;
 use crate::hash::IdMap;
-use crate::middleware::{self, BoxError, CallRequest, CallResponse, CallService};
+use crate::middleware::{self, CallLayer, CallRequest, CallService, LayerFn, Stack, StreamSlot};
 use crate::service::Service;
 use crate::status::{CloseReason, Error, Status};
 use crate::transport::connection::{Connection, Options};
@@ -33,13 +33,10 @@ use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
 /// A server's handler for raw packets on one operation (see [`Builder::route`]).
 type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
 
-/// One layer of [`Builder::layer`], type-erased: wraps the rest of the stack.
-type LayerFn = Box<dyn FnOnce(CallService) -> CallService + Send + Sync>;
-
-/// A server's layer stack, built once and shared by every connection. The lock serializes
-/// readiness and `call` (tower services are `&mut`); it is held while the stack is not ready,
-/// so waiting calls queue in arrival order, and never while a handler runs.
-type Stack = Arc<tokio::sync::Mutex<CallService>>;
+/// One layer of [`Builder::layer`] or [`Builder::interceptor`], type-erased: wraps the rest of
+/// the stack; the flag says whether interceptors also check the health service
+/// ([`Builder::intercept_health`]).
+type ServerLayerFn = Box<dyn FnOnce(CallService, bool) -> CallService + Send + Sync>;
 
 /// Builds a [`Server`]: services, concurrency and connection settings.
 ///
@@ -79,7 +76,9 @@ pub struct Builder {
     services: Vec<Arc<dyn Service>>,
     raw: Vec<(u16, RawHandler)>,
     /// In the order added: the first is the outermost.
-    layers: Vec<LayerFn>,
+    layers: Vec<ServerLayerFn>,
+    /// Whether server-wide interceptors also check calls to the health service.
+    intercept_health: bool,
     config: ServerConfig,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
@@ -174,15 +173,8 @@ impl Builder {
     ///     Ok(())
     /// }
     /// ```
-    pub fn layer<L>(mut self, layer: L) -> Builder
-    where
-        L: tower::Layer<CallService> + Send + Sync + 'static,
-        L::Service: tower::Service<CallRequest, Response = CallResponse> + Send + 'static,
-        <L::Service as tower::Service<CallRequest>>::Future: Send + 'static,
-        <L::Service as tower::Service<CallRequest>>::Error: Into<BoxError>,
-    {
-        self.layers
-            .push(Box::new(move |inner| middleware::erase(layer.layer(inner))));
+    pub fn layer<L: CallLayer>(mut self, layer: L) -> Builder {
+        self.layers.push(Box::new(move |inner, _| layer.wrap(inner)));
         self
     }
 
@@ -191,6 +183,13 @@ impl Builder {
     /// (its code reaches frpc clients with extensions), `Ok(())` lets it through. It sees the
     /// method, the request metadata and the peer's address ([`CallRequest`]). A layer
     /// ([`middleware::InterceptorLayer`]) in the order of [`Builder::layer`].
+    ///
+    /// **Health checks pass.** Calls to frpc's health service ([`crate::health`]) are not
+    /// checked, so an auth interceptor does not lock out load balancers and probes (which
+    /// rarely hold the token); [`Builder::intercept_health`] makes interceptors check them
+    /// too. Layers ([`Builder::layer`]) cover every call, health included. To check only one
+    /// service's calls, put the interceptor on that service instead
+    /// ([`LayeredService`](crate::LayeredService), `FooServer::new(svc).with_interceptor(..)`).
     ///
     /// ```
     /// # async fn demo() -> Result<(), frpc::Error> {
@@ -205,13 +204,25 @@ impl Builder {
     ///     .await?;
     /// # drop(server); Ok(()) }
     /// ```
-    pub fn interceptor<F>(mut self, check: F) -> Builder
+    pub fn interceptor<F>(mut self, mut check: F) -> Builder
     where
         F: FnMut(&CallRequest) -> Result<(), Status> + Send + Sync + 'static,
     {
-        self.layers.push(Box::new(move |inner| {
+        self.layers.push(Box::new(move |inner, health| {
+            let check = move |call: &CallRequest| match !health && is_health(call.service()) {
+                true => Ok(()),
+                false => check(call),
+            };
             middleware::erase(middleware::Interceptor::new(inner, check))
         }));
+        self
+    }
+
+    /// Whether the server-wide interceptors ([`Builder::interceptor`], wherever they are in the
+    /// chain) also check calls to the health service. Default: `false` (health checks pass
+    /// them, so probes without credentials see the server's health).
+    pub fn intercept_health(mut self, intercept: bool) -> Builder {
+        self.intercept_health = intercept;
         self
     }
 
@@ -292,14 +303,14 @@ impl Builder {
             claim(*op, Route::Raw(index), format!("raw route #{index}"))?;
         }
         // No layers: no stack, and calls take the plain path.
+        let health = self.intercept_health;
         let stack = (!self.layers.is_empty()).then(|| {
-            let bottom = CallService::new(middleware::Handler);
-            let service = self
-                .layers
-                .into_iter()
-                .rev()
-                .fold(bottom, |inner, layer| layer(inner));
-            Arc::new(tokio::sync::Mutex::new(service))
+            let layers = self.layers.into_iter();
+            middleware::build_stack(
+                layers
+                    .map(|layer| -> LayerFn { Box::new(move |inner| layer(inner, health)) })
+                    .collect(),
+            )
         });
         // The protobuf extension only where every service reads it.
         let protobuf = self.services.iter().all(|service| service.protobuf());
@@ -489,6 +500,7 @@ impl Server {
             services: Vec::new(),
             raw: Vec::new(),
             layers: Vec::new(),
+            intercept_health: false,
             config: ServerConfig::default(),
             #[cfg(feature = "tls")]
             tls: None,
@@ -793,29 +805,6 @@ impl Router {
 }
 
 impl Router {
-    /// The request the layers see for method `op` (with `stream` for a streaming one).
-    fn call_request(
-        &self,
-        conn: &Arc<Connection>,
-        op: u16,
-        body: Bytes,
-        call: Option<CallInfo>,
-        stream: Option<Arc<std::sync::Mutex<Option<ServerStream>>>>,
-    ) -> Result<CallRequest, Status> {
-        match self.shared.routes.get(&op) {
-            Some(Route::Method { service, kind, name }) => Ok(CallRequest::new(
-                self.shared.services[*service].clone(),
-                name,
-                op,
-                *kind,
-                self.context(conn, call),
-                body,
-                stream,
-            )),
-            _ => Err(Status::unimplemented(format!("unknown operation {op}"))),
-        }
-    }
-
     /// A unary call through the layer stack.
     fn layered_unary(
         &self,
@@ -825,19 +814,12 @@ impl Router {
         body: Bytes,
         call: Option<CallInfo>,
     ) -> BoxFuture<Result<Bytes, Status>> {
-        let request = self.call_request(conn, op, body, call, None);
+        let request = self.shared.call_request(op, self.context(conn, call), body, None);
         let stack = stack.clone();
-        Box::pin(async move {
-            let response = through(&stack, request?).await?;
-            response
-                .into_body()
-                .ok_or_else(|| Status::internal("a layer answered a unary call as a stream"))
-        })
+        Box::pin(async move { middleware::unary_through(&stack, request?).await })
     }
 
-    /// A stream's opening through the layer stack. The stream waits in a slot the handler
-    /// takes it from: if a layer answers without running the handler, the stream is ended
-    /// here with the layer's status.
+    /// A stream's opening through the layer stack.
     fn layered_streaming(
         &self,
         stack: &Stack,
@@ -846,34 +828,37 @@ impl Router {
         stream: ServerStream,
         call: Option<CallInfo>,
     ) -> BoxFuture<Result<(), Status>> {
-        let slot = Arc::new(std::sync::Mutex::new(Some(stream)));
-        let request = self.call_request(conn, op, Bytes::new(), call, Some(slot.clone()));
-        let stack = stack.clone();
+        let context = self.context(conn, call);
+        let (shared, stack) = (self.shared.clone(), stack.clone());
         Box::pin(async move {
-            let result = match request {
-                Ok(request) => through(&stack, request).await.map(drop),
-                Err(status) => Err(status),
-            };
-            let left = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some(stream) = left {
-                // Never reached the handler: end the stream for it, as a handler would.
-                let (_, sender) = stream.split::<(), ()>();
-                ServerStream::finish(&sender, result.clone()).await;
-            }
-            result
+            let request = |slot| shared.call_request(op, context, Bytes::new(), Some(slot));
+            middleware::streaming_through(&stack, stream, request).await
         })
     }
 }
 
-/// Runs one call through the layer stack: waits until it is ready, calls it (both under its
-/// lock) and awaits the response (without it).
-async fn through(stack: &Stack, request: CallRequest) -> Result<CallResponse, Status> {
-    let response = {
-        let mut service = stack.lock().await;
-        std::future::poll_fn(|cx| tower::Service::poll_ready(&mut *service, cx)).await?;
-        tower::Service::call(&mut *service, request)
-    };
-    response.await
+impl Shared {
+    /// The request the layers see for method `op` (with `stream` for a streaming one).
+    fn call_request(
+        &self,
+        op: u16,
+        context: Context,
+        body: Bytes,
+        stream: Option<StreamSlot>,
+    ) -> Result<CallRequest, Status> {
+        match self.routes.get(&op) {
+            Some(Route::Method { service, kind, name }) => Ok(CallRequest::new(
+                self.services[*service].clone(),
+                name,
+                op,
+                *kind,
+                context,
+                body,
+                stream,
+            )),
+            _ => Err(Status::unimplemented(format!("unknown operation {op}"))),
+        }
+    }
 }
 
 impl Handlers for Router {
@@ -947,4 +932,16 @@ async fn drain(
         force.cancel();
         connections.wait().await;
     }
+}
+
+/// Whether `service` is frpc's health service, which server-wide interceptors let through
+/// unless [`Builder::intercept_health`] says otherwise.
+fn is_health(service: &str) -> bool {
+    #[cfg(feature = "macros")]
+    return service == crate::health::SERVICE_NAME;
+    #[cfg(not(feature = "macros"))]
+    return {
+        let _ = service;
+        false
+    };
 }

@@ -276,6 +276,29 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
         }
 
         #cfg
+        impl<T: #trait_name> #server_name<T> {
+            /// Checks every call to this service with `check` before its handler, like
+            /// tonic's `with_interceptor`: `Err(status)` answers the call with that status,
+            /// `Ok(())` lets it through. Other services and health checks are not checked.
+            /// See `frpc::LayeredService`.
+            pub fn with_interceptor<F>(self, check: F) -> ::frpc::LayeredService
+            where
+                F: ::core::ops::FnMut(&::frpc::CallRequest) -> ::core::result::Result<(), ::frpc::Status>
+                    + ::core::marker::Send
+                    + ::core::marker::Sync
+                    + 'static,
+            {
+                ::frpc::LayeredService::new(self).with_interceptor(check)
+            }
+            /// Wraps every call to this service in `layer`, a `tower::Layer` over
+            /// `frpc::CallRequest`s (as `frpc::Builder::layer`, for this service only). See
+            /// `frpc::LayeredService`.
+            pub fn layer<L: ::frpc::middleware::CallLayer>(self, layer: L) -> ::frpc::LayeredService {
+                ::frpc::LayeredService::new(self).layer(layer)
+            }
+        }
+
+        #cfg
         impl<T> ::core::clone::Clone for #server_name<T> {
             fn clone(&self) -> Self {
                 Self { inner: #arc_clone(&self.inner) }
