@@ -32,4 +32,6 @@ mod guide {
     struct RuntimeDefaults;
     #[doc = include_str!("../../../docs/guide/coming-from-tonic.md")]
     struct ComingFromTonic;
+    #[doc = include_str!("../../../docs/guide/coming-from-tonic-api.md")]
+    struct ComingFromTonicApi;
 }

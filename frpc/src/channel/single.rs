@@ -15,6 +15,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::endpoint::Endpoint;
 use super::state::ChannelState;
 use crate::client::Client;
+#[cfg(feature = "macros")]
 use crate::health::{HealthClient, ServingStatus};
 use crate::status::{CloseReason, Error};
 
@@ -29,6 +30,7 @@ pub(crate) enum State {
     Ready(Client),
     /// Connected, but the server reports `NOT_SERVING` (or is shutting down): a balanced
     /// channel sends it nothing new (see [`Endpoint::health_check`]).
+    #[cfg_attr(not(feature = "macros"), allow(dead_code, reason = "set by the health watch"))]
     NotServing(Client),
     /// The last attempt failed (why); the next comes after the backoff.
     Down(String),
@@ -425,6 +427,7 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
 /// `NOT_SERVING` or once the watch ends (the server is shutting down), `Ready` otherwise.
 /// Servers that did not take the extensions (Go fRPC) or serve no health are not watched.
 /// Runs until the supervisor drops it (the connection closed, or the endpoint was retired).
+#[cfg(feature = "macros")]
 async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infallible {
     let watched = shared.health.is_some() && shared.endpoint.is_health_checked();
     if watched && client.extensions_accepted() {
@@ -451,7 +454,14 @@ async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infall
     std::future::pending().await
 }
 
+/// Without the `macros` feature there is no `frpc::health`: nothing to follow.
+#[cfg(not(feature = "macros"))]
+async fn follow_health(_: &Shared, _: &Client) -> std::convert::Infallible {
+    std::future::pending().await
+}
+
 /// Publishes `client` as serving or not, if that changes its state.
+#[cfg(feature = "macros")]
 fn publish_serving(shared: &Shared, client: &Client, serving: bool) {
     let now = matches!(&*shared.state.borrow(), State::Ready(_));
     if now != serving {
