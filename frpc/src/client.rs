@@ -333,13 +333,6 @@ impl Client {
         self.handle.calls.negotiation().accepted() & ext::EXT_PROTOBUF != 0
     }
 
-    /// Whether the server has sent anything on this connection yet (a PONG, its answer to the
-    /// offer, a reply): a connection closed before that never worked (a server refusing at
-    /// accept, a reset), and a [`crate::Channel`] backs off before trying again.
-    pub(crate) fn has_answered(&self) -> bool {
-        self.handle.calls.has_answered()
-    }
-
     /// Waits (within `limit`) until the connection has shown it works: the server's answer to
     /// the extension offer when one was made, else any packet, a PONG to the PING this sends
     /// at once. Fails with the close reason when it closes first, and with
@@ -379,6 +372,11 @@ impl Client {
     /// What decoding the server's messages may cost (`ConnectionConfig::decode`).
     pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
         self.handle.conn.decode_limits()
+    }
+
+    /// Whether the server has answered a call (a reply or a stream message) on this connection.
+    pub(crate) fn has_served(&self) -> bool {
+        self.handle.calls.has_served()
     }
 
     /// Why the connection closed (the error its calls got).

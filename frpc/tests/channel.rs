@@ -613,3 +613,67 @@ async fn negotiation_tells_a_dead_connection_from_a_plain_peer() {
     );
     assert!(!plain.is_closed());
 }
+
+/// A server that answers the handshake and then closes every connection at once is not dialled
+/// in a loop either: a connection that served no call counts as a failed attempt.
+#[tokio::test]
+async fn connections_that_answer_then_close_back_off() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            // Answer the offer (ACCEPT nothing) and every PING, then hang up.
+            tokio::spawn(async move {
+                use futures_util::{SinkExt, StreamExt};
+                let mut raw = tokio_util::codec::Framed::new(
+                    stream,
+                    frpc::wire::PacketCodec::new(frpc::Framing::Frisbee),
+                );
+                while let Some(Ok(packet)) = raw.next().await {
+                    let answer = match (packet.op, packet.id) {
+                        (0xFFFF, 1) => {
+                            frpc::wire::Packet::new(2, 0xFFFF, bytes::Bytes::from_static(&[1, 0, 0, 0, 0]))
+                        }
+                        (frpc::wire::op::PING, _) => frpc::wire::Packet::pong(),
+                        _ => continue,
+                    };
+                    let _ = raw.send(answer).await;
+                    return;
+                }
+            });
+        }
+    });
+    let channel = Endpoint::from(addr).connect_lazy();
+    let client = NamedClient::new(channel);
+    let started = Instant::now();
+    let mut calls = 0;
+    while started.elapsed() < Duration::from_secs(1) {
+        let _ = within("a call", client.whoami(Text::default())).await;
+        calls += 1;
+    }
+    let connections = accepted.load(Ordering::SeqCst);
+    assert!(
+        connections <= 8,
+        "{connections} connections in a second ({calls} calls)"
+    );
+}
+
+/// Calls failing at once yield: a caller retrying in a loop on a one-thread runtime leaves room
+/// for other tasks.
+#[tokio::test]
+async fn failing_calls_yield_to_other_tasks() {
+    let (addr, _) = closing_listener().await;
+    let client = NamedClient::new(Endpoint::from(addr).connect_lazy());
+    let other = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = other.clone();
+    tokio::spawn(async move { flag.store(true, Ordering::SeqCst) });
+    let mut calls = 0;
+    while !other.load(Ordering::SeqCst) {
+        let _ = client.whoami(Text::default()).await;
+        calls += 1;
+        assert!(calls < 100_000, "the other task never ran");
+    }
+}

@@ -35,6 +35,8 @@ pub(crate) struct ClientCalls {
     ext: Negotiation,
     /// Set once the server sent anything (a PONG, ACCEPT, a reply): the connection works.
     answered: AtomicBool,
+    /// Set once the server sent a reply or a stream message: the connection served a call.
+    served: AtomicBool,
     first_answer: tokio::sync::Notify,
 }
 
@@ -77,6 +79,7 @@ impl ClientCalls {
     pub(crate) fn new(config: &ConnectionConfig, offer: u32) -> Arc<ClientCalls> {
         Arc::new(ClientCalls {
             answered: AtomicBool::new(false),
+            served: AtomicBool::new(false),
             first_answer: tokio::sync::Notify::new(),
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),
@@ -113,6 +116,11 @@ impl ClientCalls {
     /// Whether the server has sent anything yet (a PONG, ACCEPT, a reply).
     pub(crate) fn has_answered(&self) -> bool {
         self.answered.load(Ordering::Acquire)
+    }
+
+    /// Whether the server has sent a reply or a stream message yet.
+    pub(crate) fn has_served(&self) -> bool {
+        self.served.load(Ordering::Relaxed)
     }
 
     /// Resolves once the server has sent anything.
@@ -402,6 +410,9 @@ impl Dispatch for ClientDispatch {
         let calls = &self.calls;
         if !calls.answered.load(Ordering::Relaxed) {
             calls.mark_answered();
+        }
+        if packet.op != ext::OP && !calls.served.load(Ordering::Relaxed) {
+            calls.served.store(true, Ordering::Relaxed);
         }
         if packet.op != ext::OP && !calls.ext.is_resolved() {
             // Anything the server sends (a reply, a stream message) answers a packet sent after

@@ -90,4 +90,9 @@ impl Backoff {
         let share = (random >> 11) as f64 / (1u64 << 53) as f64;
         base.mul_f64(1.0 - jitter * share)
     }
+
+    /// The longest wait, without jitter.
+    pub(crate) fn longest(&self) -> Duration {
+        self.max
+    }
 }

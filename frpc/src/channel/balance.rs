@@ -199,6 +199,8 @@ impl Balanced {
             let answered = !self.endpoints.discovering.load(Ordering::Acquire);
             if health.connecting() == 0 && answered {
                 if synced {
+                    // Yield, as a one-endpoint channel does (see `single::Handle::wait_client`).
+                    tokio::task::yield_now().await;
                     return Err(Error::Unavailable("no endpoint is connected".into()));
                 }
                 // An endpoint inserted just before this call (or by the first answer) may not

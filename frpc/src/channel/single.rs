@@ -295,7 +295,7 @@ impl Handle {
 
     async fn wait_client(&self) -> Result<Client, Error> {
         let mut rx = self.shared.state.subscribe();
-        loop {
+        let reason = loop {
             match &*rx.borrow_and_update() {
                 // A call the balancer admitted just before the server stopped serving goes on.
                 State::Ready(client) | State::NotServing(client) if !client.is_closed() => {
@@ -304,13 +304,17 @@ impl Handle {
                 // Closed, and the supervisor is about to try again: wait for that attempt.
                 State::Ready(_) | State::NotServing(_) | State::Connecting => {}
                 State::Idle => self.shared.wake.notify_one(),
-                State::Down(reason) => return Err(Error::Unavailable(reason.clone())),
-                State::Closed => return Err(Error::Unavailable("the channel is closed".into())),
+                State::Down(reason) => break reason.clone(),
+                State::Closed => break "the channel is closed".into(),
             }
             if rx.changed().await.is_err() {
-                return Err(Error::Unavailable("the channel is closed".into()));
+                break "the channel is closed".into();
             }
-        }
+        };
+        // Failing at once never waits: yield, so that a caller retrying in a loop does not hold
+        // its worker thread away from the reconnection and the timers it waits for.
+        tokio::task::yield_now().await;
+        Err(Error::Unavailable(reason))
     }
 
     /// Waits until `done(connected)` holds, `connected` being whether a connection is up; a
@@ -388,17 +392,18 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
                 }
             }
         };
+        let up_since = Instant::now();
         tokio::select! {
             _ = client.closed() => {}
             _ = stop.cancelled() => break,
             never = follow_health(&shared, &client) => match never {},
         }
         shared.record_close(client.close_reason());
-        // A connection the server answered worked: reconnect at once. One it never answered
-        // (closed at accept, reset during the handshake) failed: back off as after a failed
-        // connect, and fail calls fast meanwhile, or a server refusing connections would be
-        // dialled in a tight loop.
-        if client.has_answered() {
+        // A connection that served a call (or stayed up for the longest backoff) worked:
+        // reconnect at once. One that died before (closed at accept, reset during or right
+        // after the handshake) failed: back off as after a failed connect, and fail calls fast
+        // meanwhile, or a server refusing connections would be dialled in a tight loop.
+        if client.has_served() || up_since.elapsed() >= backoff.longest() {
             failures = 0;
             tracing::debug!(
                 endpoint = shared.endpoint.address(),
@@ -409,9 +414,9 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
         let delay = backoff.delay(failures);
         failures = failures.saturating_add(1);
         let reason = client.closed_error();
-        tracing::debug!(endpoint = shared.endpoint.address(), %reason, ?delay, "connection closed before the server answered");
+        tracing::debug!(endpoint = shared.endpoint.address(), %reason, ?delay, "connection closed before it served a call");
         shared.set(State::Down(format!(
-            "the connection closed before the server answered: {reason}"
+            "the connection closed before it served a call: {reason}"
         )));
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
