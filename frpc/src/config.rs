@@ -45,10 +45,23 @@ pub struct ConnectionConfig {
     /// messages ahead of what this side's consumer has read, and its `send` waits for more
     /// credit, which is given back every half window read. Such a stream buffers its whole
     /// window, so it never overflows: its memory is bounded by `stream_window` ×
-    /// `max_content_length`. In messages rather than bytes: a message is the unit a consumer
-    /// reads and a sender waits for. Default: 1024 (the `stream_buffer` default, so a stream
+    /// `max_content_length`, and, with windows in bytes too (`stream_window_bytes`), by that
+    /// plus one message. Default: 1024 (the `stream_buffer` default, so a stream
     /// may hold as much as without flow control). At least 1, at most 1,048,576.
     pub stream_window: u32,
+    /// The receive window of each flow-controlled stream in bytes, beside `stream_window` in
+    /// messages, between frpc peers that negotiated flow control in bytes (`docs/extensions.md`
+    /// §9): the peer sends while its byte credit is above zero, so a stream buffers at most
+    /// this plus one message. A message larger than the window still passes, alone. Like
+    /// HTTP/2's stream window, given back every half window read. Default: 1,048,576 (1 MiB,
+    /// hyper's HTTP/2 default; h2's protocol default is 64 KiB). At least 1.
+    pub stream_window_bytes: u32,
+    /// Bytes of inbound stream messages one connection may hold buffered (read from the socket,
+    /// not yet taken by their consumers), over all its streams. When they reach it, the
+    /// connection is not read until consumers catch up: TCP's own window then holds the peer
+    /// back, and nothing is lost. A message larger than the budget takes all of it. Default:
+    /// 16,777,216 (16 MiB: sixteen full byte windows). At least 1.
+    pub max_buffered_bytes: usize,
     /// Streams open at once on one connection; more are refused. Default: 4096.
     pub max_streams: usize,
     /// The largest metadata block (the METADATA field of an extension header, keys, values and
@@ -111,6 +124,8 @@ impl Default for ConnectionConfig {
             write_queue: 1024,
             stream_buffer: 1024,
             stream_window: 1024,
+            stream_window_bytes: 1 << 20,
+            max_buffered_bytes: 16 << 20,
             max_streams: 4096,
             max_metadata_size: 8 * 1024,
             decode: DecodeLimits::default(),
@@ -143,6 +158,11 @@ impl ConnectionConfig {
                 self.stream_window
             ));
         }
+        at_least_one(
+            "connection.stream_window_bytes",
+            self.stream_window_bytes as usize,
+        )?;
+        at_least_one("connection.max_buffered_bytes", self.max_buffered_bytes)?;
         at_least_one("connection.max_metadata_size", self.max_metadata_size)?;
         at_least_one("connection.decode.max_depth", self.decode.max_depth as usize)?;
         at_least_one("connection.decode.memory_factor", self.decode.memory_factor)?;
@@ -270,9 +290,12 @@ pub struct ServerConfig {
     /// Streams open at once across every connection of the server (each connection also has
     /// its own `connection.max_streams`); a stream opened beyond it is refused with
     /// RESOURCE_EXHAUSTED (Go clients get its text) and the client may
-    /// retry later. With flow control (frpc peers) a stream buffers at most
-    /// `connection.stream_window` messages; in bytes, inbound stream data is bounded across the
-    /// server by `max_buffered_stream_bytes`. Default: 16,384. At least 1.
+    /// retry later. An open stream costs about 8 KiB before any message (its handler's task
+    /// and future, its inbound buffer and state: measured by the `flow_budgets` test), so the
+    /// default bounds that to about 64 MiB. With flow control (frpc peers) a stream buffers at
+    /// most `connection.stream_window` messages and `connection.stream_window_bytes` bytes
+    /// (plus one message); in bytes, inbound stream data is bounded across the server by
+    /// `max_buffered_stream_bytes`. Default: 8,192. At least 1.
     pub max_open_streams: usize,
     /// Bytes of inbound stream messages buffered at once across every connection of the server
     /// (messages received and not yet read by their handlers). While it is full the server
@@ -308,7 +331,7 @@ impl Default for ServerConfig {
             concurrency: Concurrency::PerRpc,
             max_connections: 10_000,
             max_inflight_per_connection: 4096,
-            max_open_streams: 16_384,
+            max_open_streams: 8_192,
             max_buffered_stream_bytes: 64 << 20,
             extensions: true,
             protobuf: true,

@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use super::ext::{self, Negotiation};
 use super::raw::RawRoutes;
-use super::stream::StreamTable;
+use super::stream::{Budget, StreamTable};
 use crate::config::ConnectionConfig;
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
@@ -83,13 +83,7 @@ impl ClientCalls {
             first_answer: tokio::sync::Notify::new(),
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),
-            streams: Arc::new(StreamTable::new(
-                config.max_streams,
-                config.stream_buffer,
-                config.stream_window,
-                Default::default(),
-                usize::MAX,
-            )),
+            streams: Arc::new(StreamTable::new(config, Default::default(), usize::MAX)),
             raw: RawRoutes::default(),
         })
     }
@@ -421,9 +415,13 @@ impl Dispatch for ClientDispatch {
             calls.ext.pong();
         }
         if packet.op == op::STREAM {
+            let budget = Budget {
+                connection: calls.streams.buffer_budget(packet.content.len()).await,
+                server: None,
+            };
             if calls
                 .streams
-                .route(conn, packet.id, packet.content, None)
+                .route(conn, packet.id, packet.content, budget)
                 .is_some()
             {
                 // Servers never open streams toward clients in fRPC; like Go's client, drop them.
@@ -439,8 +437,8 @@ impl Dispatch for ClientDispatch {
                     }
                 }
                 ext::CREDIT => {
-                    if let Some((stream, messages)) = ext::parse_stream_window(&packet.content) {
-                        calls.streams.credit(stream, messages);
+                    if let Some((stream, grant)) = ext::parse_stream_window(&packet.content) {
+                        calls.streams.credit(stream, grant);
                     }
                 }
                 ext::OPENED => {

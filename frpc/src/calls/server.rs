@@ -18,8 +18,8 @@ use tracing::Instrument;
 
 use super::codec;
 use super::ext::{self, CallInfo, CallState, Registry};
-use super::stream::{ServerStream, StreamExt, StreamSetup, StreamTable};
-use crate::config::{Concurrency, ServerConfig};
+use super::stream::{Budget, ServerStream, StreamExt, StreamSetup, StreamTable, acquire_share};
+use crate::config::{Concurrency, ConnectionConfig, ServerConfig};
 use crate::metadata::Metadata;
 use crate::status::{CloseReason, Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
@@ -82,9 +82,8 @@ pub(crate) struct Limits {
     /// `Limited(n)`: the server-wide cap.
     global: Option<Arc<Semaphore>>,
     max_inflight_per_connection: usize,
-    max_streams: usize,
-    stream_buffer: usize,
-    stream_window: u32,
+    /// What each connection's stream table is made of.
+    connection: ConnectionConfig,
     /// Open streams across every connection.
     pub(crate) open_streams: Arc<AtomicUsize>,
     /// The most `open_streams` may reach.
@@ -111,9 +110,7 @@ impl Limits {
             concurrency: config.concurrency,
             global,
             max_inflight_per_connection: config.max_inflight_per_connection.max(1),
-            max_streams: config.connection.max_streams,
-            stream_buffer: config.connection.stream_buffer,
-            stream_window: config.connection.stream_window,
+            connection: config.connection.clone(),
             open_streams: Arc::default(),
             max_open_streams: config.max_open_streams,
             stream_bytes: Arc::new(Semaphore::new(
@@ -154,9 +151,7 @@ impl<H: Handlers> ServerDispatch<H> {
             handlers,
             inflight: Arc::new(Semaphore::new(limits.max_inflight_per_connection)),
             streams: Arc::new(StreamTable::new(
-                limits.max_streams,
-                limits.stream_buffer,
-                limits.stream_window,
+                &limits.connection,
                 limits.open_streams.clone(),
                 limits.max_open_streams,
             )),
@@ -198,10 +193,10 @@ impl<H: Handlers> ServerDispatch<H> {
                 self.registry.cancel(call_key(op_, id));
             }
             ext::CREDIT if self.extensions() & ext::EXT_FLOW != 0 => {
-                let Some((stream, messages)) = ext::parse_stream_window(&packet.content) else {
+                let Some((stream, grant)) = ext::parse_stream_window(&packet.content) else {
                     return tracing::debug!("ignoring a malformed credit");
                 };
-                self.streams.credit(stream, messages);
+                self.streams.credit(stream, grant);
             }
             _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
         }
@@ -409,14 +404,18 @@ impl<H: Handlers> ServerDispatch<H> {
             .as_ref()
             .and_then(|header| header.open)
             .filter(|_| bits & ext::EXT_OPEN_ACK != 0);
-        let peer_window = open.filter(|_| bits & ext::EXT_FLOW != 0).unwrap_or(0);
-        let window = match peer_window {
-            0 => 0,
-            _ => self.streams.window(),
+        let peer_window = open.filter(|_| bits & ext::EXT_FLOW != 0).unwrap_or_default();
+        // Bytes count too when negotiated and the opener announced its byte window.
+        let bytes = bits & ext::EXT_BYTES != 0 && peer_window.bytes.is_some();
+        let window = match peer_window.messages {
+            0 => ext::Window::default(),
+            _ => self.streams.window(bytes),
         };
         let setup = StreamSetup {
-            recv_window: window,
-            send_credit: (peer_window > 0).then_some(peer_window),
+            recv_window: window.messages,
+            send_credit: (peer_window.messages > 0).then_some(peer_window.messages),
+            recv_bytes: window.bytes,
+            send_bytes: peer_window.bytes.filter(|_| bytes).map(i64::from),
             awaiting_ack: false,
             codes: bits & ext::EXT_STATUS != 0,
         };
@@ -478,23 +477,13 @@ impl<H: Handlers> ServerDispatch<H> {
 }
 
 impl<H> ServerDispatch<H> {
-    /// The share of the server's buffered-bytes budget for a stream message of `len` bytes,
-    /// waited for (so this connection is not read meanwhile); a message larger than the whole
-    /// budget takes all of it.
-    async fn buffer_budget(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        if len == 0 {
-            return None;
-        }
-        let share = u32::try_from(len)
-            .unwrap_or(u32::MAX)
-            .min(self.limits.max_stream_bytes);
-        // The semaphore is never closed.
-        self.limits
-            .stream_bytes
-            .clone()
-            .acquire_many_owned(share)
-            .await
-            .ok()
+    /// The shares of the connection's and the server's buffered-bytes budgets for a stream
+    /// message of `len` bytes, waited for (so this connection is not read meanwhile); a message
+    /// larger than a whole budget takes all of it.
+    async fn buffer_budget(&self, len: usize) -> Budget {
+        let connection = self.streams.buffer_budget(len).await;
+        let server = acquire_share(&self.limits.stream_bytes, self.limits.max_stream_bytes, len).await;
+        Budget { connection, server }
     }
 }
 

@@ -33,12 +33,17 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
     let ack = bits & ext::EXT_OPEN_ACK != 0;
     let window = match ack && bits & ext::EXT_FLOW != 0 {
-        true => table.window(),
-        false => 0,
+        true => table.window(bits & ext::EXT_BYTES != 0),
+        false => ext::Window::default(),
     };
+    let flow = window.messages > 0;
+    // The opener starts with one message, and one byte, of credit: its first message goes
+    // out whatever its size, and the server's OPENED brings the rest of its window.
     let setup = StreamSetup {
-        recv_window: window,
-        send_credit: (window > 0).then_some(1),
+        recv_window: window.messages,
+        send_credit: flow.then_some(1),
+        recv_bytes: window.bytes,
+        send_bytes: window.bytes.map(|_| 1),
         awaiting_ack: ack,
         codes: bits & ext::EXT_STATUS != 0,
     };

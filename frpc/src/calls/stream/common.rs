@@ -56,6 +56,10 @@ pub(crate) struct StreamSetup {
     pub(crate) recv_window: u32,
     /// The credit this side starts with for sending (`None`: no flow control).
     pub(crate) send_credit: Option<u32>,
+    /// This side's receive window in bytes (flow control in bytes negotiated, bit 7).
+    pub(crate) recv_bytes: Option<u32>,
+    /// The byte credit this side starts with for sending (flow control in bytes).
+    pub(crate) send_bytes: Option<i64>,
     /// The opener waits for the peer's OPENED.
     pub(crate) awaiting_ack: bool,
     /// Errors this side sends on its own (overflow, credit exceeded) carry a status code.
@@ -119,13 +123,22 @@ pub(crate) struct StreamExt {
     pub(crate) cancel: Option<CancellationToken>,
     /// On the server, when the client asked for OPENED: the window it announces (0 without
     /// flow control).
-    pub(crate) ack_window: Option<u32>,
+    pub(crate) ack_window: Option<ext::Window>,
 }
 
-/// A message in a stream's inbound buffer. On a server it holds its share of
-/// `ServerConfig::max_buffered_stream_bytes` until the consumer takes it (or it is dropped).
+/// A message in a stream's inbound buffer, holding its share of the buffered-bytes budgets
+/// until the consumer takes it (or it is dropped).
 #[derive(Debug)]
 pub(crate) struct Buffered {
     pub(super) content: Bytes,
-    pub(super) _budget: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub(super) _budget: Budget,
+}
+
+/// A buffered message's shares of `ConnectionConfig::max_buffered_bytes` (its connection's) and,
+/// on a server, `ServerConfig::max_buffered_stream_bytes` (the whole server's).
+#[derive(Debug, Default)]
+#[allow(dead_code, reason = "held for their drop, never read")]
+pub(crate) struct Budget {
+    pub(crate) connection: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub(crate) server: Option<tokio::sync::OwnedSemaphorePermit>,
 }

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use frpc_wire::DecodeError;
 use frpc_wire::polyglot::{EOF_MESSAGE, Envelope, Message};
 
+use crate::calls::ext::Window;
 use crate::calls::{codec, ext};
 use crate::status::{Code, Error, Status};
 
@@ -115,6 +116,8 @@ pub struct Streaming<T> {
     pub(super) peeked: Option<Bytes>,
     /// Messages read and not yet given back as credit (flow-controlled streams).
     pub(super) unacked: u32,
+    /// Their bytes (flow control in bytes).
+    pub(super) unacked_bytes: u32,
     /// A server's inbound stream: what it cannot decode is the client's bad argument.
     pub(super) server: bool,
     pub(super) _message: PhantomData<fn() -> T>,
@@ -139,6 +142,7 @@ impl<T: Message> Streaming<T> {
             waiting: false,
             peeked: None,
             unacked: 0,
+            unacked_bytes: 0,
             server: false,
             _message: PhantomData,
         }
@@ -197,21 +201,44 @@ impl<T: Message> Streaming<T> {
         Ok(())
     }
 
-    /// Gives back credit for a data message the consumer read: every half window at once, so
-    /// a stream costs one CREDIT packet per half window.
-    pub(super) fn consumed(&mut self) {
-        let Some((credit, window)) = &self.inbound.recv else {
+    /// Gives back credit for a data message of `len` bytes the consumer read: every half
+    /// window (of messages, or of bytes) at once, so a stream costs one CREDIT packet per half
+    /// window.
+    pub(super) fn consumed(&mut self, len: usize) {
+        let Some((_, window)) = &self.inbound.recv else {
             return;
         };
         self.unacked += 1;
-        if self.unacked < (window / 2).max(1) || self.done {
+        let mut bytes_due = false;
+        if let Some(bytes) = &self.inbound.recv_bytes {
+            let len = u32::try_from(len).unwrap_or(u32::MAX);
+            self.unacked_bytes = self.unacked_bytes.saturating_add(len);
+            bytes_due = self.unacked_bytes >= (bytes.window / 2).max(1);
+        }
+        if (self.unacked < (window / 2).max(1) && !bytes_due) || self.done {
             return;
         }
+        self.give_back();
+    }
+
+    /// Sends the peer the credit of what the consumer read since the last grant.
+    fn give_back(&mut self) {
+        let Some((credit, _)) = &self.inbound.recv else {
+            return;
+        };
         let messages = std::mem::take(&mut self.unacked);
+        let bytes = std::mem::take(&mut self.unacked_bytes);
         // Counted before the grant leaves, so the peer's next message finds it.
         credit.fetch_add(messages, Ordering::AcqRel);
+        let bytes = self.inbound.recv_bytes.as_ref().map(|window| {
+            window.give_back(bytes);
+            bytes
+        });
         let guard = &self.guard;
-        guard.table.credit_back.give(&guard.conn, guard.id, messages);
+        guard
+            .table
+            .credit_back
+            .give(&guard.conn, guard.id, Window { messages, bytes });
     }
 
     /// The next message; `Ok(None)` once the peer has ended the stream.
@@ -240,7 +267,7 @@ impl<T: Message> Streaming<T> {
         };
         self.waiting = false;
         if !is_control(&content) {
-            self.consumed();
+            self.consumed(content.len());
         }
         // An error with a status code, from an frpc server that accepted our offer (perhaps
         // after this stream opened). No fRPC message starts with the header byte.
@@ -344,14 +371,31 @@ impl<T> Drop for Streaming<T> {
         self.inbound.rx.close();
         let is_data = |content: &Bytes| !content.is_empty() && !is_control(content);
         let mut unread = std::mem::take(&mut self.unacked);
-        unread += u32::from(self.peeked.take().is_some_and(|content| is_data(&content)));
+        let mut unread_bytes = std::mem::take(&mut self.unacked_bytes);
+        let mut count = |content: &Bytes| {
+            if is_data(content) {
+                unread += 1;
+                unread_bytes = unread_bytes.saturating_add(u32::try_from(content.len()).unwrap_or(u32::MAX));
+            }
+        };
+        if let Some(content) = self.peeked.take() {
+            count(&content);
+        }
         while let Ok(held) = self.inbound.rx.try_recv() {
-            unread += u32::from(is_data(&held.content));
+            count(&held.content);
         }
         if unread > 0 {
             credit.fetch_add(unread, Ordering::AcqRel);
+            let bytes = self.inbound.recv_bytes.as_ref().map(|window| {
+                window.give_back(unread_bytes);
+                unread_bytes
+            });
             let guard = &self.guard;
-            guard.table.credit_back.give(&guard.conn, guard.id, unread);
+            let grant = Window {
+                messages: unread,
+                bytes,
+            };
+            guard.table.credit_back.give(&guard.conn, guard.id, grant);
         }
     }
 }

@@ -174,6 +174,7 @@ impl<T: Message> StreamSender<T> {
         let conn = &self.guard.conn;
         let packet = Packet::new(self.guard.id, op::STREAM, content);
         let send = async {
+            let len = packet.content.len();
             if let Some(window) = self.guard.send_credit.as_ref().filter(|_| credit) {
                 // A closed window (the stream or connection ended) lets the send go on, as
                 // without flow control: it then fails on a closed connection, or the peer
@@ -188,6 +189,15 @@ impl<T: Message> StreamSender<T> {
                         if self.guard.is_cancelled() {
                             return Err(Error::Cancelled);
                         }
+                    }
+                }
+                if let Some(bytes) = &self.guard.send_bytes
+                    && !bytes.try_take(len)
+                {
+                    self.guard.bulk.store(true, Ordering::Relaxed);
+                    bytes.take(len).await;
+                    if self.guard.is_cancelled() {
+                        return Err(Error::Cancelled);
                     }
                 }
             }
