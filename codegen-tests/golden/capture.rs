@@ -761,23 +761,21 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
     pub fn client(&self) -> &T {
         &self.client
     }
-    /// Sets a timeout for every call made through this client.
-    pub fn with_timeout(mut self, timeout: ::core::time::Duration) -> Self {
-        self.client = ::frpc::Caller::with_timeout(&self.client, timeout);
-        self
+    /// A client of the same connection whose calls have `timeout` as their deadline:
+    /// a unary call's whole exchange, a stream's whole life (the server sees it as
+    /// `ctx.deadline()`); see `frpc::Client::with_timeout`.
+    pub fn with_timeout(&self, timeout: ::core::time::Duration) -> Self {
+        Self::new(::frpc::Caller::with_timeout(&self.client, timeout))
     }
-    /// Adds request metadata to every call made through this client (for one call:
-    /// `client.clone().with_metadata(md).method(request)`); see
-    /// `frpc::Client::with_metadata`.
-    pub fn with_metadata(mut self, metadata: ::frpc::Metadata) -> Self {
-        self.client = ::frpc::Caller::with_metadata(&self.client, metadata);
-        self
+    /// A client of the same connection whose calls carry `metadata` (for one call:
+    /// `client.with_metadata(md).method(request)`); see `frpc::Client::with_metadata`.
+    pub fn with_metadata(&self, metadata: ::frpc::Metadata) -> Self {
+        Self::new(::frpc::Caller::with_metadata(&self.client, metadata))
     }
-    /// Leaves the response metadata of each unary call made through this client in
-    /// `slot`; see `frpc::Client::with_response_metadata`.
-    pub fn with_response_metadata(mut self, slot: &::frpc::MetadataSlot) -> Self {
-        self.client = ::frpc::Caller::with_response_metadata(&self.client, slot);
-        self
+    /// A client of the same connection that leaves the response metadata of each
+    /// unary call in `slot`; see `frpc::Client::with_response_metadata`.
+    pub fn with_response_metadata(&self, slot: &::frpc::MetadataSlot) -> Self {
+        Self::new(::frpc::Caller::with_response_metadata(&self.client, slot))
     }
     /// Calls `Echo` (unary).
     pub async fn echo(

@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::calls::{codec, ext};
-use crate::status::{Code, Status};
+use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
 
 /// Why an inbound stream ended without an `EOF`.
@@ -107,12 +107,22 @@ pub(crate) fn open_message(method: u16, protobuf: bool) -> Bytes {
 }
 
 /// What a client's stream handles carry: the keep-alive of the client's connection (whose last
-/// drop closes it) and the per-message idle timeout. Servers' streams have neither.
+/// drop closes it), the per-message idle timeout and the call's deadline (with the timeout it
+/// came from). Servers' streams have none of them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ClientSide {
     #[allow(dead_code, reason = "held for its drop, never read")]
     pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) idle: Option<Duration>,
+    pub(crate) deadline: Option<(tokio::time::Instant, Duration)>,
+}
+
+impl ClientSide {
+    /// The deadline's error once it has passed.
+    pub(super) fn expired(&self) -> Option<Error> {
+        let (at, limit) = self.deadline?;
+        (tokio::time::Instant::now() >= at).then_some(Error::Timeout(limit))
+    }
 }
 
 /// The extensions a stream uses: the bits negotiated when it opened and, on the server, the

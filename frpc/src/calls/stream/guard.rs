@@ -65,6 +65,18 @@ impl StreamGuard {
     pub(super) fn is_cancelled(&self) -> bool {
         self.ext.cancel.as_ref().is_some_and(|token| token.is_cancelled())
     }
+
+    /// The client's deadline passed: tells the server (with the cancellation extension) once,
+    /// as dropping the stream would; the handles then fail with the timeout.
+    pub(super) fn expire(&self) {
+        if self.ext.bits & ext::EXT_CANCEL != 0
+            && !self.finished.swap(true, Ordering::Relaxed)
+            && !self.conn.is_closed()
+        {
+            let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
+        }
+        self.finished.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Drop for StreamGuard {

@@ -111,6 +111,8 @@ pub struct Streaming<T> {
     /// The idle timer (client streams with an idle timeout only), made on the first wait and
     /// re-armed at the start of each later one.
     pub(super) idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The call's deadline (client streams with a timeout only), made on the first wait.
+    pub(super) deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     pub(super) waiting: bool,
     /// A content read while waiting for OPENED, not yet handed out.
     pub(super) peeked: Option<Bytes>,
@@ -139,6 +141,7 @@ impl<T: Message> Streaming<T> {
             guard,
             done: false,
             idle: None,
+            deadline: None,
             waiting: false,
             peeked: None,
             unacked: 0,
@@ -242,6 +245,9 @@ impl<T: Message> Streaming<T> {
     }
 
     /// The next message; `Ok(None)` once the peer has ended the stream.
+    ///
+    /// Cancel-safe: dropped before it completes (the other branch of a `tokio::select!` won),
+    /// it has taken no message, and the next call returns it.
     pub async fn message(&mut self) -> Result<Option<T>, Error> {
         std::future::poll_fn(|cx| self.poll_message(cx)).await
     }
@@ -249,6 +255,9 @@ impl<T: Message> Streaming<T> {
     pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
         if self.done {
             return Poll::Ready(Ok(None));
+        }
+        if let Some(err) = self.guard.client.expired() {
+            return Poll::Ready(Err(self.expire(err)));
         }
         let content = match self.peeked.take() {
             Some(content) => content,
@@ -305,8 +314,24 @@ impl<T: Message> Streaming<T> {
         self.guard.finished.store(true, Ordering::Relaxed);
     }
 
-    /// Pending, or the idle timeout once no message came for that long since this wait began.
+    /// The call's deadline passed: the stream is over here, and the server is told.
+    fn expire(&mut self, err: Error) -> Error {
+        self.done = true;
+        self.guard.expire();
+        err
+    }
+
+    /// Pending, or the call's deadline, or the idle timeout once no message came for that long
+    /// since this wait began.
     pub(super) fn poll_idle(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        if let Some((at, limit)) = self.guard.client.deadline {
+            let timer = self
+                .deadline
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(self.expire(Error::Timeout(limit))));
+            }
+        }
         let Some(limit) = self.guard.client.idle else {
             return Poll::Pending;
         };

@@ -61,7 +61,7 @@ mod server;
 mod table;
 
 pub(crate) use self::client::open;
-pub use self::client::{BidiCall, ClientStreamingCall};
+pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
 pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};
 pub use self::inbound::Streaming;
 pub use self::outbound::StreamSender;

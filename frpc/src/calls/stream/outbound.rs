@@ -211,12 +211,29 @@ impl<T: Message> StreamSender<T> {
                 false => conn.send(packet).await,
             }
         };
-        match self.guard.client.idle {
-            None => send.await,
-            // Waiting for room in the write queue counts as idle too.
-            Some(limit) => tokio::time::timeout(limit, send)
-                .await
-                .unwrap_or(Err(Error::Timeout(limit))),
+        let send = async {
+            match self.guard.client.idle {
+                None => send.await,
+                // Waiting for room in the write queue counts as idle too.
+                Some(limit) => tokio::time::timeout(limit, send)
+                    .await
+                    .unwrap_or(Err(Error::Timeout(limit))),
+            }
+        };
+        // The call's deadline bounds every send of a client stream.
+        let Some((at, limit)) = self.guard.client.deadline else {
+            return send.await;
+        };
+        if let Some(err) = self.guard.client.expired() {
+            self.guard.expire();
+            return Err(err);
+        }
+        match tokio::time::timeout_at(at, send).await {
+            Ok(result) => result,
+            Err(_) => {
+                self.guard.expire();
+                Err(Error::Timeout(limit))
+            }
         }
     }
 
