@@ -16,9 +16,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::budget::ByteBudget;
 use super::codec;
 use super::ext::{self, CallInfo, CallState, Registry};
-use super::stream::{Budget, ServerStream, StreamExt, StreamSetup, StreamTable, acquire_share};
+use super::stream::{Budget, ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ConnectionConfig, ServerConfig};
 use crate::metadata::Metadata;
 use crate::status::{CloseReason, Code, Error, Status};
@@ -89,9 +90,8 @@ pub(crate) struct Limits {
     /// The most `open_streams` may reach.
     max_open_streams: usize,
     /// Bytes of inbound stream messages buffered across every connection
-    /// (`max_buffered_stream_bytes` permits), and its size.
-    stream_bytes: Arc<Semaphore>,
-    max_stream_bytes: u32,
+    /// (`max_buffered_stream_bytes`).
+    stream_bytes: Arc<ByteBudget>,
     /// Whether offers of extensions are answered.
     extensions: bool,
     /// The extensions an offer may get.
@@ -113,10 +113,7 @@ impl Limits {
             connection: config.connection.clone(),
             open_streams: Arc::default(),
             max_open_streams: config.max_open_streams,
-            stream_bytes: Arc::new(Semaphore::new(
-                config.max_buffered_stream_bytes.min(Semaphore::MAX_PERMITS),
-            )),
-            max_stream_bytes: u32::try_from(config.max_buffered_stream_bytes).unwrap_or(u32::MAX),
+            stream_bytes: ByteBudget::new(config.max_buffered_stream_bytes),
             extensions: config.extensions,
             supported: ext::supported(config.protobuf && protobuf),
         }
@@ -482,7 +479,7 @@ impl<H> ServerDispatch<H> {
     /// larger than a whole budget takes all of it.
     async fn buffer_budget(&self, len: usize) -> Budget {
         let connection = self.streams.buffer_budget(len).await;
-        let server = acquire_share(&self.limits.stream_bytes, self.limits.max_stream_bytes, len).await;
+        let server = self.limits.stream_bytes.take(len).await;
         Budget { connection, server }
     }
 }

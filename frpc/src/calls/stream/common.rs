@@ -11,6 +11,7 @@ use frpc_wire::{Packet, op};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::budget::Share;
 use crate::calls::{codec, ext};
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
@@ -149,6 +150,6 @@ pub(crate) struct Buffered {
 #[derive(Debug, Default)]
 #[allow(dead_code, reason = "held for their drop, never read")]
 pub(crate) struct Budget {
-    pub(crate) connection: Option<tokio::sync::OwnedSemaphorePermit>,
-    pub(crate) server: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub(crate) connection: Option<Share>,
+    pub(crate) server: Option<Share>,
 }

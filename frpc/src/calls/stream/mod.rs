@@ -66,4 +66,4 @@ pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};
 pub use self::inbound::Streaming;
 pub use self::outbound::StreamSender;
 pub use self::server::ServerStream;
-pub(crate) use self::table::{StreamTable, acquire_share};
+pub(crate) use self::table::StreamTable;

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::credit::CreditBack;
 use crate::calls::ext::Window;
 use crate::status::{Error, Status};
@@ -71,10 +72,8 @@ pub(crate) struct StreamTable {
     pub(super) window: u32,
     /// The receive window of flow-controlled streams, in bytes (when negotiated).
     pub(super) window_bytes: u32,
-    /// This connection's buffered-bytes budget (`ConnectionConfig::max_buffered_bytes`), and
-    /// its size.
-    buffered: Arc<Semaphore>,
-    max_buffered: u32,
+    /// This connection's buffered-bytes budget (`ConnectionConfig::max_buffered_bytes`).
+    buffered: Arc<ByteBudget>,
     /// Open streams across every connection sharing it (a server's, say).
     pub(super) gauge: Arc<AtomicUsize>,
     /// The most `gauge` may reach (a server's `max_open_streams`; no limit on a client).
@@ -105,15 +104,13 @@ impl StreamTable {
         gauge: Arc<AtomicUsize>,
         max_total: usize,
     ) -> StreamTable {
-        let max_buffered = config.max_buffered_bytes.min(Semaphore::MAX_PERMITS);
         StreamTable {
             table: Mutex::new(Table::default()),
             max_streams: config.max_streams,
             buffer: config.stream_buffer.max(1),
             window: config.stream_window.max(1),
             window_bytes: config.stream_window_bytes.max(1),
-            buffered: Arc::new(Semaphore::new(max_buffered)),
-            max_buffered: u32::try_from(max_buffered).unwrap_or(u32::MAX),
+            buffered: ByteBudget::new(config.max_buffered_bytes),
             gauge,
             max_total,
             credit_back: Arc::default(),
@@ -132,8 +129,8 @@ impl StreamTable {
     /// The share of this connection's buffered-bytes budget for a stream message of `len`
     /// bytes, waited for (so the connection is not read meanwhile: TCP's window then holds the
     /// peer back); a message larger than the whole budget takes all of it.
-    pub(crate) async fn buffer_budget(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        acquire_share(&self.buffered, self.max_buffered, len).await
+    pub(crate) async fn buffer_budget(&self, len: usize) -> Option<Share> {
+        self.buffered.take(len).await
     }
 
     pub(super) fn forget(&self, table: &mut Table, id: u16) {
@@ -456,21 +453,6 @@ impl StreamTable {
         }
         table.closed = Some(reason);
     }
-}
-
-/// Waits for the share of `budget` (of `size` permits) a message of `len` bytes takes: its
-/// length, or the whole budget for a message larger than it; none for an empty message.
-pub(crate) async fn acquire_share(
-    budget: &Arc<Semaphore>,
-    size: u32,
-    len: usize,
-) -> Option<tokio::sync::OwnedSemaphorePermit> {
-    if len == 0 {
-        return None;
-    }
-    let share = u32::try_from(len).unwrap_or(u32::MAX).min(size);
-    // The budgets are never closed.
-    budget.clone().acquire_many_owned(share).await.ok()
 }
 
 /// Adds `messages` of credit, capped at [`MAX_CREDIT`] in all.
