@@ -479,7 +479,11 @@ impl<H> ServerDispatch<H> {
     /// larger than a whole budget takes all of it.
     async fn buffer_budget(&self, len: usize) -> Budget {
         let connection = self.streams.buffer_budget(len).await;
-        let server = self.limits.stream_bytes.take(len).await;
+        let budget = &self.limits.stream_bytes;
+        let server = match budget.try_take(len) {
+            Some(share) => share,
+            None => budget.take(len).await,
+        };
         Budget { connection, server }
     }
 }

@@ -120,9 +120,15 @@ pub(crate) struct ClientSide {
 
 impl ClientSide {
     /// The deadline's error once it has passed.
+    #[inline]
     pub(super) fn expired(&self) -> Option<Error> {
         let (at, limit) = self.deadline?;
         (tokio::time::Instant::now() >= at).then_some(Error::Timeout(limit))
+    }
+
+    /// Whether sends and receives are bounded by a timer.
+    pub(super) fn has_timers(&self) -> bool {
+        self.idle.is_some() || self.deadline.is_some()
     }
 }
 

@@ -130,7 +130,10 @@ impl StreamTable {
     /// bytes, waited for (so the connection is not read meanwhile: TCP's window then holds the
     /// peer back); a message larger than the whole budget takes all of it.
     pub(crate) async fn buffer_budget(&self, len: usize) -> Option<Share> {
-        self.buffered.take(len).await
+        match self.buffered.try_take(len) {
+            Some(share) => share,
+            None => self.buffered.take(len).await,
+        }
     }
 
     pub(super) fn forget(&self, table: &mut Table, id: u16) {
