@@ -57,10 +57,12 @@ pub struct ConnectionConfig {
     /// hyper's HTTP/2 default; h2's protocol default is 64 KiB). At least 1.
     pub stream_window_bytes: u32,
     /// Bytes of inbound stream messages one connection may hold buffered (read from the socket,
-    /// not yet taken by their consumers), over all its streams. When they reach it, the
-    /// connection is not read until consumers catch up: TCP's own window then holds the peer
-    /// back, and nothing is lost. A message larger than the budget takes all of it. Default:
-    /// 16,777,216 (16 MiB: sixteen full byte windows). At least 1.
+    /// not yet taken by their consumers), over all its streams, with peers whose streams have
+    /// no windows in bytes (plain fRPC peers such as Go's, frpc peers from before byte windows;
+    /// with byte windows each stream holds at most `stream_window_bytes` and one message).
+    /// When they reach it, the connection is not read until consumers catch up: TCP's own window
+    /// then holds the peer back, and nothing is lost. A message larger than the budget takes
+    /// all of it. Default: 16,777,216 (16 MiB: sixteen full byte windows). At least 1.
     pub max_buffered_bytes: usize,
     /// Streams open at once on one connection; more are refused. Default: 4096.
     pub max_streams: usize,

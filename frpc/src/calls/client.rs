@@ -415,8 +415,14 @@ impl Dispatch for ClientDispatch {
             calls.ext.pong();
         }
         if packet.op == op::STREAM {
+            // With windows in bytes each stream holds at most its window and one message: the
+            // connection's own budget is for peers without them.
+            let connection = match calls.ext.accepted() & ext::EXT_BYTES {
+                0 => calls.streams.buffer_budget(packet.content.len()).await,
+                _ => None,
+            };
             let budget = Budget {
-                connection: calls.streams.buffer_budget(packet.content.len()).await,
+                connection,
                 server: None,
             };
             if calls

@@ -476,9 +476,13 @@ impl<H: Handlers> ServerDispatch<H> {
 impl<H> ServerDispatch<H> {
     /// The shares of the connection's and the server's buffered-bytes budgets for a stream
     /// message of `len` bytes, waited for (so this connection is not read meanwhile); a message
-    /// larger than a whole budget takes all of it.
+    /// larger than a whole budget takes all of it. A connection whose streams have windows in
+    /// bytes needs no budget of its own: each stream holds at most its window and one message.
     async fn buffer_budget(&self, len: usize) -> Budget {
-        let connection = self.streams.buffer_budget(len).await;
+        let connection = match self.accepted.load(Ordering::Relaxed) & ext::EXT_BYTES {
+            0 => self.streams.buffer_budget(len).await,
+            _ => None,
+        };
         let budget = &self.limits.stream_bytes;
         let server = match budget.try_take(len) {
             Some(share) => share,
