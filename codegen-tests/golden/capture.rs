@@ -627,6 +627,9 @@ impl<T> ::core::fmt::Debug for EchoServiceServer<T> {
         f.write_str("EchoServiceServer")
     }
 }
+impl<T> ::frpc::NamedService for EchoServiceServer<T> {
+    const NAME: &'static str = "capture.EchoService";
+}
 impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
     fn name(&self) -> &'static str {
         "capture.EchoService"
@@ -846,6 +849,8 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
 }
 /// Operation numbers of `capture.EchoService`.
 pub mod echo_service {
+    /// The service's full name, `capture.EchoService` (what health checks ask for).
+    pub const SERVICE_NAME: &str = "capture.EchoService";
     /// `Echo` (unary).
     pub const ECHO: u16 = 10;
     /// `EchoStream` (bidirectional streaming).

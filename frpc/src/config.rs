@@ -195,10 +195,12 @@ fn at_least_one(field: &str, value: usize) -> Result<(), String> {
 pub struct ClientConfig {
     /// The connection's settings. Default: [`ConnectionConfig::default`].
     pub connection: ConnectionConfig,
-    /// Timeout of every unary call that sets none, covering the whole call: waiting for room in
-    /// the write queue, sending, and the reply; and of opening a stream (with an frpc server,
-    /// until it acknowledged the stream; a server-streaming call's request included). Default:
-    /// `None` (wait until the reply or the connection closes, like Go).
+    /// The deadline of every call that sets none (`with_timeout`), for every kind of call: a
+    /// unary call's whole exchange (waiting for room in the write queue, sending, the reply),
+    /// and a stream's whole life from its opening (with an frpc server, also its
+    /// `ctx.deadline()`). Long-lived streams (watches) want `None` here and a
+    /// `stream_idle_timeout` instead. Default: `None` (wait until the reply or the connection
+    /// closes, like Go).
     pub timeout: Option<Duration>,
     /// How long `Client::connect*` may spend resolving and connecting before failing with
     /// [`crate::Error::Connect`] (kind `TimedOut`); `connect_tls` then allows the TLS handshake

@@ -126,6 +126,7 @@ pub use layered::LayeredService;
 pub use metadata::{Metadata, MetadataSlot};
 pub use middleware::{CallRequest, CallResponse};
 pub use server::{Bound, Builder, Server};
+pub use service::NamedService;
 pub use status::{CloseReason, Code, Error, Status};
 pub use transport::handback::TakeConnection;
 pub use types::MethodKind;

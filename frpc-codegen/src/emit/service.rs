@@ -125,10 +125,23 @@ fn op_consts(s: &Service) -> TokenStream {
         let doc = format!(" `{}` ({}).", m.proto_name, kind_str(m.kind));
         quote! { #[doc = #doc] pub const #name: u16 = #op; }
     });
+    // The full name, for health reporting and routing by name (unless a method's constant
+    // already takes the name).
+    let full_name = &s.full_name;
+    let name_doc = format!(" The service's full name, `{full_name}` (what health checks ask for).");
+    let name = match s
+        .methods
+        .iter()
+        .any(|m| to_const(&m.proto_name) == "SERVICE_NAME")
+    {
+        true => TokenStream::new(),
+        false => quote! { #[doc = #name_doc] pub const SERVICE_NAME: &str = #full_name; },
+    };
     quote! {
         #[doc = #doc]
         #inception
         pub mod #module {
+            #name
             #(#consts)*
         }
     }
@@ -310,6 +323,11 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
             fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
                 f.write_str(#server_debug)
             }
+        }
+
+        #cfg
+        impl<T> ::frpc::NamedService for #server_name<T> {
+            const NAME: &'static str = #full_name;
         }
 
         #cfg
