@@ -14,7 +14,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("LISTENING {}", listener.local_addr()?);
     let server = capture::server(args.framing, args.concurrency);
     tokio::select! {
-        result = server.serve(listener) => result?,
+        result = server.serve_listener(listener) => result?,
         _ = tokio::signal::ctrl_c() => eprintln!("shutting down"),
     }
     Ok(())

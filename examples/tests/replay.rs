@@ -80,7 +80,7 @@ async fn go_client_bytes_get_go_server_bytes_back() {
                 .add_service(pb::EchoServiceServer::new(capture::CaptureService))
                 .build()
                 .unwrap();
-            tokio::spawn(async move { server.serve(listener).await });
+            tokio::spawn(async move { server.serve_listener(listener).await });
             let stream = TcpStream::connect(addr).await.unwrap();
             let mut framed = Framed::new(stream, PacketCodec::new(framing));
             let mut last_eof: Option<Vec<u8>> = None;

@@ -60,11 +60,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let server_config = frpc::ServerConfig {
-            extensions,
-            concurrency: frpc::Concurrency::Inline,
-            ..Default::default()
-        };
+        let server_config = frpc::ServerConfig::default()
+            .extensions(extensions)
+            .concurrency(frpc::Concurrency::Inline);
         let server = frpc::Server::builder()
             .config(server_config)
             .add_service(ChunksServer::new(Svc))
@@ -72,10 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await?;
         let addr = server.local_addr();
         tokio::spawn(server.serve());
-        let client_config = frpc::ClientConfig {
-            extensions,
-            ..Default::default()
-        };
+        let client_config = frpc::ClientConfig::default().extensions(extensions);
         let client = ChunksClient::new(frpc::Client::connect_with(addr, client_config).await?);
         let request = Chunk {
             text: messages.to_string(),

@@ -1,5 +1,23 @@
 //! Tunables, each in a `Config` struct whose `Default` matches Go fRPC where Go has a value.
 //! A leaf: it imports nothing from the crate.
+//!
+//! The structs are `#[non_exhaustive]`, so a release can add settings without breaking anyone:
+//! start from `default()` and chain setters named after the fields (or assign the public
+//! fields of a `let mut` binding); struct literals do not compile outside frpc.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! let config = frpc::ServerConfig::default()
+//!     .max_connections(1_000)
+//!     .shutdown_grace(Duration::from_secs(2))
+//!     .connection(frpc::ConnectionConfig::default().framing(frpc::Framing::Legacy));
+//! assert_eq!(config.max_connections, 1_000);
+//!
+//! let mut client = frpc::ClientConfig::default().timeout(Duration::from_secs(1));
+//! client.connection.stream_window = 64; // fields stay public
+//! assert_eq!(client.timeout, Some(Duration::from_secs(1)));
+//! ```
 
 use std::time::Duration;
 
@@ -10,6 +28,67 @@ const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// The largest `stream_window` accepted: a stream buffers its whole window.
 const MAX_STREAM_WINDOW: u32 = 1 << 20;
+
+/// One builder-style setter per field: `fn field(self, value) -> Self`; optional fields take
+/// `impl Into<Option<T>>` (a value or `None`).
+macro_rules! setters {
+    ($config:ty { $($field:ident: $ty:ty),* $(,)? }) => {
+        impl $config {
+            $(
+                #[doc = concat!("Sets [`", stringify!($field), "`](#structfield.", stringify!($field),
+                    ") (its default is in the field's documentation).")]
+                #[must_use]
+                pub fn $field(mut self, $field: $ty) -> Self {
+                    self.$field = $field.into();
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters!(ConnectionConfig {
+    framing: Framing,
+    max_content_length: u32,
+    ping_interval: Duration,
+    idle_timeout: Duration,
+    nodelay: bool,
+    write_queue: usize,
+    stream_buffer: usize,
+    stream_window: u32,
+    stream_window_bytes: u32,
+    max_buffered_bytes: usize,
+    max_streams: usize,
+    max_metadata_size: usize,
+    decode: DecodeLimits,
+});
+
+setters!(DecodeLimits {
+    max_depth: u32,
+    memory_factor: usize,
+});
+
+setters!(ClientConfig {
+    connection: ConnectionConfig,
+    timeout: impl Into<Option<Duration>>,
+    connect_timeout: Duration,
+    stream_idle_timeout: impl Into<Option<Duration>>,
+    extensions: bool,
+    protobuf: bool,
+    strict_metadata: bool,
+});
+
+setters!(ServerConfig {
+    connection: ConnectionConfig,
+    concurrency: Concurrency,
+    max_connections: usize,
+    max_inflight_per_connection: usize,
+    max_open_streams: usize,
+    max_buffered_stream_bytes: usize,
+    extensions: bool,
+    protobuf: bool,
+    shutdown_grace: Duration,
+});
 
 /// Settings of one connection, shared by clients and servers.
 ///
@@ -24,6 +103,7 @@ const MAX_STREAM_WINDOW: u32 = 1 << 20;
 /// `idle_timeout` below `ping_interval` is therefore allowed: it means "one silent interval"
 /// (tests use a very long `ping_interval` to keep heartbeats out of the way).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ConnectionConfig {
     /// Header layout. Default: [`Framing::Frisbee`] (frisbee-go ≥ v0.11, 10-byte header).
     pub framing: Framing,
@@ -85,6 +165,7 @@ pub struct ConnectionConfig {
 /// memory. A message that needs more fails to decode: a server answers the call (or stream)
 /// with INVALID_ARGUMENT, a client's call fails with the decode error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DecodeLimits {
     /// How deep messages may nest (a top-level message is depth 1). Default: 100 (protobuf's
     /// usual limit). Raise it to serve or call a Go peer that nests deeper; each level costs
@@ -192,6 +273,7 @@ fn at_least_one(field: &str, value: usize) -> Result<(), String> {
 /// `connect_timeout` or `stream_idle_timeout`, a `stream_idle_timeout` over a year, and an
 /// invalid [`ConnectionConfig`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// The connection's settings. Default: [`ConnectionConfig::default`].
     pub connection: ConnectionConfig,
@@ -281,6 +363,7 @@ pub enum Concurrency {
 /// `max_inflight_per_connection` or [`Concurrency::Limited`] at 0, and an invalid
 /// [`ConnectionConfig`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Each connection's settings. Default: [`ConnectionConfig::default`].
     pub connection: ConnectionConfig,

@@ -43,10 +43,7 @@ async fn serve(framing: Framing) -> (health::HealthReporter, std::net::SocketAdd
 }
 
 async fn connect(addr: std::net::SocketAddr, framing: Framing, extensions: bool) -> frpc::Client {
-    let mut config = ClientConfig {
-        extensions,
-        ..ClientConfig::default()
-    };
+    let mut config = ClientConfig::default().extensions(extensions);
     config.connection.framing = framing;
     frpc::Client::connect_with(addr, config).await.unwrap()
 }
