@@ -1,23 +1,5 @@
 //! Tunables, each in a `Config` struct whose `Default` matches Go fRPC where Go has a value.
 //! A leaf: it imports nothing from the crate.
-//!
-//! The structs are `#[non_exhaustive]`, so a release can add settings without breaking anyone:
-//! start from `default()` and chain setters named after the fields (or assign the public
-//! fields of a `let mut` binding); struct literals do not compile outside frpc.
-//!
-//! ```
-//! use std::time::Duration;
-//!
-//! let config = frpc::ServerConfig::default()
-//!     .max_connections(1_000)
-//!     .shutdown_grace(Duration::from_secs(2))
-//!     .connection(frpc::ConnectionConfig::default().framing(frpc::Framing::Legacy));
-//! assert_eq!(config.max_connections, 1_000);
-//!
-//! let mut client = frpc::ClientConfig::default().timeout(Duration::from_secs(1));
-//! client.connection.stream_window = 64; // fields stay public
-//! assert_eq!(client.timeout, Some(Duration::from_secs(1)));
-//! ```
 
 use std::time::Duration;
 
@@ -358,6 +340,25 @@ pub enum Concurrency {
 }
 
 /// Settings of a [`crate::Server`].
+///
+/// The config structs (this one, [`ClientConfig`], [`ConnectionConfig`], [`DecodeLimits`]) are
+/// `#[non_exhaustive]`, so a release can add settings without breaking anyone:
+/// start from `default()` and chain setters named after the fields (or assign the public
+/// fields of a `let mut` binding); struct literals do not compile outside frpc.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let config = frpc::ServerConfig::default()
+///     .max_connections(1_000)
+///     .shutdown_grace(Duration::from_secs(2))
+///     .connection(frpc::ConnectionConfig::default().framing(frpc::Framing::Legacy));
+/// assert_eq!(config.max_connections, 1_000);
+///
+/// let mut client = frpc::ClientConfig::default().timeout(Duration::from_secs(1));
+/// client.connection.stream_window = 64; // fields stay public
+/// assert_eq!(client.timeout, Some(Duration::from_secs(1)));
+/// ```
 ///
 /// **Validity.** `build()` refuses with [`crate::Error::Config`] `max_connections`,
 /// `max_inflight_per_connection` or [`Concurrency::Limited`] at 0, and an invalid
