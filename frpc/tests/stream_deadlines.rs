@@ -7,7 +7,12 @@
 use std::time::Duration;
 
 use frpc::{ClientConfig, Code, Error, Framing, ServerConfig};
+use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
+use tokio_util::codec::Framed;
+
+mod spec_bytes;
+use spec_bytes::{Spec, wire_hex};
 
 #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 pub struct Tick {
@@ -251,4 +256,46 @@ async fn a_zero_timeout_is_refused() {
         2,
         "the connection is fine"
     );
+}
+
+/// A stream opened with a 300 ms timeout carries it in its open header (docs/extensions.md §5),
+/// before the OPEN field: what a raw server reads.
+#[tokio::test]
+async fn the_stream_open_carries_the_timeout() {
+    let spec = Spec::load();
+    let timeout = spec.bytes(&["fe 01 00 00 00 04 00 00 01 2c 04"]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+        let mut next = async || loop {
+            let packet = raw.next().await.unwrap().unwrap();
+            if packet.op > frpc::wire::op::PONG {
+                return packet;
+            }
+        };
+        let _offer = next().await;
+        let accept = frpc::wire::Packet::new(2, 0xFFFF, bytes::Bytes::from_static(&[1, 0, 0, 0, 0xef]));
+        drop(next);
+        raw.send(accept).await.unwrap();
+        let open = loop {
+            let packet = raw.next().await.unwrap().unwrap();
+            if packet.op == 2 {
+                break packet;
+            }
+        };
+        wire_hex(&open)
+    });
+    let client = TicksClient::new(
+        frpc::Client::connect_with(addr, ClientConfig::default())
+            .await
+            .unwrap(),
+    )
+    .with_timeout(TIMEOUT);
+    let opening = tokio::spawn(async move { client.ticks(Tick::default()).await.map(|_| ()) });
+    let open = bounded("open", peer).await.unwrap();
+    // Packet header (10 bytes), then the content: the extension header starts with TIMEOUT.
+    assert!(open[30..].starts_with(&timeout), "{open}");
+    opening.abort();
 }
