@@ -269,15 +269,8 @@ async fn the_stream_open_carries_the_timeout() {
     let peer = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
-        let mut next = async || loop {
-            let packet = raw.next().await.unwrap().unwrap();
-            if packet.op > frpc::wire::op::PONG {
-                return packet;
-            }
-        };
-        let _offer = next().await;
+        let _offer = raw.next().await.unwrap().unwrap();
         let accept = frpc::wire::Packet::new(2, 0xFFFF, bytes::Bytes::from_static(&[1, 0, 0, 0, 0xef]));
-        drop(next);
         raw.send(accept).await.unwrap();
         let open = loop {
             let packet = raw.next().await.unwrap().unwrap();
