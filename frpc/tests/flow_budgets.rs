@@ -346,3 +346,47 @@ async fn thousands_of_stuck_streams_stay_within_the_budget() {
         drop(attackers);
     }
 }
+
+/// A server that accepted byte windows but announces none in OPENED does not count bytes: the
+/// client's sends are held to the message window only (they would otherwise stall after the
+/// first message, the one byte of credit an opener starts with).
+#[tokio::test]
+async fn an_opened_without_bytes_turns_byte_counting_off() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+        let _offer = next(&mut raw).await;
+        send(&mut raw, 2, 0xFFFF, &[1, 0, 0, 0, 0xef]).await;
+        let open = next(&mut raw).await;
+        assert_eq!(
+            open.content[..6],
+            [0xfe, 0x04, 0, 0, 0, 8],
+            "OPEN with a byte window"
+        );
+        send(&mut raw, 5, 0xFFFF, &[0, 1, 0, 0, 0, 8]).await; // OPENED: 8 messages, no bytes
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            let packet = next(&mut raw).await;
+            if packet.op == 2 {
+                got.push(packet.content);
+            }
+        }
+        got
+    });
+    let flow = FlowClient::new(
+        frpc::Client::connect_with(addr, client_config(Framing::Frisbee, 8))
+            .await
+            .unwrap(),
+    );
+    let mut call = bounded("sink", flow.sink()).await.unwrap();
+    for _ in 0..3 {
+        bounded("send", call.send(blob(1_000))).await.unwrap();
+    }
+    let got = bounded("raw server", peer).await.unwrap();
+    assert!(
+        got.iter()
+            .all(|content| content[..] == encoded(&blob(1_000).value)[..])
+    );
+}

@@ -218,9 +218,15 @@ impl StreamTable {
             (Some(credit), messages) => {
                 add_credit(credit, messages - 1);
                 // The opener started with one byte of credit (its first message passes
-                // whatever its size), which the server's window counts.
-                if let (Some(credit), Some(bytes)) = (&route.send_bytes, window.bytes) {
-                    credit.grant(i64::from(bytes) - 1);
+                // whatever its size), which the server's window counts. A server that
+                // announces no byte window does not count bytes: neither side does.
+                match (&route.send_bytes, window.bytes) {
+                    (Some(credit), Some(bytes)) => credit.grant(i64::from(bytes) - 1),
+                    (Some(credit), None) => {
+                        credit.close();
+                        route.recv_bytes = None;
+                    }
+                    (None, _) => {}
                 }
             }
         }
