@@ -41,6 +41,12 @@ pub(crate) const CANCEL: u16 = 3;
 pub(crate) const CREDIT: u16 = 4;
 /// Open acknowledgement: the server accepted a stream and started its handler.
 pub(crate) const OPENED: u16 = 5;
+/// Reflection: the client asks for the descriptors of every service the server serves (empty
+/// content).
+pub(crate) const REFLECT: u16 = 7;
+/// Reflection: the server's answer to a REFLECT, in order: an encoded
+/// `google.protobuf.FileDescriptorSet` (a file may repeat; readers keep the first of a name).
+pub(crate) const REFLECTION: u16 = 8;
 
 /// Extension bits (the u32 of OFFER and ACCEPT).
 pub(crate) const EXT_CANCEL: u32 = 1 << 0;
@@ -57,9 +63,17 @@ pub(crate) const EXT_PROTOBUF: u32 = 1 << 4;
 pub(crate) const EXT_FLOW: u32 = 1 << 5;
 /// The server acknowledges each stream it accepts (OPENED) before the client's call resolves.
 pub(crate) const EXT_OPEN_ACK: u32 = 1 << 6;
+/// The server answers REFLECT packets with the file descriptors of its services.
+pub(crate) const EXT_REFLECTION: u32 = 1 << 8;
 /// Everything this version knows.
-pub(crate) const SUPPORTED: u32 =
-    EXT_CANCEL | EXT_DEADLINE | EXT_STATUS | EXT_METADATA | EXT_PROTOBUF | EXT_FLOW | EXT_OPEN_ACK;
+pub(crate) const SUPPORTED: u32 = EXT_CANCEL
+    | EXT_DEADLINE
+    | EXT_STATUS
+    | EXT_METADATA
+    | EXT_PROTOBUF
+    | EXT_FLOW
+    | EXT_OPEN_ACK
+    | EXT_REFLECTION;
 
 /// The bits a peer offers or accepts: everything, less protobuf when its config turns that off.
 pub(crate) fn supported(protobuf: bool) -> u32 {
@@ -598,8 +612,8 @@ mod tests {
             hex(&header.encode(&[0x08, 0x00])),
             "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
         );
-        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 7f");
-        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 00 6f");
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 01 7f");
+        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 01 6f");
         assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
         assert_eq!(hex(&stream_window(CREDIT, 1, 512).content), "00 01 00 00 02 00");
         let open = Header {
