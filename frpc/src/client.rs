@@ -326,6 +326,36 @@ impl Client {
         self.handle.calls.negotiation().accepted() != 0
     }
 
+    /// The file descriptors of every service the server serves, through the reflection
+    /// extension (`docs/extensions.md` §13): an encoded `google.protobuf.FileDescriptorSet`, in
+    /// which a file may repeat (keep the first of a name). `Ok(None)` when the server does not
+    /// reflect (a Go fRPC server, extensions off on either side). Waits for negotiation first;
+    /// bounded by the handle's timeout when it has one.
+    pub async fn reflect(&self) -> Result<Option<Bytes>, Error> {
+        let ask = async {
+            if !self.negotiated().await
+                || self.handle.calls.negotiation().accepted() & ext::EXT_REFLECTION == 0
+            {
+                return Ok(None);
+            }
+            let answer = self.handle.calls.expect_reflection();
+            self.handle
+                .conn
+                .send(frpc_wire::Packet::new(ext::REFLECT, ext::OP, Bytes::new()))
+                .await?;
+            match answer.await {
+                Ok(set) => Ok(Some(set)),
+                Err(_) => Err(self.closed_error()),
+            }
+        };
+        match self.timeout {
+            Some(limit) => tokio::time::timeout(limit, ask)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+            None => ask.await,
+        }
+    }
+
     /// Whether the server accepted the protobuf extension: calls and streams started from now
     /// on whose message types have a protobuf encoding (frpc-codegen's) travel in protobuf
     /// (`docs/extensions.md` §10). `false` while the answer is pending, and for Go servers.

@@ -347,6 +347,7 @@ impl Builder {
         });
         // The protobuf extension only where every service reads it.
         let protobuf = self.services.iter().all(|service| service.protobuf());
+        let reflection = reflection(&self.services);
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
@@ -355,7 +356,7 @@ impl Builder {
                 #[cfg(feature = "tls")]
                 tls: self.tls,
                 routes,
-                limits: Arc::new(Limits::new(&self.config, protobuf)),
+                limits: Arc::new(Limits::new(&self.config, protobuf).with_reflection(reflection)),
                 config: self.config,
                 connections: AtomicUsize::new(0),
             }),
@@ -1007,4 +1008,17 @@ fn is_health(service: &str) -> bool {
         let _ = service;
         false
     };
+}
+
+/// What the server answers a reflection request with (docs/extensions.md §13): the distinct
+/// descriptor sets of its services, concatenated, which is itself an encoded
+/// `FileDescriptorSet` (protobuf appends repeated fields); services of one package share a set.
+fn reflection(services: &[Arc<dyn crate::service::Service>]) -> Bytes {
+    let mut sets: Vec<&'static [u8]> = Vec::new();
+    for set in services.iter().map(|s| s.file_descriptor_set()) {
+        if !set.is_empty() && !sets.contains(&set) {
+            sets.push(set);
+        }
+    }
+    Bytes::from(sets.concat())
 }

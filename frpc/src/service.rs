@@ -45,4 +45,11 @@ pub trait Service: Send + Sync + 'static {
     fn protobuf(&self) -> bool {
         false
     }
+    /// The encoded `google.protobuf.FileDescriptorSet` describing this service (its .proto
+    /// file and every file it imports), which frpc-codegen embeds as the package's
+    /// `FILE_DESCRIPTOR_SET`; the server hands it to reflection clients (`frpc list`). Empty by
+    /// default: Rust-first services and raw routes have no descriptors.
+    fn file_descriptor_set(&self) -> &'static [u8] {
+        &[]
+    }
 }

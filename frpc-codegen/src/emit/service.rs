@@ -15,6 +15,9 @@ pub struct ServiceAttributes {
     pub server: Vec<Attributes>,
     /// On `FooClient`; their `#[cfg]`s also on its impl.
     pub client: Vec<Attributes>,
+    /// Whether the package module defines `FILE_DESCRIPTOR_SET`: the server then returns it
+    /// from `Service::file_descriptor_set` (for reflection).
+    pub descriptors: bool,
 }
 
 /// Everything generated for one service.
@@ -75,7 +78,7 @@ fn service_tokens(
 ) -> TokenStream {
     let ops = op_consts(s);
     let server = if server {
-        server_tokens(s, prelude_free, &attributes.server)
+        server_tokens(s, prelude_free, &attributes.server, attributes.descriptors)
     } else {
         TokenStream::new()
     };
@@ -147,7 +150,12 @@ fn op_consts(s: &Service) -> TokenStream {
     }
 }
 
-fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> TokenStream {
+fn server_tokens(
+    s: &Service,
+    prelude_free: bool,
+    attributes: &[Attributes],
+    has_descriptors: bool,
+) -> TokenStream {
     let attrs = attributes.iter().map(Attributes::tokens);
     let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
     let arc_clone = if prelude_free {
@@ -263,6 +271,15 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
         })
         .reduce(|all, next| quote!(#all && #next))
         .unwrap_or_else(|| quote!(true));
+    let descriptors = if has_descriptors {
+        quote! {
+            fn file_descriptor_set(&self) -> &'static [u8] {
+                FILE_DESCRIPTOR_SET
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
     quote! {
         #trait_doc
         #cfg
@@ -357,6 +374,7 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
             fn protobuf(&self) -> bool {
                 #protobuf
             }
+            #descriptors
         }
     }
 }

@@ -38,6 +38,9 @@ pub(crate) struct ClientCalls {
     /// Set once the server sent a reply or a stream message: the connection served a call.
     served: AtomicBool,
     first_answer: tokio::sync::Notify,
+    /// Reflection requests waiting for their answers, oldest first (the server answers in
+    /// order).
+    reflections: Mutex<std::collections::VecDeque<oneshot::Sender<Bytes>>>,
 }
 
 /// What a unary call carries beside its request.
@@ -85,7 +88,31 @@ impl ClientCalls {
             inflight: Mutex::default(),
             streams: Arc::new(StreamTable::new(config, Default::default(), usize::MAX)),
             raw: RawRoutes::default(),
+            reflections: Mutex::default(),
         })
+    }
+
+    /// Registers a reflection request (before sending it): the receiver gets the answer, or
+    /// an error when the connection closes first.
+    pub(crate) fn expect_reflection(&self) -> oneshot::Receiver<Bytes> {
+        let (tx, rx) = oneshot::channel();
+        self.reflections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(tx);
+        rx
+    }
+
+    /// Hands a reflection answer to the oldest waiting request (if any is still waiting).
+    fn reflection(&self, answer: Bytes) {
+        let waiter = self
+            .reflections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        if let Some(tx) = waiter {
+            let _ = tx.send(answer);
+        }
     }
 
     /// The dispatcher for the connection's reader.
@@ -452,6 +479,7 @@ impl Dispatch for ClientDispatch {
                         calls.streams.opened(stream, window);
                     }
                 }
+                ext::REFLECTION => calls.reflection(packet.content),
                 _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
             }
             return;

@@ -41,6 +41,12 @@ pub(crate) const CANCEL: u16 = 3;
 pub(crate) const CREDIT: u16 = 4;
 /// Open acknowledgement: the server accepted a stream and started its handler.
 pub(crate) const OPENED: u16 = 5;
+/// Reflection: the client asks for the descriptors of every service the server serves (empty
+/// content).
+pub(crate) const REFLECT: u16 = 7;
+/// Reflection: the server's answer to a REFLECT, in order: an encoded
+/// `google.protobuf.FileDescriptorSet` (a file may repeat; readers keep the first of a name).
+pub(crate) const REFLECTION: u16 = 8;
 
 /// Extension bits (the u32 of OFFER and ACCEPT).
 pub(crate) const EXT_CANCEL: u32 = 1 << 0;
@@ -60,6 +66,8 @@ pub(crate) const EXT_OPEN_ACK: u32 = 1 << 6;
 /// Stream windows count bytes as well as messages (used only together with [`EXT_FLOW`]): the
 /// OPEN field, OPENED and CREDIT carry a u32 of bytes behind the messages.
 pub(crate) const EXT_BYTES: u32 = 1 << 7;
+/// The server answers REFLECT packets with the file descriptors of its services.
+pub(crate) const EXT_REFLECTION: u32 = 1 << 8;
 /// Everything this version knows.
 pub(crate) const SUPPORTED: u32 = EXT_CANCEL
     | EXT_DEADLINE
@@ -68,7 +76,8 @@ pub(crate) const SUPPORTED: u32 = EXT_CANCEL
     | EXT_PROTOBUF
     | EXT_FLOW
     | EXT_OPEN_ACK
-    | EXT_BYTES;
+    | EXT_BYTES
+    | EXT_REFLECTION;
 
 /// The bits a peer offers or accepts: everything, less protobuf when its config turns that off.
 pub(crate) fn supported(protobuf: bool) -> u32 {
@@ -649,8 +658,8 @@ mod tests {
             hex(&header.encode(&[0x08, 0x00])),
             "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
         );
-        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 ff");
-        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 00 ef");
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 01 ff");
+        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 01 ef");
         assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
         let messages = |messages| Window {
             messages,

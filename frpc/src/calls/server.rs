@@ -96,6 +96,8 @@ pub(crate) struct Limits {
     extensions: bool,
     /// The extensions an offer may get.
     supported: u32,
+    /// The answer to a reflection request (an encoded `FileDescriptorSet`).
+    reflection: Bytes,
 }
 
 impl Limits {
@@ -116,7 +118,14 @@ impl Limits {
             stream_bytes: ByteBudget::new(config.max_buffered_stream_bytes),
             extensions: config.extensions,
             supported: ext::supported(config.protobuf && protobuf),
+            reflection: Bytes::new(),
         }
+    }
+
+    /// The limits with `reflection`, the encoded descriptors of the server's services, as the
+    /// answer to reflection requests.
+    pub(crate) fn with_reflection(self, reflection: Bytes) -> Limits {
+        Limits { reflection, ..self }
     }
 }
 
@@ -194,6 +203,14 @@ impl<H: Handlers> ServerDispatch<H> {
                     return tracing::debug!("ignoring a malformed credit");
                 };
                 self.streams.credit(stream, grant);
+            }
+            ext::REFLECT if self.extensions() & ext::EXT_REFLECTION != 0 => {
+                let answer = Packet::new(ext::REFLECTION, ext::OP, self.limits.reflection.clone());
+                // Too large for the connection's packets, it fails to send; the client's
+                // request then times out, as with a server that does not reflect.
+                if let Err(err) = conn.send(answer).await {
+                    tracing::debug!(%err, "cannot send the reflection answer");
+                }
             }
             _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
         }
