@@ -1,11 +1,14 @@
 //! The metrics example's path end to end: known calls through `frpc::metrics::MetricsLayer`
-//! over TCP, then a scrape of the Prometheus exporter over HTTP, checked count by count.
+//! (and `ClientMetricsLayer` on a channel) over TCP, then a scrape of the Prometheus exporter
+//! over HTTP, checked count by count. One test: the recorder is global to the process.
 
 use std::net::SocketAddr;
 
 use frpc::NamedService;
+use frpc::metrics::ClientMetricsLayer;
 use frpc_examples::capture::{CaptureService, pb};
 use frpc_examples::metrics::{self, samples};
+use pb::echo_service;
 
 /// A port free a moment ago: the exporter takes an address, not a listener.
 fn free_port() -> SocketAddr {
@@ -33,6 +36,20 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     let code = err.code() as u8;
     assert_ne!(code, 0, "Testy fails: {err}");
 
+    // Through a channel with client metrics: Echo named, Testy left to its operation number.
+    let layer = ClientMetricsLayer::new(echo_service::SERVICE_NAME).method(echo_service::ECHO, "Echo");
+    let channel = frpc::Endpoint::from(addr)
+        .connect()
+        .await
+        .unwrap()
+        .with_layer(layer);
+    let through_channel = pb::EchoServiceClient::new(channel);
+    through_channel.echo(pb::Request::default()).await.unwrap();
+    through_channel
+        .testy(pb::SearchResponse::default())
+        .await
+        .unwrap_err();
+
     let text = metrics::scrape(metrics_addr).await.unwrap();
     let service = format!(
         "rpc_service=\"{}\"",
@@ -44,9 +61,14 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
         let labels = ["rpc_system=\"frpc\"", &service, &method, &code];
         samples(&text, metric, &labels).map(|(_, value)| value).sum()
     };
-    assert_eq!(count("rpc_server_requests", "Echo", 0), 3.0, "{text}");
-    assert_eq!(count("rpc_server_requests", "Testy", code), 1.0, "{text}");
+    assert_eq!(count("rpc_server_requests", "Echo", 0), 4.0, "{text}");
+    assert_eq!(count("rpc_server_requests", "Testy", code), 2.0, "{text}");
     assert_eq!(count("rpc_server_requests", "Testy", 0), 0.0, "{text}");
     // The duration histogram holds the same calls (a summary by default: its `_count`).
-    assert_eq!(count("rpc_server_duration_count", "Echo", 0), 3.0, "{text}");
+    assert_eq!(count("rpc_server_duration_count", "Echo", 0), 4.0, "{text}");
+    // The client's side of the channel's calls, with the same labels.
+    let testy = echo_service::TESTY.to_string();
+    assert_eq!(count("rpc_client_requests", "Echo", 0), 1.0, "{text}");
+    assert_eq!(count("rpc_client_requests", &testy, code), 1.0, "{text}");
+    assert_eq!(count("rpc_client_duration_count", "Echo", 0), 1.0, "{text}");
 }
