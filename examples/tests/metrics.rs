@@ -1,0 +1,74 @@
+//! The metrics example's path end to end: known calls through `frpc::metrics::MetricsLayer`
+//! (and `ClientMetricsLayer` on a channel) over TCP, then a scrape of the Prometheus exporter
+//! over HTTP, checked count by count. One test: the recorder is global to the process.
+
+use std::net::SocketAddr;
+
+use frpc::NamedService;
+use frpc::metrics::ClientMetricsLayer;
+use frpc_examples::capture::{CaptureService, pb};
+use frpc_examples::metrics::{self, samples};
+use pb::echo_service;
+
+/// A port free a moment ago: the exporter takes an address, not a listener.
+fn free_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_counts_every_call_by_method_and_status_code() {
+    let metrics_addr = free_port();
+    metrics::install_prometheus(metrics_addr).unwrap();
+    let bound = metrics::server().unwrap().bind("127.0.0.1:0").await.unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+
+    let client = pb::EchoServiceClient::connect(addr).await.unwrap();
+    for message in ["a", "b", "c"] {
+        let request = pb::Request {
+            message: message.into(),
+            corpus: 0,
+        };
+        client.echo(request).await.unwrap();
+    }
+    let err = client.testy(pb::SearchResponse::default()).await.unwrap_err();
+    let code = err.code() as u8;
+    assert_ne!(code, 0, "Testy fails: {err}");
+
+    // Through a channel with client metrics: Echo named, Testy left to its operation number.
+    let layer = ClientMetricsLayer::new(echo_service::SERVICE_NAME).method(echo_service::ECHO, "Echo");
+    let channel = frpc::Endpoint::from(addr)
+        .connect()
+        .await
+        .unwrap()
+        .with_layer(layer);
+    let through_channel = pb::EchoServiceClient::new(channel);
+    through_channel.echo(pb::Request::default()).await.unwrap();
+    through_channel
+        .testy(pb::SearchResponse::default())
+        .await
+        .unwrap_err();
+
+    let text = metrics::scrape(metrics_addr).await.unwrap();
+    let service = format!(
+        "rpc_service=\"{}\"",
+        pb::EchoServiceServer::<CaptureService>::NAME
+    );
+    let count = |metric: &str, method: &str, code: u8| -> f64 {
+        let method = format!("rpc_method=\"{method}\"");
+        let code = format!("rpc_frpc_status_code=\"{code}\"");
+        let labels = ["rpc_system=\"frpc\"", &service, &method, &code];
+        samples(&text, metric, &labels).map(|(_, value)| value).sum()
+    };
+    assert_eq!(count("rpc_server_requests", "Echo", 0), 4.0, "{text}");
+    assert_eq!(count("rpc_server_requests", "Testy", code), 2.0, "{text}");
+    assert_eq!(count("rpc_server_requests", "Testy", 0), 0.0, "{text}");
+    // The duration histogram holds the same calls (a summary by default: its `_count`).
+    assert_eq!(count("rpc_server_duration_count", "Echo", 0), 4.0, "{text}");
+    // The client's side of the channel's calls, with the same labels.
+    let testy = echo_service::TESTY.to_string();
+    assert_eq!(count("rpc_client_requests", "Echo", 0), 1.0, "{text}");
+    assert_eq!(count("rpc_client_requests", &testy, code), 1.0, "{text}");
+    assert_eq!(count("rpc_client_duration_count", "Echo", 0), 1.0, "{text}");
+}
