@@ -252,6 +252,8 @@ impl StreamTable {
         }
     }
 
+    /// Refuses a stream over a limit; otherwise reserves its place in the server-wide count
+    /// (the caller then inserts it).
     pub(super) fn check_open(&self, table: &Table) -> Result<(), Error> {
         if let Some(reason) = &table.closed {
             return Err(Error::ConnectionClosed {
@@ -265,7 +267,14 @@ impl StreamTable {
                 self.max_streams
             )));
         }
-        if self.gauge.load(Ordering::Relaxed) >= self.max_total {
+        // Reserved here, atomically: readers of several connections open streams at once, and
+        // a check apart from the count would let each of them pass at the limit.
+        let reserve = |open: usize| (open < self.max_total).then_some(open + 1);
+        if self
+            .gauge
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, reserve)
+            .is_err()
+        {
             tracing::warn!(
                 limit = self.max_total,
                 "refusing a stream over the server's limit"
@@ -317,10 +326,10 @@ impl StreamTable {
             awaiting_ack: setup.awaiting_ack,
             codes: setup.codes,
         };
+        // `check_open` counted the stream; one replacing another under its id adds none.
         if let Some(old) = table.routes.insert(id, route) {
             old.close_credit();
-        } else {
-            self.gauge.fetch_add(1, Ordering::Relaxed);
+            self.gauge.fetch_sub(1, Ordering::Relaxed);
         }
         Inbound {
             rx,
