@@ -224,12 +224,11 @@ async fn health_check_and_watch() {
         .spawn()
         .unwrap();
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-    let mut next_line = move || tokio::task::spawn_blocking(move || (lines.next().unwrap().unwrap(), lines));
+    let next_line = move || tokio::task::spawn_blocking(move || (lines.next().unwrap().unwrap(), lines));
     let (first, lines) = next_line().await.unwrap();
     assert_eq!(first, "SERVING");
     reporter.set_not_serving("capture.EchoService");
-    let mut next_line =
-        move || tokio::task::spawn_blocking(move || lines.into_iter().next().unwrap().unwrap());
+    let next_line = move || tokio::task::spawn_blocking(move || lines.into_iter().next().unwrap().unwrap());
     assert_eq!(next_line().await.unwrap(), "NOT_SERVING");
     child.kill().unwrap();
     child.wait().unwrap();
