@@ -4,5 +4,6 @@
 pub mod args;
 pub mod capture;
 pub mod cluster;
+pub mod metrics;
 pub mod pubsub;
 pub mod takeover;

@@ -104,6 +104,8 @@ pub mod discover;
 #[cfg(feature = "macros")]
 pub mod health;
 mod layered;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod middleware;
 pub mod retry;
 mod server;
