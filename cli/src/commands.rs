@@ -265,3 +265,39 @@ fn field_type(field: &prost_reflect::FieldDescriptor) -> String {
     let label = if field.is_list() { "repeated " } else { "" };
     format!("{label}{}", name(&kind))
 }
+
+/// The name grpc.health.v1 gives a serving status (`SERVING`, `NOT_SERVING`, …).
+pub fn status_name(status: frpc::health::ServingStatus) -> &'static str {
+    use frpc::health::ServingStatus;
+    match status {
+        ServingStatus::Unknown => "UNKNOWN",
+        ServingStatus::Serving => "SERVING",
+        ServingStatus::NotServing => "NOT_SERVING",
+        ServingStatus::ServiceUnknown => "SERVICE_UNKNOWN",
+    }
+}
+
+/// `frpc health`: the serving status of `service` (`""`: the whole server), handed to `print`;
+/// with `watch`, every change until the server ends the watch. Returns whether the last
+/// status was `SERVING`.
+pub async fn health(
+    connect: &Connect,
+    service: &str,
+    watch: bool,
+    mut print: impl FnMut(&str),
+) -> Result<bool, CliError> {
+    use frpc::health::{HealthClient, ServingStatus};
+    let health = HealthClient::new(connect.client().await?);
+    if !watch {
+        let status = health.check(service).await?;
+        print(status_name(status));
+        return Ok(status == ServingStatus::Serving);
+    }
+    let mut updates = health.watch(service).await?;
+    let mut last = ServingStatus::Unknown;
+    while let Some(update) = updates.message().await? {
+        last = update;
+        print(status_name(last));
+    }
+    Ok(last == ServingStatus::Serving)
+}

@@ -48,6 +48,24 @@ enum Command {
         /// `package.Service` or `package.Message`.
         name: String,
     },
+    /// Checks a server's health (frpc's health service): prints SERVING, NOT_SERVING, … and
+    /// exits 0 only when serving (2 when not).
+    Health {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        /// The service to check (default: the whole server).
+        #[arg(default_value = "")]
+        service: String,
+        /// Prints every status change until interrupted (or the server ends the watch).
+        #[arg(long)]
+        watch: bool,
+    },
+}
+
+/// What a command leaves: text to print, or a health verdict already printed.
+enum Outcome {
+    Print(String),
+    Healthy(bool),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -116,8 +134,14 @@ impl SchemaArgs {
     }
 }
 
-async fn run(command: Command) -> Result<String, CliError> {
-    match command {
+async fn run(command: Command) -> Result<Outcome, CliError> {
+    let print = |text: &str| {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        // A closed stdout (`| head`) ends nothing here: the command still finishes.
+        let _ = writeln!(out, "{text}").and_then(|()| out.flush());
+    };
+    let text = match command {
         Command::Call {
             connect,
             schema,
@@ -130,7 +154,16 @@ async fn run(command: Command) -> Result<String, CliError> {
             schema,
             name,
         } => commands::describe(&connect.connect()?, &schema.schema(), &name).await,
-    }
+        Command::Health {
+            connect,
+            service,
+            watch,
+        } => {
+            let healthy = commands::health(&connect.connect()?, &service, watch, print).await?;
+            return Ok(Outcome::Healthy(healthy));
+        }
+    };
+    text.map(Outcome::Print)
 }
 
 fn main() -> ExitCode {
@@ -143,10 +176,12 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(run(cli.command)) {
-        Ok(out) => {
+        Ok(Outcome::Print(out)) => {
             println!("{out}");
             ExitCode::SUCCESS
         }
+        Ok(Outcome::Healthy(true)) => ExitCode::SUCCESS,
+        Ok(Outcome::Healthy(false)) => ExitCode::from(2),
         Err(err) => {
             eprintln!("{err}");
             ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(1))

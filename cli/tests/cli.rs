@@ -196,3 +196,40 @@ async fn go_peer_frisbee() {
 async fn go_peer_legacy() {
     go_peer(Framing::Legacy).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_check_and_watch() {
+    let (reporter, health) = frpc::health::service();
+    reporter.set_serving("capture.EchoService");
+    reporter.set_not_serving("down.Service");
+    let server = RustServer::start_with(Framing::Frisbee, |builder| builder.add_service(health)).await;
+    let addr = server.addr().to_string();
+
+    let out = frpc(args(&["health", &addr]), None).await;
+    assert_eq!(stdout(&out).trim(), "SERVING");
+    let out = frpc(args(&["health", &addr, "capture.EchoService"]), None).await;
+    assert_eq!(stdout(&out).trim(), "SERVING");
+    let out = frpc(args(&["health", &addr, "down.Service"]), None).await;
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).trim()),
+        (Some(2), "NOT_SERVING")
+    );
+    let out = frpc(args(&["health", &addr, "nobody.Here"]), None).await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "SERVICE_UNKNOWN");
+
+    // --watch prints the status, then each change, as it happens.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_frpc"))
+        .args(["health", &addr, "capture.EchoService", "--watch"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    let next_line = move || tokio::task::spawn_blocking(move || (lines.next().unwrap().unwrap(), lines));
+    let (first, lines) = next_line().await.unwrap();
+    assert_eq!(first, "SERVING");
+    reporter.set_not_serving("capture.EchoService");
+    let next_line = move || tokio::task::spawn_blocking(move || lines.into_iter().next().unwrap().unwrap());
+    assert_eq!(next_line().await.unwrap(), "NOT_SERVING");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
