@@ -195,3 +195,47 @@ async fn oversized_requests_are_refused_and_unknown_methods_unimplemented() {
         status.message()
     );
 }
+
+#[tokio::test]
+async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+
+    let frpc_client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
+    let mut grpc_client = client(addr).await;
+    // Both kinds of connection open at once, calls interleaved on each.
+    for i in 0..20 {
+        let text = format!("echo:{i}");
+        let (fr, gr) = tokio::join!(
+            frpc_client.benchmark(fpb::Request {
+                message: text.clone()
+            }),
+            grpc_client.benchmark(request(&text)),
+        );
+        assert_eq!(fr.unwrap().message, text);
+        assert_eq!(gr.unwrap().into_inner().message, text);
+    }
+    let err = frpc_client
+        .benchmark(fpb::Request {
+            message: "status:5".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), frpc::Code::NotFound);
+    let status = grpc_client.benchmark(request("status:5")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+
+    // Cancellation reaches the same handler code from the gRPC side of the shared port.
+    let mut hanging = grpc_client.clone();
+    let call = tokio::spawn(async move { hanging.benchmark(request("hang")).await });
+    assert_eq!(events.recv().await.unwrap(), "deadline false");
+    call.abort();
+    assert_eq!(events.recv().await.unwrap(), "cancelled");
+}

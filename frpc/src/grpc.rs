@@ -93,8 +93,12 @@ impl GrpcServer {
     }
 
     /// Serves `service`'s methods at `/package.Service/Method`.
-    pub fn add_service(mut self, service: impl Service) -> GrpcServer {
-        let service: Arc<dyn Service> = Arc::new(service);
+    pub fn add_service(self, service: impl Service) -> GrpcServer {
+        self.add_shared(Arc::new(service))
+    }
+
+    /// Serves an already shared service (the fRPC server's own, for [`crate::Builder::grpc`]).
+    pub(crate) fn add_shared(mut self, service: Arc<dyn Service>) -> GrpcServer {
         let routes = Arc::make_mut(&mut self.routes);
         for method in service.methods() {
             let path = format!("/{}/{}", service.name(), method.name);
@@ -254,6 +258,17 @@ async fn unary(
             Err(status)
         }
     }
+}
+
+/// Whether a new connection is an HTTP/2 client's: its first byte is the preface's `P`
+/// (a Frisbee header starts with `00`). Peeks, so nothing is consumed; a connection that sends
+/// nothing within `patience`, or fails, is left to fRPC (which reports it).
+pub(crate) async fn is_http2(stream: &tokio::net::TcpStream, patience: Duration) -> bool {
+    let mut first = [0u8; 1];
+    matches!(
+        tokio::time::timeout(patience, stream.peek(&mut first)).await,
+        Ok(Ok(1)) if first[0] == b'P'
+    )
 }
 
 /// Parses `grpc-timeout`: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`).

@@ -82,6 +82,9 @@ pub struct Builder {
     config: ServerConfig,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
+    /// Whether the listener also speaks gRPC ([`Builder::grpc`]).
+    #[cfg(feature = "grpc")]
+    grpc: bool,
 }
 
 impl fmt::Debug for Builder {
@@ -99,6 +102,19 @@ impl Builder {
     /// Adds a generated service server (`FooServer::new(impl)`).
     pub fn add_service(mut self, service: impl Service) -> Builder {
         self.services.push(Arc::new(service));
+        self
+    }
+
+    /// Serves the services to gRPC clients too, on the same listener (feature `grpc`): each
+    /// connection's first byte tells an HTTP/2 client's preface (`P`) from a Frisbee header
+    /// (`00`), with no byte consumed and no wait beyond that byte. The gRPC face is
+    /// [`crate::grpc::GrpcServer`] over the same service objects (messages up to
+    /// `ConnectionConfig::max_content_length`). Cleartext only: with [`Builder::tls`] every
+    /// connection is fRPC over TLS. (A legacy-framing client whose first packet id is 0x50xx
+    /// would be taken for HTTP/2; clients number ids from 0.)
+    #[cfg(feature = "grpc")]
+    pub fn grpc(mut self, on: bool) -> Builder {
+        self.grpc = on;
         self
     }
 
@@ -314,6 +330,14 @@ impl Builder {
         });
         // The protobuf extension only where every service reads it.
         let protobuf = self.services.iter().all(|service| service.protobuf());
+        #[cfg(feature = "grpc")]
+        let grpc = self.grpc.then(|| {
+            let max = self.config.connection.max_content_length as usize;
+            let face = crate::grpc::GrpcServer::new().max_decoding_message_size(max);
+            self.services
+                .iter()
+                .fold(face, |face, service| face.add_shared(service.clone()))
+        });
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
@@ -321,6 +345,8 @@ impl Builder {
                 raw: self.raw.into_iter().map(|(_, handler)| handler).collect(),
                 #[cfg(feature = "tls")]
                 tls: self.tls,
+                #[cfg(feature = "grpc")]
+                grpc,
                 routes,
                 limits: Arc::new(Limits::new(&self.config, protobuf)),
                 config: self.config,
@@ -427,6 +453,9 @@ struct Shared {
     raw: Vec<RawHandler>,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
+    /// The gRPC face on the same listener ([`Builder::grpc`]).
+    #[cfg(feature = "grpc")]
+    grpc: Option<crate::grpc::GrpcServer>,
     routes: IdMap<u16, Route>,
     config: ServerConfig,
     limits: Arc<Limits>,
@@ -504,6 +533,8 @@ impl Server {
             config: ServerConfig::default(),
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "grpc")]
+            grpc: false,
         }
     }
 
@@ -711,6 +742,12 @@ async fn serve_connection(
     let config = &shared.config.connection;
     let Ok(peer) = stream.peer_addr() else { return };
     let _ = stream.set_nodelay(config.nodelay);
+    #[cfg(feature = "grpc")]
+    if let Some(grpc) = &shared.grpc
+        && crate::grpc::is_http2(&stream, config.idle_timeout).await
+    {
+        return grpc.serve_io(stream, peer).await;
+    }
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
         let handshake = tokio::time::timeout(config.idle_timeout, acceptor.accept(stream)).await;
