@@ -50,7 +50,14 @@ const DEFAULT_MAX_DECODING: usize = 4 * 1024 * 1024;
 struct Route {
     service: Arc<dyn Service>,
     method: MethodDesc,
+    /// Served as `grpc.health.v1.Health`: an unknown name fails with `NOT_FOUND`, as gRPC's.
+    grpc_health: bool,
 }
+
+/// frpc's health service ([`crate::health`]), with gRPC's messages under another package.
+const FRPC_HEALTH: &str = crate::health::SERVICE_NAME;
+/// The name gRPC's probes and tools know it by.
+const GRPC_HEALTH: &str = "grpc.health.v1.Health";
 
 /// Serves frpc services to gRPC clients over HTTP/2 (cleartext, prior knowledge: what
 /// grpcurl's `-plaintext`, grpcio's insecure channels and tonic's `http://` endpoints speak).
@@ -98,15 +105,23 @@ impl GrpcServer {
     }
 
     /// Serves an already shared service (the fRPC server's own, for [`crate::Builder::grpc`]).
+    /// frpc's health service is also served as `grpc.health.v1.Health` (the same messages),
+    /// for Kubernetes' gRPC probes, `grpc_health_probe` and grpcurl.
     pub(crate) fn add_shared(mut self, service: Arc<dyn Service>) -> GrpcServer {
         let routes = Arc::make_mut(&mut self.routes);
-        for method in service.methods() {
-            let path = format!("/{}/{}", service.name(), method.name);
-            let route = Route {
-                service: service.clone(),
-                method: *method,
-            };
-            routes.insert(path, route);
+        let mut names = vec![(service.name(), false)];
+        if service.name() == FRPC_HEALTH {
+            names.push((GRPC_HEALTH, true));
+        }
+        for (name, grpc_health) in names {
+            for method in service.methods() {
+                let route = Route {
+                    service: service.clone(),
+                    method: *method,
+                    grpc_health,
+                };
+                routes.insert(format!("/{name}/{}", method.name), route);
+            }
         }
         self
     }
@@ -240,6 +255,10 @@ async fn unary(
         None => call.await,
     };
     guard.disarm();
+    let result = match result {
+        Ok(reply) if route.grpc_health => grpc_health_reply(reply),
+        other => other,
+    };
     let metadata = state.take_response().map(|m| response_metadata(&m));
     match result {
         Ok(reply) => {
@@ -257,6 +276,20 @@ async fn unary(
             }
             Err(status)
         }
+    }
+}
+
+/// gRPC's `Check` fails with `NOT_FOUND` for a name nobody reported, where frpc's answers
+/// `SERVICE_UNKNOWN` (see [`crate::health`]).
+fn grpc_health_reply(reply: Bytes) -> Result<Bytes, Status> {
+    use crate::health::{HealthCheckResponse, ServingStatus};
+    let unknown = reply
+        .get(1..)
+        .and_then(|body| <HealthCheckResponse as prost::Message>::decode(body).ok())
+        .is_some_and(|response| response.status == ServingStatus::ServiceUnknown);
+    match unknown {
+        true => Err(Status::with_code(Code::NotFound, "unknown service")),
+        false => Ok(reply),
     }
 }
 
