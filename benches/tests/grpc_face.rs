@@ -239,3 +239,32 @@ async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
     call.abort();
     assert_eq!(events.recv().await.unwrap(), "cancelled");
 }
+
+#[tokio::test]
+async fn server_interceptors_and_layers_check_grpc_calls_too() {
+    let (tx, _events) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .layer(tower::limit::ConcurrencyLimitLayer::new(8))
+        .interceptor(|call: &frpc::CallRequest| match call.metadata().get("x-token") {
+            Some("secret") => Ok(()),
+            _ => Err(frpc::Status::with_code(frpc::Code::Unauthenticated, "no token")),
+        })
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut client = client(addr).await;
+
+    let status = client.benchmark(request("echo:x")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
+    assert_eq!(status.message(), "no token");
+    let mut call = request("echo:x");
+    call.metadata_mut().insert("x-token", "secret".parse().unwrap());
+    assert_eq!(
+        client.benchmark(call).await.unwrap().into_inner().message,
+        "echo:x"
+    );
+}

@@ -38,9 +38,10 @@ use crate::calls::ext::CallState;
 use crate::config::DecodeLimits;
 use crate::context::Context;
 use crate::metadata::Metadata;
+use crate::middleware::{CallRequest, Stack};
 use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
-use crate::types::MethodKind;
+use crate::types::{BoxFuture, MethodKind};
 
 /// tonic's default limit on a received message (4 MiB), kept as ours.
 const DEFAULT_MAX_DECODING: usize = 4 * 1024 * 1024;
@@ -72,6 +73,9 @@ pub struct GrpcServer {
     max_decoding: usize,
     max_encoding: usize,
     limits: DecodeLimits,
+    /// The fRPC server's layers and interceptors ([`crate::Builder::layer`]), when it serves
+    /// this face ([`crate::Builder::grpc`]).
+    stack: Option<Stack>,
 }
 
 impl std::fmt::Debug for GrpcServer {
@@ -96,6 +100,7 @@ impl GrpcServer {
             max_decoding: DEFAULT_MAX_DECODING,
             max_encoding: usize::MAX,
             limits: crate::config::ConnectionConfig::default().decode,
+            stack: None,
         }
     }
 
@@ -123,6 +128,13 @@ impl GrpcServer {
                 routes.insert(format!("/{name}/{}", method.name), route);
             }
         }
+        self
+    }
+
+    /// Runs calls through the fRPC server's layer stack, with its decode limits.
+    pub(crate) fn with_stack(mut self, stack: Option<Stack>, limits: DecodeLimits) -> GrpcServer {
+        self.stack = stack;
+        self.limits = limits;
         self
     }
 
@@ -203,18 +215,74 @@ impl GrpcServer {
         let mut grpc = tonic::server::Grpc::new(BytesCodec)
             .max_decoding_message_size(self.max_decoding)
             .max_encoding_message_size(self.max_encoding);
-        let limits = self.limits;
+        let (limits, stack) = (self.limits, self.stack.clone());
         let handler = tower::service_fn(move |request: tonic::Request<Bytes>| {
-            unary(route.clone(), request, peer, limits, closed.clone())
+            let call = Call {
+                route: route.clone(),
+                stack: stack.clone(),
+                peer,
+                limits,
+                closed: closed.clone(),
+            };
+            call.unary(request)
         });
         grpc.unary(handler, request).await
     }
 }
 
-/// Runs a unary handler on a gRPC request: the context from its metadata and timeout, the
-/// reply or status back with the handler's response metadata.
-async fn unary(
+/// One gRPC call to a routed method.
+struct Call {
     route: Route,
+    stack: Option<Stack>,
+    peer: SocketAddr,
+    limits: DecodeLimits,
+    closed: CancellationToken,
+}
+
+impl Call {
+    /// The handler's future: through the server's layers when it has any (the same path
+    /// fRPC calls take), straight to the service otherwise.
+    fn handler(&self, ctx: Context, body: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+        let (service, method) = (&self.route.service, self.route.method);
+        match &self.stack {
+            Some(stack) => {
+                let request = CallRequest::new(
+                    service.clone(),
+                    method.name,
+                    method.op,
+                    method.kind,
+                    ctx,
+                    body,
+                    None,
+                );
+                let stack = stack.clone();
+                Box::pin(async move { crate::middleware::unary_through(&stack, request).await })
+            }
+            None => service.call_unary(method.op, ctx, body),
+        }
+    }
+
+    /// Runs the handler on a gRPC request: the context from its metadata and timeout, the
+    /// reply or status back with the handler's response metadata.
+    async fn unary(self, request: tonic::Request<Bytes>) -> Result<tonic::Response<Bytes>, tonic::Status> {
+        let handler = |ctx, body| self.handler(ctx, body);
+        unary(
+            handler,
+            &self.route,
+            request,
+            self.peer,
+            self.limits,
+            self.closed.clone(),
+        )
+        .await
+    }
+}
+
+/// Runs `handler` on a gRPC request: the context from its metadata and timeout, the reply or
+/// status back with the handler's response metadata.
+async fn unary(
+    handler: impl FnOnce(Context, Bytes) -> BoxFuture<Result<Bytes, Status>>,
+    route: &Route,
     request: tonic::Request<Bytes>,
     peer: SocketAddr,
     limits: DecodeLimits,
@@ -240,9 +308,7 @@ async fn unary(
     // context that tasks spawned by the handler hold.
     let guard = state.cancel.clone().drop_guard();
     let ctx = Context::grpc(peer, limits, closed, state.clone());
-    let call = route
-        .service
-        .call_unary(route.method.op, ctx, request.into_inner());
+    let call = handler(ctx, request.into_inner());
     let result = match timeout {
         Some(timeout) => match tokio::time::timeout(timeout, call).await {
             Ok(result) => result,

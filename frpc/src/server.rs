@@ -333,7 +333,9 @@ impl Builder {
         #[cfg(feature = "grpc")]
         let grpc = self.grpc.then(|| {
             let max = self.config.connection.max_content_length as usize;
-            let face = crate::grpc::GrpcServer::new().max_decoding_message_size(max);
+            let face = crate::grpc::GrpcServer::new()
+                .max_decoding_message_size(max)
+                .with_stack(stack.clone(), self.config.connection.decode);
             self.services
                 .iter()
                 .fold(face, |face, service| face.add_shared(service.clone()))
