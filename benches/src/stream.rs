@@ -175,11 +175,9 @@ fn runtime(threads: usize) -> tokio::runtime::Runtime {
 
 async fn serve(mode: Mode, messages: u64) -> std::net::SocketAddr {
     let (extensions, connection) = mode.connection(messages);
-    let config = frpc::ServerConfig {
-        extensions,
-        connection,
-        ..Default::default()
-    };
+    let config = frpc::ServerConfig::default()
+        .extensions(extensions)
+        .connection(connection);
     let bound = frpc::Server::builder()
         .config(config)
         .add_service(StreamBenchServer::new(Svc))
@@ -193,11 +191,9 @@ async fn serve(mode: Mode, messages: u64) -> std::net::SocketAddr {
 
 async fn connect(mode: Mode, messages: u64, addr: std::net::SocketAddr) -> StreamBenchClient {
     let (extensions, connection) = mode.connection(messages);
-    let config = frpc::ClientConfig {
-        extensions,
-        connection,
-        ..Default::default()
-    };
+    let config = frpc::ClientConfig::default()
+        .extensions(extensions)
+        .connection(connection);
     let client = frpc::Client::connect_with(addr, config).await.expect("connect");
     assert_eq!(client.negotiated().await, extensions, "the server's answer");
     StreamBenchClient::new(client)

@@ -567,10 +567,7 @@ async fn large(toxiproxy: Arc<Toxiproxy>, mode: Mode, upstream: SocketAddr, toxi
     let proxy = toxiproxy.proxy(&name.replace(['/', ' '], "-"), upstream).await;
     let mut tally = Tally::new(name);
     let mut config = mode.client();
-    config.connection = frpc::ConnectionConfig {
-        framing: mode.framing,
-        ..Default::default()
-    };
+    config.connection = frpc::ConnectionConfig::default().framing(mode.framing);
     config.timeout = Some(LARGE_DEADLINE);
     let channel = Endpoint::from(proxy.listen)
         .client_config(config)

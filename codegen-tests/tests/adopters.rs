@@ -124,7 +124,7 @@ async fn extern_types_in_a_service() {
         .add_service(shop::ShopServer::new(Shop))
         .build()
         .unwrap();
-    let serving = tokio::spawn(async move { server.serve(listener).await });
+    let serving = tokio::spawn(async move { server.serve_listener(listener).await });
     let client = shop::ShopClient::connect(addr).await.unwrap();
     let total = client.buy(order()).await.unwrap();
     assert_eq!(

@@ -201,7 +201,7 @@ async fn shared_numbering_serves_every_file_on_one_server() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = shared_ops::server(true).unwrap();
-    let serving = tokio::spawn(async move { server.serve(listener).await });
+    let serving = tokio::spawn(async move { server.serve_listener(listener).await });
 
     let conn = frpc::Client::connect(addr).await.unwrap();
     let orders = split::OrdersClient::new(conn.clone());

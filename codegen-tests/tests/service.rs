@@ -78,7 +78,7 @@ async fn generated_client_and_server_talk() {
         .add_service(EchoServiceServer::new(Echo))
         .build()
         .unwrap();
-    let serving = tokio::spawn(async move { server.serve(listener).await });
+    let serving = tokio::spawn(async move { server.serve_listener(listener).await });
 
     let client = EchoServiceClient::connect(addr).await.unwrap();
 

@@ -74,11 +74,8 @@ async fn large_bytes_fields_are_slices_of_the_frame_on_both_sides() {
         let addr = listener.local_addr().unwrap();
         let (tx, mut seen) = mpsc::unbounded_channel();
         let server = server(concurrency, tx);
-        let serving = tokio::spawn(async move { server.serve(listener).await });
-        let config = frpc::ClientConfig {
-            protobuf,
-            ..Default::default()
-        };
+        let serving = tokio::spawn(async move { server.serve_listener(listener).await });
+        let config = frpc::ClientConfig::default().protobuf(protobuf);
         let raw = frpc::Client::connect_with(addr, config).await.unwrap();
         assert!(raw.negotiated().await);
         assert_eq!(raw.protobuf_accepted(), protobuf);
@@ -149,7 +146,7 @@ async fn bytes_fields_of_two_frames_are_slices_of_one_read_buffer() {
         stream.write_all(&frames).await.unwrap();
         let (tx, mut seen) = mpsc::unbounded_channel();
         let server = server(Concurrency::Inline, tx);
-        let serving = tokio::spawn(async move { server.serve(listener).await });
+        let serving = tokio::spawn(async move { server.serve_listener(listener).await });
         let first = seen.recv().await.unwrap();
         let second = seen.recv().await.unwrap();
         assert_eq!([first.clone(), second.clone()], pairs);

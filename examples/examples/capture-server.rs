@@ -17,7 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .grpc(args.grpc)
         .build()?;
     tokio::select! {
-        result = server.serve(listener) => result?,
+        result = server.serve_listener(listener) => result?,
         _ = tokio::signal::ctrl_c() => eprintln!("shutting down"),
     }
     Ok(())

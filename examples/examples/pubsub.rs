@@ -14,7 +14,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = broker
         .routes(capture::builder(Framing::Frisbee, Concurrency::PerRpc))
         .build()?;
-    tokio::spawn(async move { server.serve(listener).await });
+    tokio::spawn(async move { server.serve_listener(listener).await });
 
     let subscriber = frpc::Client::connect(addr).await?;
     let mut inbox = subscriber.raw_packets(pubsub::MESSAGE)?;

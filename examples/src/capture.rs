@@ -102,5 +102,5 @@ pub async fn serve(
     framing: Framing,
     concurrency: Concurrency,
 ) -> Result<(), frpc::Error> {
-    server(framing, concurrency).serve(listener).await
+    server(framing, concurrency).serve_listener(listener).await
 }

@@ -68,7 +68,7 @@ pub async fn serve(listener: TcpListener) -> Result<(), frpc::Error> {
     let server = frpc::Server::builder()
         .add_service(pb::GateServer::new(Gate))
         .build()?;
-    server.serve(listener).await
+    server.serve_listener(listener).await
 }
 
 /// Reads exactly `out.len()` bytes, first from `unparsed`, then from `stream`.

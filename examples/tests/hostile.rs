@@ -224,7 +224,7 @@ async fn graceful_shutdown_under_load_answers_or_fails_every_call() {
     let (stop, signal) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(async move {
         server
-            .serve_with_shutdown(listener, async { signal.await.unwrap_or(()) })
+            .serve_listener_with_shutdown(listener, async { signal.await.unwrap_or(()) })
             .await
     });
     let mut workers = Vec::new();

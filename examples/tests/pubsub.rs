@@ -16,7 +16,7 @@ async fn three_subscribers_get_every_message_in_order_while_rpcs_keep_working() 
         .routes(capture::builder(Framing::Frisbee, Concurrency::PerRpc))
         .build()
         .unwrap();
-    tokio::spawn(async move { server.serve(listener).await });
+    tokio::spawn(async move { server.serve_listener(listener).await });
 
     let mut subscribers = Vec::new();
     for _ in 0..3 {
@@ -95,7 +95,7 @@ async fn closed_subscribers_are_forgotten() {
     let addr = listener.local_addr().unwrap();
     let broker = Broker::default();
     let server = broker.routes(frpc::Server::builder()).build().unwrap();
-    tokio::spawn(async move { server.serve(listener).await });
+    tokio::spawn(async move { server.serve_listener(listener).await });
     let client = Client::connect(addr).await.unwrap();
     let mut acks = client.raw_packets(pubsub::SUBSCRIBE).unwrap();
     client

@@ -80,7 +80,7 @@ async fn go_client_bytes_get_go_server_bytes_back() {
                 .add_service(pb::EchoServiceServer::new(capture::CaptureService))
                 .build()
                 .unwrap();
-            tokio::spawn(async move { server.serve(listener).await });
+            tokio::spawn(async move { server.serve_listener(listener).await });
             let stream = TcpStream::connect(addr).await.unwrap();
             let mut framed = Framed::new(stream, PacketCodec::new(framing));
             let mut last_eof: Option<Vec<u8>> = None;
@@ -118,8 +118,8 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     let mut framed = Framed::new(stream, PacketCodec::new(framing));
     if offer {
         let got = next_packet(&mut framed, "offer").await;
-        // Every extension of docs/extensions.md, protobuf (0x10) included.
-        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 0, 0x7f][..]);
+        // Every extension of docs/extensions.md, protobuf (0x10), byte windows (0x80) and reflection (0x100) included.
+        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 1, 0xff][..]);
         assert_eq!(
             hex::encode(wire_bytes(framing, &got)),
             hex::encode(wire_bytes(framing, &offer)),

@@ -265,7 +265,7 @@ impl Builder {
     /// Generates every package's code from a descriptor set, without writing anything.
     pub fn generate_fds(&self, fds: FileDescriptorSet) -> Result<Vec<GeneratedFile>, Error> {
         let extern_paths = ExternPaths::new(&self.extern_paths).map_err(Error::Config)?;
-        let packages = parse::parse(
+        let mut packages = parse::parse(
             &fds,
             &Options {
                 bytes: self.bytes.clone(),
@@ -273,6 +273,9 @@ impl Builder {
                 numbering: self.operation_numbering,
             },
         )?;
+        for package in &mut packages {
+            package.file_descriptor_set = package_descriptor_set(&fds, &package.name).encode_to_vec();
+        }
         let generator = self.generator()?;
         let names: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
         for package in &packages {
@@ -376,6 +379,36 @@ impl Builder {
 
 fn push(list: &mut Vec<(String, String)>, path: impl AsRef<str>, value: impl AsRef<str>) {
     list.push((path.as_ref().to_string(), value.as_ref().to_string()));
+}
+
+/// The files of `package` and every file they import, transitively, in `fds`'s order (which
+/// lists a file's imports before it), without source info: what a reflection client needs to
+/// resolve every type the package's services use.
+fn package_descriptor_set(fds: &FileDescriptorSet, package: &str) -> FileDescriptorSet {
+    let mut wanted: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut pending: Vec<&str> = fds
+        .file
+        .iter()
+        .filter(|f| f.package() == package)
+        .map(|f| f.name())
+        .collect();
+    while let Some(name) = pending.pop() {
+        if wanted.insert(name)
+            && let Some(file) = fds.file.iter().find(|f| f.name() == name)
+        {
+            pending.extend(file.dependency.iter().map(String::as_str));
+        }
+    }
+    let file = fds
+        .file
+        .iter()
+        .filter(|f| wanted.contains(f.name()))
+        .map(|f| prost_types::FileDescriptorProto {
+            source_code_info: None,
+            ..f.clone()
+        })
+        .collect();
+    FileDescriptorSet { file }
 }
 
 fn parse_protos(

@@ -20,6 +20,11 @@ pub struct Package {
     /// Every service of the package, with operation numbers assigned (per file by default, see
     /// [`OperationNumbering`]).
     pub services: Vec<Service>,
+    /// An encoded `google.protobuf.FileDescriptorSet` of the package's .proto files and every
+    /// file they import (source info stripped), emitted as the module's
+    /// `FILE_DESCRIPTOR_SET` for reflection; empty when there are no descriptors (Rust-first
+    /// services), and then nothing is emitted.
+    pub file_descriptor_set: Vec<u8>,
 }
 
 /// A message and its fields.

@@ -148,7 +148,7 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
 /// let addr = listener.local_addr()?;
 /// let server = frpc::Server::builder().add_service(GreeterServer::new(Impl)).build()?;
-/// tokio::spawn(async move { server.serve(listener).await });
+/// tokio::spawn(async move { server.serve_listener(listener).await });
 /// let client = GreeterClient::connect(addr).await?;
 /// let reply = client.say_hello(Hello { name: "frpc".into() }).await?;
 /// assert_eq!(reply.name, "hello frpc");

@@ -79,7 +79,7 @@ async fn serve(server: frpc::Server) -> (std::net::SocketAddr, tokio::task::Join
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let serving = tokio::spawn(async move {
-        let _ = server.serve(listener).await;
+        let _ = server.serve_listener(listener).await;
     });
     (addr, serving)
 }

@@ -326,6 +326,36 @@ impl Client {
         self.handle.calls.negotiation().accepted() != 0
     }
 
+    /// The file descriptors of every service the server serves, through the reflection
+    /// extension (`docs/extensions.md` §13): an encoded `google.protobuf.FileDescriptorSet`, in
+    /// which a file may repeat (keep the first of a name). `Ok(None)` when the server does not
+    /// reflect (a Go fRPC server, extensions off on either side). Waits for negotiation first;
+    /// bounded by the handle's timeout when it has one.
+    pub async fn reflect(&self) -> Result<Option<Bytes>, Error> {
+        let ask = async {
+            if !self.negotiated().await
+                || self.handle.calls.negotiation().accepted() & ext::EXT_REFLECTION == 0
+            {
+                return Ok(None);
+            }
+            let answer = self.handle.calls.expect_reflection();
+            self.handle
+                .conn
+                .send(frpc_wire::Packet::new(ext::REFLECT, ext::OP, Bytes::new()))
+                .await?;
+            match answer.await {
+                Ok(set) => Ok(Some(set)),
+                Err(_) => Err(self.closed_error()),
+            }
+        };
+        match self.timeout {
+            Some(limit) => tokio::time::timeout(limit, ask)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+            None => ask.await,
+        }
+    }
+
     /// Whether the server accepted the protobuf extension: calls and streams started from now
     /// on whose message types have a protobuf encoding (frpc-codegen's) travel in protobuf
     /// (`docs/extensions.md` §10). `false` while the answer is pending, and for Go servers.
@@ -432,7 +462,13 @@ impl Client {
         }
     }
 
-    /// A handle to the same connection whose calls time out after `timeout`.
+    /// A handle to the same connection whose calls time out after `timeout`: a unary call's
+    /// whole exchange, and a stream's whole life from its opening (every receive and send fails
+    /// with [`Error::Timeout`] once it has passed, and the server is told). frpc servers see it
+    /// as the call's [`Context::deadline`](crate::Context::deadline) and drop the handler there.
+    /// For a limit on each wait of a long-lived stream instead, see
+    /// [`ClientConfig::stream_idle_timeout`](crate::ClientConfig::stream_idle_timeout). A zero
+    /// timeout is refused: calls made with it fail with [`Error::Config`].
     pub fn with_timeout(&self, timeout: Duration) -> Client {
         Client {
             timeout: Some(timeout),
@@ -486,9 +522,12 @@ impl Client {
         &self,
         op: u16,
     ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
+        let timeout = self.call_timeout()?;
         let client = ClientSide {
             keep_alive: Some(self.handle.clone()),
             idle: self.stream_idle_timeout,
+            // The call's timeout bounds the whole stream, from its opening on.
+            deadline: timeout.map(|limit| (tokio::time::Instant::now() + limit, limit)),
         };
         let (conn, calls) = (&self.handle.conn, &self.handle.calls);
         calls.resolve(conn).await?;
@@ -503,13 +542,25 @@ impl Client {
             true => bits,
             false => bits & !ext::EXT_PROTOBUF,
         };
-        let header = metadata
-            .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
-            .map(|metadata| ext::Header {
-                metadata: Some(metadata.clone()),
-                ..ext::Header::default()
-            });
+        // The server learns the deadline (its `ctx.deadline()`, and the handler is dropped at
+        // it) with the deadline extension, as a unary call's.
+        let header = ext::Header {
+            timeout: timeout.filter(|_| bits & ext::EXT_DEADLINE != 0),
+            metadata: metadata
+                .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
+                .cloned(),
+            ..ext::Header::default()
+        };
+        let header = (!header.is_empty()).then_some(header);
         stream::open(conn, calls.streams(), op, client, bits, header).await
+    }
+
+    /// This handle's call timeout; a zero one is refused, as `ClientConfig::timeout` is.
+    fn call_timeout(&self) -> Result<Option<Duration>, Error> {
+        match self.timeout {
+            Some(limit) if limit.is_zero() => Err(zero_timeout()),
+            timeout => Ok(timeout),
+        }
     }
 
     /// Runs `work` (opening a stream, say) within this handle's call timeout, if any.
@@ -517,7 +568,7 @@ impl Client {
         &self,
         work: impl std::future::Future<Output = Result<T, Error>>,
     ) -> Result<T, Error> {
-        match self.timeout {
+        match self.call_timeout()? {
             None => work.await,
             Some(limit) => tokio::time::timeout(limit, work)
                 .await
@@ -582,7 +633,7 @@ impl Client {
     pub(crate) async fn unary(&self, op: u16, content: Bytes) -> Result<UnaryReply, Error> {
         let handle = &self.handle;
         let options = CallOptions {
-            timeout: self.timeout,
+            timeout: self.call_timeout()?,
             metadata: self.metadata.as_deref(),
             strict: self.strict_metadata,
         };
@@ -607,4 +658,10 @@ pub enum Negotiated {
     /// The connection closed before the server answered anything: it never worked. The
     /// reason is why it closed.
     Closed(CloseReason),
+}
+
+/// The error for a call made with a zero timeout (`with_timeout(Duration::ZERO)`): refused like
+/// a zero `ClientConfig::timeout`, instead of failing every call at once as timed out.
+fn zero_timeout() -> Error {
+    Error::Config("the call timeout is zero; it must be above zero".into())
 }

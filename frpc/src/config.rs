@@ -11,6 +11,67 @@ const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The largest `stream_window` accepted: a stream buffers its whole window.
 const MAX_STREAM_WINDOW: u32 = 1 << 20;
 
+/// One builder-style setter per field: `fn field(self, value) -> Self`; optional fields take
+/// `impl Into<Option<T>>` (a value or `None`).
+macro_rules! setters {
+    ($config:ty { $($field:ident: $ty:ty),* $(,)? }) => {
+        impl $config {
+            $(
+                #[doc = concat!("Sets [`", stringify!($field), "`](#structfield.", stringify!($field),
+                    ") (its default is in the field's documentation).")]
+                #[must_use]
+                pub fn $field(mut self, $field: $ty) -> Self {
+                    self.$field = $field.into();
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters!(ConnectionConfig {
+    framing: Framing,
+    max_content_length: u32,
+    ping_interval: Duration,
+    idle_timeout: Duration,
+    nodelay: bool,
+    write_queue: usize,
+    stream_buffer: usize,
+    stream_window: u32,
+    stream_window_bytes: u32,
+    max_buffered_bytes: usize,
+    max_streams: usize,
+    max_metadata_size: usize,
+    decode: DecodeLimits,
+});
+
+setters!(DecodeLimits {
+    max_depth: u32,
+    memory_factor: usize,
+});
+
+setters!(ClientConfig {
+    connection: ConnectionConfig,
+    timeout: impl Into<Option<Duration>>,
+    connect_timeout: Duration,
+    stream_idle_timeout: impl Into<Option<Duration>>,
+    extensions: bool,
+    protobuf: bool,
+    strict_metadata: bool,
+});
+
+setters!(ServerConfig {
+    connection: ConnectionConfig,
+    concurrency: Concurrency,
+    max_connections: usize,
+    max_inflight_per_connection: usize,
+    max_open_streams: usize,
+    max_buffered_stream_bytes: usize,
+    extensions: bool,
+    protobuf: bool,
+    shutdown_grace: Duration,
+});
+
 /// Settings of one connection, shared by clients and servers.
 ///
 /// **Validity.** [`crate::Server::builder`]'s `build()` and every `Client::connect*` refuse a
@@ -24,6 +85,7 @@ const MAX_STREAM_WINDOW: u32 = 1 << 20;
 /// `idle_timeout` below `ping_interval` is therefore allowed: it means "one silent interval"
 /// (tests use a very long `ping_interval` to keep heartbeats out of the way).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ConnectionConfig {
     /// Header layout. Default: [`Framing::Frisbee`] (frisbee-go ≥ v0.11, 10-byte header).
     pub framing: Framing,
@@ -45,10 +107,25 @@ pub struct ConnectionConfig {
     /// messages ahead of what this side's consumer has read, and its `send` waits for more
     /// credit, which is given back every half window read. Such a stream buffers its whole
     /// window, so it never overflows: its memory is bounded by `stream_window` ×
-    /// `max_content_length`. In messages rather than bytes: a message is the unit a consumer
-    /// reads and a sender waits for. Default: 1024 (the `stream_buffer` default, so a stream
+    /// `max_content_length`, and, with windows in bytes too (`stream_window_bytes`), by that
+    /// plus one message. Default: 1024 (the `stream_buffer` default, so a stream
     /// may hold as much as without flow control). At least 1, at most 1,048,576.
     pub stream_window: u32,
+    /// The receive window of each flow-controlled stream in bytes, beside `stream_window` in
+    /// messages, between frpc peers that negotiated flow control in bytes (`docs/extensions.md`
+    /// §9): the peer sends while its byte credit is above zero, so a stream buffers at most
+    /// this plus one message. A message larger than the window still passes, alone. Like
+    /// HTTP/2's stream window, given back every half window read. Default: 1,048,576 (1 MiB,
+    /// hyper's HTTP/2 default; h2's protocol default is 64 KiB). At least 1.
+    pub stream_window_bytes: u32,
+    /// Bytes of inbound stream messages one connection may hold buffered (read from the socket,
+    /// not yet taken by their consumers), over all its streams, with peers whose streams have
+    /// no windows in bytes (plain fRPC peers such as Go's, frpc peers from before byte windows;
+    /// with byte windows each stream holds at most `stream_window_bytes` and one message).
+    /// When they reach it, the connection is not read until consumers catch up: TCP's own window
+    /// then holds the peer back, and nothing is lost. A message larger than the budget takes
+    /// all of it. Default: 16,777,216 (16 MiB: sixteen full byte windows). At least 1.
+    pub max_buffered_bytes: usize,
     /// Streams open at once on one connection; more are refused. Default: 4096.
     pub max_streams: usize,
     /// The largest metadata block (the METADATA field of an extension header, keys, values and
@@ -70,6 +147,7 @@ pub struct ConnectionConfig {
 /// memory. A message that needs more fails to decode: a server answers the call (or stream)
 /// with INVALID_ARGUMENT, a client's call fails with the decode error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DecodeLimits {
     /// How deep messages may nest (a top-level message is depth 1). Default: 100 (protobuf's
     /// usual limit). Raise it to serve or call a Go peer that nests deeper; each level costs
@@ -111,6 +189,8 @@ impl Default for ConnectionConfig {
             write_queue: 1024,
             stream_buffer: 1024,
             stream_window: 1024,
+            stream_window_bytes: 1 << 20,
+            max_buffered_bytes: 16 << 20,
             max_streams: 4096,
             max_metadata_size: 8 * 1024,
             decode: DecodeLimits::default(),
@@ -143,6 +223,11 @@ impl ConnectionConfig {
                 self.stream_window
             ));
         }
+        at_least_one(
+            "connection.stream_window_bytes",
+            self.stream_window_bytes as usize,
+        )?;
+        at_least_one("connection.max_buffered_bytes", self.max_buffered_bytes)?;
         at_least_one("connection.max_metadata_size", self.max_metadata_size)?;
         at_least_one("connection.decode.max_depth", self.decode.max_depth as usize)?;
         at_least_one("connection.decode.memory_factor", self.decode.memory_factor)?;
@@ -170,13 +255,16 @@ fn at_least_one(field: &str, value: usize) -> Result<(), String> {
 /// `connect_timeout` or `stream_idle_timeout`, a `stream_idle_timeout` over a year, and an
 /// invalid [`ConnectionConfig`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// The connection's settings. Default: [`ConnectionConfig::default`].
     pub connection: ConnectionConfig,
-    /// Timeout of every unary call that sets none, covering the whole call: waiting for room in
-    /// the write queue, sending, and the reply; and of opening a stream (with an frpc server,
-    /// until it acknowledged the stream; a server-streaming call's request included). Default:
-    /// `None` (wait until the reply or the connection closes, like Go).
+    /// The deadline of every call that sets none (`with_timeout`), for every kind of call: a
+    /// unary call's whole exchange (waiting for room in the write queue, sending, the reply),
+    /// and a stream's whole life from its opening (with an frpc server, also its
+    /// `ctx.deadline()`). Long-lived streams (watches) want `None` here and a
+    /// `stream_idle_timeout` instead. Default: `None` (wait until the reply or the connection
+    /// closes, like Go).
     pub timeout: Option<Duration>,
     /// How long `Client::connect*` may spend resolving and connecting before failing with
     /// [`crate::Error::Connect`] (kind `TimedOut`); `connect_tls` then allows the TLS handshake
@@ -253,10 +341,30 @@ pub enum Concurrency {
 
 /// Settings of a [`crate::Server`].
 ///
+/// The config structs (this one, [`ClientConfig`], [`ConnectionConfig`], [`DecodeLimits`]) are
+/// `#[non_exhaustive]`, so a release can add settings without breaking anyone:
+/// start from `default()` and chain setters named after the fields (or assign the public
+/// fields of a `let mut` binding); struct literals do not compile outside frpc.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let config = frpc::ServerConfig::default()
+///     .max_connections(1_000)
+///     .shutdown_grace(Duration::from_secs(2))
+///     .connection(frpc::ConnectionConfig::default().framing(frpc::Framing::Legacy));
+/// assert_eq!(config.max_connections, 1_000);
+///
+/// let mut client = frpc::ClientConfig::default().timeout(Duration::from_secs(1));
+/// client.connection.stream_window = 64; // fields stay public
+/// assert_eq!(client.timeout, Some(Duration::from_secs(1)));
+/// ```
+///
 /// **Validity.** `build()` refuses with [`crate::Error::Config`] `max_connections`,
 /// `max_inflight_per_connection` or [`Concurrency::Limited`] at 0, and an invalid
 /// [`ConnectionConfig`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Each connection's settings. Default: [`ConnectionConfig::default`].
     pub connection: ConnectionConfig,
@@ -270,9 +378,12 @@ pub struct ServerConfig {
     /// Streams open at once across every connection of the server (each connection also has
     /// its own `connection.max_streams`); a stream opened beyond it is refused with
     /// RESOURCE_EXHAUSTED (Go clients get its text) and the client may
-    /// retry later. With flow control (frpc peers) a stream buffers at most
-    /// `connection.stream_window` messages; in bytes, inbound stream data is bounded across the
-    /// server by `max_buffered_stream_bytes`. Default: 16,384. At least 1.
+    /// retry later. An open stream costs about 8 KiB before any message (its handler's task
+    /// and future, its inbound buffer and state: measured by the `flow_budgets` test), so the
+    /// default bounds that to about 64 MiB. With flow control (frpc peers) a stream buffers at
+    /// most `connection.stream_window` messages and `connection.stream_window_bytes` bytes
+    /// (plus one message); in bytes, inbound stream data is bounded across the server by
+    /// `max_buffered_stream_bytes`. Default: 8,192. At least 1.
     pub max_open_streams: usize,
     /// Bytes of inbound stream messages buffered at once across every connection of the server
     /// (messages received and not yet read by their handlers). While it is full the server
@@ -308,7 +419,7 @@ impl Default for ServerConfig {
             concurrency: Concurrency::PerRpc,
             max_connections: 10_000,
             max_inflight_per_connection: 4096,
-            max_open_streams: 16_384,
+            max_open_streams: 8_192,
             max_buffered_stream_bytes: 64 << 20,
             extensions: true,
             protobuf: true,

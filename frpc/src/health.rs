@@ -47,13 +47,13 @@
 //!     assert_eq!(client.check("").await?, ServingStatus::Serving);
 //!     assert_eq!(client.check("demo.Greeter").await?, ServingStatus::ServiceUnknown);
 //!     let mut watch = client.watch("demo.Greeter").await?;
-//!     assert_eq!(watch.message().await?.unwrap().status, ServingStatus::ServiceUnknown);
+//!     assert_eq!(watch.message().await?.unwrap(), ServingStatus::ServiceUnknown);
 //!
 //!     reporter.set_serving("demo.Greeter");
 //!     assert_eq!(client.check("demo.Greeter").await?, ServingStatus::Serving);
-//!     assert_eq!(watch.message().await?.unwrap().status, ServingStatus::Serving);
+//!     assert_eq!(watch.message().await?.unwrap(), ServingStatus::Serving);
 //!     reporter.set_not_serving("demo.Greeter");
-//!     assert_eq!(watch.message().await?.unwrap().status, ServingStatus::NotServing);
+//!     assert_eq!(watch.message().await?.unwrap(), ServingStatus::NotServing);
 //!     Ok(())
 //! }
 //! ```
@@ -71,7 +71,7 @@ use crate::calls::stream::{ServerStream, StreamSender, Streaming};
 use crate::client::Client;
 use crate::codegen;
 use crate::context::Context;
-use crate::service::{MethodDesc, Service};
+use crate::service::{MethodDesc, NamedService, Service};
 use crate::status::{Error, Status};
 use crate::types::{BoxFuture, MethodKind};
 
@@ -318,6 +318,23 @@ impl HealthReporter {
         self.statuses.get(service)
     }
 
+    /// Reports the service `S` (a generated `FooServer<T>`, named by its type) as `SERVING`:
+    /// `reporter.set_serving_of::<EchoServer<MyEcho>>()`. The name comes from the .proto (or
+    /// the `#[frpc::service]` trait), so a misspelt service does not compile.
+    pub fn set_serving_of<S: NamedService>(&self) {
+        self.set_status(S::NAME, ServingStatus::Serving);
+    }
+
+    /// Reports the service `S` as `NOT_SERVING`.
+    pub fn set_not_serving_of<S: NamedService>(&self) {
+        self.set_status(S::NAME, ServingStatus::NotServing);
+    }
+
+    /// Reports the service `S`'s status.
+    pub fn set_status_of<S: NamedService>(&self, status: ServingStatus) {
+        self.set_status(S::NAME, status);
+    }
+
     /// Reports every service, the whole server included, as `NOT_SERVING` (before a graceful
     /// shutdown, so balancers move away first), as grpc-go's `Shutdown`. Statuses set later
     /// still apply.
@@ -471,11 +488,52 @@ impl<T: Caller> HealthClient<T> {
     }
 
     /// Watches `service`: its status now, then each change, until the stream is dropped or
-    /// the server shuts down (the stream ends).
-    pub async fn watch(&self, service: &str) -> Result<Streaming<HealthCheckResponse>, Error> {
+    /// the server shuts down (the stream ends). Each item is a [`ServingStatus`], as
+    /// [`check`](Self::check) returns.
+    pub async fn watch(&self, service: &str) -> Result<HealthWatch, Error> {
         let request = HealthCheckRequest {
             service: service.to_owned(),
         };
-        codegen::call_server_streaming(&self.client, WATCH_OP, &request).await
+        let stream = codegen::call_server_streaming(&self.client, WATCH_OP, &request).await?;
+        Ok(HealthWatch { stream })
+    }
+
+    /// [`check`](Self::check) of the service `S`, named by its type.
+    pub async fn check_of<S: NamedService>(&self) -> Result<ServingStatus, Error> {
+        self.check(S::NAME).await
+    }
+
+    /// [`watch`](Self::watch) of the service `S`, named by its type.
+    pub async fn watch_of<S: NamedService>(&self) -> Result<HealthWatch, Error> {
+        self.watch(S::NAME).await
+    }
+}
+
+/// A health `Watch` stream ([`HealthClient::watch`]): the service's status now, then each
+/// change. Read with [`message`](Self::message) or as a `futures::Stream`.
+#[derive(Debug)]
+pub struct HealthWatch {
+    stream: Streaming<HealthCheckResponse>,
+}
+
+impl HealthWatch {
+    /// The next status; `Ok(None)` once the server has ended the watch (it shuts down).
+    /// Cancel-safe, as [`Streaming::message`].
+    pub async fn message(&mut self) -> Result<Option<ServingStatus>, Error> {
+        Ok(self.stream.message().await?.map(|response| response.status))
+    }
+}
+
+impl futures_core::Stream for HealthWatch {
+    type Item = Result<ServingStatus, Error>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let stream = std::pin::Pin::new(&mut self.get_mut().stream);
+        stream
+            .poll_next(cx)
+            .map(|item| item.map(|result| result.map(|response| response.status)))
     }
 }

@@ -187,4 +187,8 @@ impl Service for LayeredService {
     fn protobuf(&self) -> bool {
         self.inner.protobuf()
     }
+
+    fn file_descriptor_set(&self) -> &'static [u8] {
+        self.inner.file_descriptor_set()
+    }
 }

@@ -15,7 +15,7 @@
 //!   [`Channel::balance_channel`], [`discover`] by DNS), with client layers and
 //!   [`retry::Idempotent`]; generated clients take either (`FooClient::new(channel)`).
 //! - Streams: [`Streaming`] in, [`StreamSender`] out, [`ClientStreamingCall`] and [`BidiCall`]
-//!   on the client.
+//!   on the client, each splitting into a [`RequestSender`] and its receiving half.
 //! - Heartbeats like Go's (PING every 500 ms, a silent peer dropped after 5 s).
 //! - Extensions beyond fRPC between frpc peers, negotiated per connection and invisible to Go
 //!   peers (`docs/extensions.md`): cancellation ([`Context::cancelled`] fires and the handler is
@@ -115,7 +115,9 @@ pub mod tls;
 
 pub use caller::Caller;
 pub use calls::raw::{PacketSender, RawPackets};
-pub use calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
+pub use calls::stream::{
+    BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender, StreamSender, Streaming,
+};
 pub use channel::{Channel, Endpoint};
 pub use client::{Client, Negotiated};
 pub use config::{ClientConfig, Concurrency, ConnectionConfig, DecodeLimits, ServerConfig};
@@ -126,6 +128,7 @@ pub use layered::LayeredService;
 pub use metadata::{Metadata, MetadataSlot};
 pub use middleware::{CallRequest, CallResponse};
 pub use server::{Bound, Builder, Server};
+pub use service::NamedService;
 pub use status::{CloseReason, Code, Error, Status};
 pub use transport::handback::TakeConnection;
 pub use types::MethodKind;

@@ -79,12 +79,38 @@ pub struct Builder {
     layers: Vec<ServerLayerFn>,
     /// Whether server-wide interceptors also check calls to the health service.
     intercept_health: bool,
+    /// The base configuration ([`Builder::config`]).
     config: ServerConfig,
+    /// The builder's own settings, applied over the base whatever the order of the calls.
+    overrides: Overrides,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
     /// Whether the listener also speaks gRPC ([`Builder::grpc`]).
     #[cfg(feature = "grpc")]
     grpc: bool,
+}
+
+/// The settings [`Builder`] sets itself, kept apart from its base configuration so that
+/// `Builder::config` does not drop them.
+#[derive(Debug, Default)]
+struct Overrides {
+    concurrency: Option<Concurrency>,
+    framing: Option<Framing>,
+    shutdown_grace: Option<Duration>,
+}
+
+impl Overrides {
+    fn apply(&self, config: &mut ServerConfig) {
+        if let Some(concurrency) = self.concurrency {
+            config.concurrency = concurrency;
+        }
+        if let Some(framing) = self.framing {
+            config.connection.framing = framing;
+        }
+        if let Some(grace) = self.shutdown_grace {
+            config.shutdown_grace = grace;
+        }
+    }
 }
 
 impl fmt::Debug for Builder {
@@ -249,26 +275,32 @@ impl Builder {
         self
     }
 
-    /// Sets how handlers are scheduled. Default: [`Concurrency::PerRpc`].
+    /// Sets how handlers are scheduled. Default: [`Concurrency::PerRpc`]. Applies over
+    /// [`config`](Self::config), whichever comes first.
     pub fn concurrency(mut self, concurrency: Concurrency) -> Builder {
-        self.config.concurrency = concurrency;
+        self.overrides.concurrency = Some(concurrency);
         self
     }
 
-    /// Sets the framing. Default: [`Framing::Frisbee`].
+    /// Sets the framing. Default: [`Framing::Frisbee`]. Applies over
+    /// [`config`](Self::config), whichever comes first.
     pub fn framing(mut self, framing: Framing) -> Builder {
-        self.config.connection.framing = framing;
+        self.overrides.framing = Some(framing);
         self
     }
 
     /// Sets how long a shutdown waits for running calls before it cancels them and closes
-    /// the connections ([`ServerConfig::shutdown_grace`]). Default: 5 s.
+    /// the connections ([`ServerConfig::shutdown_grace`]). Default: 5 s. Applies over
+    /// [`config`](Self::config), whichever comes first.
     pub fn shutdown_grace(mut self, grace: Duration) -> Builder {
-        self.config.shutdown_grace = grace;
+        self.overrides.shutdown_grace = Some(grace);
         self
     }
 
-    /// Replaces the whole configuration.
+    /// Sets the base configuration: everything the builder's own setters
+    /// ([`concurrency`](Self::concurrency), [`framing`](Self::framing),
+    /// [`shutdown_grace`](Self::shutdown_grace)) do not set. Those apply over it whether they
+    /// come before or after, so `.concurrency(Inline).config(cfg)` keeps `Inline`.
     pub fn config(mut self, config: ServerConfig) -> Builder {
         self.config = config;
         self
@@ -282,7 +314,8 @@ impl Builder {
     ///
     /// An invalid configuration (see [`ServerConfig`] and [`crate::ConnectionConfig`]) is
     /// refused here with [`Error::Config`] naming the field.
-    pub fn build(self) -> Result<Server, Error> {
+    pub fn build(mut self) -> Result<Server, Error> {
+        self.overrides.apply(&mut self.config);
         self.config.check().map_err(Error::Config)?;
         let mut routes: IdMap<u16, Route> = IdMap::default();
         let mut claim = |op: u16, route: Route, what: String| -> Result<(), Error> {
@@ -340,6 +373,7 @@ impl Builder {
                 .iter()
                 .fold(face, |face, service| face.add_shared(service.clone()))
         });
+        let reflection = reflection(&self.services);
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
@@ -350,7 +384,7 @@ impl Builder {
                 #[cfg(feature = "grpc")]
                 grpc,
                 routes,
-                limits: Arc::new(Limits::new(&self.config, protobuf)),
+                limits: Arc::new(Limits::new(&self.config, protobuf).with_reflection(reflection)),
                 config: self.config,
                 connections: AtomicUsize::new(0),
             }),
@@ -359,9 +393,29 @@ impl Builder {
 
     /// Builds, binds `addr` and serves until an error. A failed bind is [`Error::Bind`],
     /// naming the address.
+    ///
+    /// The ways to serve, all named the same: `serve` runs until an error, `serve_with_shutdown`
+    /// until a signal and then shuts down gracefully; each takes what its receiver still
+    /// lacks: here the address, on a [`Bound`] (see [`bind`](Self::bind): it knows its port
+    /// first) nothing, on a built [`Server`] the listener
+    /// ([`Server::serve_listener`], and `serve_unix`, `serve_io`).
     pub async fn serve(self, addr: impl ToSocketAddrs) -> Result<(), Error> {
         let server = self.build()?;
-        server.serve(crate::transport::net::bind(addr).await?).await
+        server
+            .serve_listener(crate::transport::net::bind(addr).await?)
+            .await
+    }
+
+    /// Builds, binds `addr` and serves until `signal` resolves, then shuts down gracefully
+    /// ([`Server::serve_listener_with_shutdown`]).
+    pub async fn serve_with_shutdown(
+        self,
+        addr: impl ToSocketAddrs,
+        signal: impl Future<Output = ()>,
+    ) -> Result<(), Error> {
+        let server = self.build()?;
+        let listener = crate::transport::net::bind(addr).await?;
+        server.serve_listener_with_shutdown(listener, signal).await
     }
 
     /// Builds and binds `addr` without serving yet: the returned [`Bound`] knows its
@@ -409,11 +463,11 @@ impl Bound {
     /// Serves until an accept error that is not transient, as [`Server::serve`]. The future is
     /// `Send + 'static`: `tokio::spawn(bound.serve())`.
     pub async fn serve(self) -> Result<(), Error> {
-        self.server.serve(self.listener).await
+        self.server.serve_listener(self.listener).await
     }
 
     /// Serves until `signal` resolves, then shuts down gracefully, as
-    /// [`Server::serve_with_shutdown`].
+    /// [`Server::serve_listener_with_shutdown`].
     ///
     /// ```
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -428,7 +482,9 @@ impl Bound {
     /// # tokio::runtime::Runtime::new().unwrap().block_on(demo()).unwrap();
     /// ```
     pub async fn serve_with_shutdown(self, signal: impl Future<Output = ()>) -> Result<(), Error> {
-        self.server.serve_with_shutdown(self.listener, signal).await
+        self.server
+            .serve_listener_with_shutdown(self.listener, signal)
+            .await
     }
 
     /// Splits into the server and its listener, to serve them some other way.
@@ -533,6 +589,7 @@ impl Server {
             layers: Vec::new(),
             intercept_health: false,
             config: ServerConfig::default(),
+            overrides: Overrides::default(),
             #[cfg(feature = "tls")]
             tls: None,
             #[cfg(feature = "grpc")]
@@ -551,6 +608,11 @@ impl Server {
         })
     }
 
+    /// The configuration it serves with (the builder's settings applied over its base).
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
     /// Number of connections being served.
     pub fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::Relaxed)
@@ -561,16 +623,18 @@ impl Server {
         self.shared.limits.open_streams.load(Ordering::Relaxed)
     }
 
-    /// Serves connections from `listener` until an accept error that is not transient.
-    pub async fn serve(&self, listener: TcpListener) -> Result<(), Error> {
-        self.serve_with_shutdown(listener, std::future::pending()).await
+    /// Serves connections from `listener` (one you bound yourself) until an accept error that
+    /// is not transient.
+    pub async fn serve_listener(&self, listener: TcpListener) -> Result<(), Error> {
+        self.serve_listener_with_shutdown(listener, std::future::pending())
+            .await
     }
 
     /// Serves until `signal` resolves, then shuts down gracefully: stops accepting, handles the
     /// requests already received, lets running calls finish and their replies flush for up to
     /// [`ServerConfig::shutdown_grace`] (streams' sends fail with [`Error::ShuttingDown`] from
     /// the start), then fires handlers' [`Context::cancelled`] and closes every connection.
-    pub async fn serve_with_shutdown(
+    pub async fn serve_listener_with_shutdown(
         &self,
         listener: TcpListener,
         signal: impl Future<Output = ()>,
@@ -617,7 +681,7 @@ impl Server {
     }
 
     /// [`Server::serve_unix`] until `signal` resolves, then shuts down gracefully as
-    /// [`Server::serve_with_shutdown`] does.
+    /// [`Server::serve_listener_with_shutdown`] does.
     #[cfg(unix)]
     pub async fn serve_unix_with_shutdown(
         &self,
@@ -983,4 +1047,17 @@ fn is_health(service: &str) -> bool {
         let _ = service;
         false
     };
+}
+
+/// What the server answers a reflection request with (docs/extensions.md §13): the distinct
+/// descriptor sets of its services, concatenated, which is itself an encoded
+/// `FileDescriptorSet` (protobuf appends repeated fields); services of one package share a set.
+fn reflection(services: &[Arc<dyn crate::service::Service>]) -> Bytes {
+    let mut sets: Vec<&'static [u8]> = Vec::new();
+    for set in services.iter().map(|s| s.file_descriptor_set()) {
+        if !set.is_empty() && !sets.contains(&set) {
+            sets.push(set);
+        }
+    }
+    Bytes::from(sets.concat())
 }

@@ -19,6 +19,15 @@ pub struct MethodDesc {
     pub kind: MethodKind,
 }
 
+/// A service's full proto name (`package.Service`), known from its type: implemented by every
+/// generated `FooServer<T>`, so health reporting names a service by type
+/// ([`HealthReporter::set_serving_of`](crate::health::HealthReporter::set_serving_of)) and a
+/// typo cannot go unnoticed. Like tonic's `NamedService`.
+pub trait NamedService {
+    /// The full name, as a client's health check asks for it.
+    const NAME: &'static str;
+}
+
 /// Implemented by generated `FooServer<T>` types.
 pub trait Service: Send + Sync + 'static {
     /// The full proto name (`package.Service`).
@@ -35,5 +44,12 @@ pub trait Service: Send + Sync + 'static {
     /// that reads only polyglot (a Rust-first service's).
     fn protobuf(&self) -> bool {
         false
+    }
+    /// The encoded `google.protobuf.FileDescriptorSet` describing this service (its .proto
+    /// file and every file it imports), which frpc-codegen embeds as the package's
+    /// `FILE_DESCRIPTOR_SET`; the server hands it to reflection clients (`frpc list`). Empty by
+    /// default: Rust-first services and raw routes have no descriptors.
+    fn file_descriptor_set(&self) -> &'static [u8] {
+        &[]
     }
 }

@@ -290,8 +290,9 @@ impl From<Error> for Status {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The remote handler returned an error.
-    #[error("remote error: {0}")]
+    /// The remote handler returned an error: shown as its code and message
+    /// (`NOT_FOUND: no such key`; `UNKNOWN: …` for a Go peer's error, which has no code).
+    #[error("{}: {}", .0.code(), .0.message())]
     Status(Status),
     /// The call did not complete within its timeout.
     #[error("call timed out after {0:?}")]
@@ -480,5 +481,23 @@ impl fmt::Display for CloseReason {
             CloseReason::Idle(timeout) => write!(f, "peer sent nothing for {timeout:?}"),
             CloseReason::WriteFailed(text) => write!(f, "write failed: {text}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_status_shows_its_code_and_message() {
+        let err = Error::Status(Status::not_found("no such key"));
+        assert_eq!(err.to_string(), "NOT_FOUND: no such key");
+        let go = Error::Status(Status::new("boom"));
+        assert_eq!(go.to_string(), "UNKNOWN: boom");
+        assert_eq!(
+            Status::from(err).message(),
+            "no such key",
+            "the status stays as it came"
+        );
     }
 }

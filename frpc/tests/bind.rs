@@ -68,7 +68,7 @@ async fn into_parts_gives_the_listener_back() {
     let addr = bound.local_addr();
     let (server, listener) = bound.into_parts();
     assert_eq!(listener.local_addr().unwrap(), addr);
-    let serving = tokio::spawn(async move { server.serve(listener).await });
+    let serving = tokio::spawn(async move { server.serve_listener(listener).await });
     let client = Client::connect(addr).await.unwrap();
     assert_eq!(client.peer_addr(), addr);
     serving.abort();

@@ -383,11 +383,9 @@ async fn connect_fails_for_connections_that_do_not_work() {
         }
     });
     for extensions in [true, false] {
-        let config = frpc::ClientConfig {
-            extensions,
-            connect_timeout: Duration::from_secs(1),
-            ..Default::default()
-        };
+        let config = frpc::ClientConfig::default()
+            .extensions(extensions)
+            .connect_timeout(Duration::from_secs(1));
         let started = Instant::now();
         let err = within("black hole", Endpoint::from(addr).client_config(config).connect())
             .await
@@ -537,10 +535,7 @@ async fn counting_forwarder(
 /// UNAVAILABLE; the connection holding the slot is served throughout.
 #[tokio::test]
 async fn a_server_at_max_connections_is_not_dialled_in_a_loop() {
-    let config = frpc::ServerConfig {
-        max_connections: 1,
-        ..Default::default()
-    };
+    let config = frpc::ServerConfig::default().max_connections(1);
     let bound = frpc::Server::builder()
         .config(config)
         .route(10, |_, packet| async move { Some(packet.content) })
@@ -602,10 +597,7 @@ async fn negotiation_tells_a_dead_connection_from_a_plain_peer() {
         within("an frpc server", frpc_peer.negotiation()).await,
         frpc::Negotiated::Extensions
     );
-    let config = frpc::ClientConfig {
-        extensions: false,
-        ..Default::default()
-    };
+    let config = frpc::ClientConfig::default().extensions(false);
     let plain = frpc::Client::connect_with(server.addr, config).await.unwrap();
     assert_eq!(
         within("a plain connection", plain.negotiation()).await,

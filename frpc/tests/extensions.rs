@@ -739,7 +739,7 @@ async fn a_slot_gets_only_its_handles_calls() {
 async fn the_spec_examples_are_the_bytes() {
     let spec = Spec::load();
     let in_doc = |fragments: &[&str]| spec.bytes(fragments);
-    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 7f"]);
+    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 01 ff"]);
     let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 0f"]);
     let request = in_doc(&[
         "00 0f 00 01 00 0a 00 00 00 23",

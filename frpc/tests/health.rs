@@ -43,10 +43,7 @@ async fn serve(framing: Framing) -> (health::HealthReporter, std::net::SocketAdd
 }
 
 async fn connect(addr: std::net::SocketAddr, framing: Framing, extensions: bool) -> frpc::Client {
-    let mut config = ClientConfig {
-        extensions,
-        ..ClientConfig::default()
-    };
+    let mut config = ClientConfig::default().extensions(extensions);
     config.connection.framing = framing;
     frpc::Client::connect_with(addr, config).await.unwrap()
 }
@@ -80,7 +77,7 @@ async fn watch_sees_changes_in_order() {
     let (reporter, addr) = serve(Framing::Frisbee).await;
     let health = HealthClient::connect(addr).await.unwrap();
     let mut watch = health.watch("hp.Echo").await.unwrap();
-    let mut next = async || watch.message().await.unwrap().unwrap().status;
+    let mut next = async || watch.message().await.unwrap().unwrap();
     assert_eq!(next().await, ServingStatus::ServiceUnknown);
     reporter.set_serving("hp.Echo");
     assert_eq!(next().await, ServingStatus::Serving);
@@ -101,15 +98,9 @@ async fn watch_of_the_whole_server_from_a_plain_client() {
     let (reporter, addr) = serve(Framing::Frisbee).await;
     let health = HealthClient::new(connect(addr, Framing::Frisbee, false).await);
     let mut watch = health.watch("").await.unwrap();
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status,
-        ServingStatus::Serving
-    );
+    assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::Serving);
     reporter.set_all_not_serving();
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status,
-        ServingStatus::NotServing
-    );
+    assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::NotServing);
 }
 
 #[tokio::test]
@@ -128,20 +119,14 @@ async fn watch_ends_when_the_server_shuts_down() {
     let health = HealthClient::connect(addr).await.unwrap();
     let mut watch = health.watch("svc").await.unwrap();
     assert_eq!(
-        watch.message().await.unwrap().unwrap().status,
+        watch.message().await.unwrap().unwrap(),
         ServingStatus::ServiceUnknown
     );
     reporter.set_serving("svc");
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status,
-        ServingStatus::Serving
-    );
+    assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::Serving);
     // As a graceful shutdown would: balancers see NOT_SERVING first.
     reporter.set_all_not_serving();
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status,
-        ServingStatus::NotServing
-    );
+    assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::NotServing);
     stop.send(()).unwrap();
     // The stream ends (EOF), and the server stops without waiting out its grace period.
     assert!(watch.message().await.unwrap().is_none());
@@ -224,10 +209,7 @@ async fn probes_pass_an_auth_interceptor_that_exempts_health() {
     let probe = HealthClient::new(client.clone());
     assert_eq!(probe.check("hp.Echo").await.unwrap(), ServingStatus::Serving);
     let mut watch = probe.watch("hp.Echo").await.unwrap();
-    assert_eq!(
-        watch.message().await.unwrap().unwrap().status,
-        ServingStatus::Serving
-    );
+    assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::Serving);
     let err = EchoClient::new(client).echo(Text::default()).await.unwrap_err();
     assert_eq!(err.code(), frpc::Code::Unauthenticated);
 }
@@ -291,7 +273,7 @@ async fn health_keeps_protobuf_on_beside_a_protobuf_service() {
     assert_eq!(health.check("hp.PbEcho").await.unwrap(), ServingStatus::Serving);
     assert_eq!(health.check("nope").await.unwrap(), ServingStatus::ServiceUnknown);
     let mut watch = health.watch("hp.PbEcho").await.unwrap();
-    let mut next = async || watch.message().await.unwrap().unwrap().status;
+    let mut next = async || watch.message().await.unwrap().unwrap();
     assert_eq!(next().await, ServingStatus::Serving);
     reporter.set_not_serving("hp.PbEcho");
     assert_eq!(next().await, ServingStatus::NotServing);
@@ -366,8 +348,33 @@ async fn a_health_client_over_a_balanced_channel() {
         assert_eq!(health.check("hp.Echo").await.unwrap(), ServingStatus::NotServing);
     }
     let mut watch = health.watch("hp.Echo").await.unwrap();
+    assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::NotServing);
+}
+
+/// Health by type: a generated server names its service (`frpc::NamedService`, and the
+/// operation module's `SERVICE_NAME`), the reporter and the client take the type, and `check`
+/// and `watch` give the same `ServingStatus`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_are_named_by_type() {
+    use frpc::NamedService;
+    assert_eq!(<EchoServer<Svc> as NamedService>::NAME, "hp.Echo");
+    assert_eq!(echo::SERVICE_NAME, "hp.Echo");
+    let (reporter, addr) = serve(Framing::Frisbee).await;
+    let health = HealthClient::new(connect(addr, Framing::Frisbee, true).await);
     assert_eq!(
-        watch.message().await.unwrap().unwrap().status,
-        ServingStatus::NotServing
+        health.check_of::<EchoServer<Svc>>().await.unwrap(),
+        ServingStatus::ServiceUnknown
     );
+    let mut watch = health.watch_of::<EchoServer<Svc>>().await.unwrap();
+    assert_eq!(
+        watch.message().await.unwrap(),
+        Some(ServingStatus::ServiceUnknown)
+    );
+    reporter.set_serving_of::<EchoServer<Svc>>();
+    assert_eq!(watch.next().await.unwrap().unwrap(), ServingStatus::Serving);
+    assert_eq!(health.check("hp.Echo").await.unwrap(), ServingStatus::Serving);
+    reporter.set_status_of::<EchoServer<Svc>>(ServingStatus::NotServing);
+    assert_eq!(watch.message().await.unwrap(), Some(ServingStatus::NotServing));
+    reporter.set_not_serving_of::<EchoServer<Svc>>();
+    assert_eq!(reporter.status(echo::SERVICE_NAME), ServingStatus::NotServing);
 }

@@ -131,10 +131,7 @@ async fn graceful_shutdown_with_a_thousand_calls_in_flight_loses_none() {
 #[tokio::test]
 async fn shutdown_with_a_stuck_handler_fails_its_call_after_the_grace_period() {
     // A short grace: the test waits it out.
-    let config = frpc::ServerConfig {
-        shutdown_grace: Duration::from_millis(300),
-        ..Default::default()
-    };
+    let config = frpc::ServerConfig::default().shutdown_grace(Duration::from_millis(300));
     let server = start(config).await;
     let state = server.service.state.clone();
     let client = Client::connect(server.addr).await.unwrap();
@@ -259,10 +256,7 @@ async fn a_slow_but_moving_reply_is_not_idle() {
         dribble(&mut stream, &reply, Duration::from_millis(30)).await;
         stream
     });
-    let mut cfg = ClientConfig {
-        extensions: false,
-        ..Default::default()
-    };
+    let mut cfg = ClientConfig::default().extensions(false);
     cfg.connection.idle_timeout = Duration::from_millis(300);
     cfg.connection.ping_interval = Duration::from_millis(50);
     let client = Client::connect_with(addr, cfg).await.unwrap();

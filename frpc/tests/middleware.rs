@@ -293,10 +293,7 @@ fn with_authorization(client: &ProbeClient, value: &str) -> ProbeClient {
 #[tokio::test]
 async fn a_plain_frpc_client_sees_the_rejection_as_an_error() {
     let h = serve(|b| b.interceptor(|_: &CallRequest| Err(Status::unauthenticated("go away")))).await;
-    let config = ClientConfig {
-        extensions: false,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().extensions(false);
     let plain = ProbeClient::new(frpc::Client::connect_with(h.addr, config).await.unwrap());
     let err = plain.echo(text("hi")).await.unwrap_err();
     // Without extensions no code travels, only the text (as with Go).

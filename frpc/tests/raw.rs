@@ -36,7 +36,7 @@ async fn raw_server() -> std::net::SocketAddr {
         })
         .build()
         .unwrap();
-    tokio::spawn(async move { server.serve(listener).await });
+    tokio::spawn(async move { server.serve_listener(listener).await });
     addr
 }
 

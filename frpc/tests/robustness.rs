@@ -22,7 +22,7 @@ async fn serve() -> (SocketAddr, Server) {
         .build()
         .unwrap();
     let serving = server.clone();
-    tokio::spawn(async move { serving.serve(listener).await });
+    tokio::spawn(async move { serving.serve_listener(listener).await });
     (addr, server)
 }
 
@@ -56,10 +56,7 @@ async fn every_call_fails_within_its_timeout_against_a_peer_that_stops_reading()
         }
     });
     let limit = Duration::from_millis(200);
-    let config = ClientConfig {
-        timeout: Some(limit),
-        ..Default::default()
-    };
+    let config = ClientConfig::default().timeout(Some(limit));
     let client = Client::connect_with(addr, config).await.unwrap();
     let payload = "x".repeat(32 * 1024);
     let calls: Vec<_> = (0..1600)
@@ -106,10 +103,7 @@ async fn every_call_fails_within_its_timeout_against_a_peer_that_stops_reading()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_waits_at_most_the_stream_idle_timeout_per_message() {
     let (addr, _server) = serve().await;
-    let config = ClientConfig {
-        stream_idle_timeout: Some(Duration::from_millis(100)),
-        ..Default::default()
-    };
+    let config = ClientConfig::default().stream_idle_timeout(Some(Duration::from_millis(100)));
     let client = Client::connect_with(addr, config).await.unwrap();
     let mut chat = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
     // Messages that come in time are delivered; the wait counts from each call to `message`.
@@ -173,70 +167,36 @@ async fn a_bidi_call_outlives_the_dropped_client() {
 
 /// Each broken field, and the name the error must give.
 fn broken_connection_configs() -> Vec<(&'static str, frpc::ConnectionConfig)> {
-    let base = frpc::ConnectionConfig::default;
     vec![
         (
             "ping_interval",
-            frpc::ConnectionConfig {
-                ping_interval: Duration::ZERO,
-                ..base()
-            },
+            frpc::ConnectionConfig::default().ping_interval(Duration::ZERO),
         ),
         (
             "idle_timeout",
-            frpc::ConnectionConfig {
-                idle_timeout: Duration::ZERO,
-                ..base()
-            },
+            frpc::ConnectionConfig::default().idle_timeout(Duration::ZERO),
         ),
         (
             "ping_interval",
-            frpc::ConnectionConfig {
-                ping_interval: Duration::MAX,
-                ..base()
-            },
+            frpc::ConnectionConfig::default().ping_interval(Duration::MAX),
         ),
-        (
-            "write_queue",
-            frpc::ConnectionConfig {
-                write_queue: 0,
-                ..base()
-            },
-        ),
+        ("write_queue", frpc::ConnectionConfig::default().write_queue(0)),
         (
             "stream_buffer",
-            frpc::ConnectionConfig {
-                stream_buffer: 0,
-                ..base()
-            },
+            frpc::ConnectionConfig::default().stream_buffer(0),
         ),
+        ("max_streams", frpc::ConnectionConfig::default().max_streams(0)),
         (
-            "max_streams",
-            frpc::ConnectionConfig {
-                max_streams: 0,
-                ..base()
-            },
+            "stream_window",
+            frpc::ConnectionConfig::default().stream_window(0),
         ),
         (
             "stream_window",
-            frpc::ConnectionConfig {
-                stream_window: 0,
-                ..base()
-            },
-        ),
-        (
-            "stream_window",
-            frpc::ConnectionConfig {
-                stream_window: (1 << 20) + 1,
-                ..base()
-            },
+            frpc::ConnectionConfig::default().stream_window((1 << 20) + 1),
         ),
         (
             "max_content_length",
-            frpc::ConnectionConfig {
-                max_content_length: 0,
-                ..base()
-            },
+            frpc::ConnectionConfig::default().max_content_length(0),
         ),
     ]
 }
@@ -252,36 +212,16 @@ fn assert_config_error(result: Result<impl std::fmt::Debug, Error>, field: &str)
 async fn invalid_server_config_is_refused_at_build_naming_the_field() {
     let mut configs: Vec<(&str, ServerConfig)> = broken_connection_configs()
         .into_iter()
-        .map(|(field, connection)| {
-            (
-                field,
-                ServerConfig {
-                    connection,
-                    ..Default::default()
-                },
-            )
-        })
+        .map(|(field, connection)| (field, ServerConfig::default().connection(connection)))
         .collect();
-    configs.push((
-        "max_connections",
-        ServerConfig {
-            max_connections: 0,
-            ..Default::default()
-        },
-    ));
+    configs.push(("max_connections", ServerConfig::default().max_connections(0)));
     configs.push((
         "max_inflight_per_connection",
-        ServerConfig {
-            max_inflight_per_connection: 0,
-            ..Default::default()
-        },
+        ServerConfig::default().max_inflight_per_connection(0),
     ));
     configs.push((
         "Limited(0)",
-        ServerConfig {
-            concurrency: frpc::Concurrency::Limited(0),
-            ..Default::default()
-        },
+        ServerConfig::default().concurrency(frpc::Concurrency::Limited(0)),
     ));
     for (field, config) in configs {
         assert_config_error(Server::builder().config(config).build(), field);
@@ -297,36 +237,16 @@ async fn invalid_client_config_is_refused_before_connecting_naming_the_field() {
     let (addr, _server) = serve().await;
     let mut configs: Vec<(&str, ClientConfig)> = broken_connection_configs()
         .into_iter()
-        .map(|(field, connection)| {
-            (
-                field,
-                ClientConfig {
-                    connection,
-                    ..Default::default()
-                },
-            )
-        })
+        .map(|(field, connection)| (field, ClientConfig::default().connection(connection)))
         .collect();
     configs.push((
         "connect_timeout",
-        ClientConfig {
-            connect_timeout: Duration::ZERO,
-            ..Default::default()
-        },
+        ClientConfig::default().connect_timeout(Duration::ZERO),
     ));
-    configs.push((
-        "timeout",
-        ClientConfig {
-            timeout: Some(Duration::ZERO),
-            ..Default::default()
-        },
-    ));
+    configs.push(("timeout", ClientConfig::default().timeout(Some(Duration::ZERO))));
     configs.push((
         "stream_idle_timeout",
-        ClientConfig {
-            stream_idle_timeout: Some(Duration::ZERO),
-            ..Default::default()
-        },
+        ClientConfig::default().stream_idle_timeout(Some(Duration::ZERO)),
     ));
     for (field, config) in configs {
         assert_config_error(Client::connect_with(addr, config.clone()).await, field);
@@ -367,10 +287,7 @@ async fn a_connect_that_gets_no_answer_fails_after_connect_timeout() {
         }
     }
     let limit = Duration::from_millis(300);
-    let config = ClientConfig {
-        connect_timeout: limit,
-        ..Default::default()
-    };
+    let config = ClientConfig::default().connect_timeout(limit);
     let started = Instant::now();
     let err = Client::connect_with(addr, config).await.unwrap_err();
     let waited = started.elapsed();

@@ -100,10 +100,7 @@ async fn serve(grace: Duration) -> Served {
 async fn a_stream_that_ignores_its_context_ends_at_shutdown() {
     for extensions in [true, false] {
         let served = serve(Duration::from_secs(60)).await;
-        let config = frpc::ClientConfig {
-            extensions,
-            ..Default::default()
-        };
+        let config = frpc::ClientConfig::default().extensions(extensions);
         let client = ClockClient::new(frpc::Client::connect_with(served.addr, config).await.unwrap());
         let started = served.events.started.notified();
         let mut ticks = client.ticks(Tick::default()).await.unwrap();

@@ -104,10 +104,7 @@ async fn dropping_a_bidi_handle_ends_the_server_handler() {
 #[tokio::test]
 async fn unknown_streaming_method_is_refused_with_an_error() {
     let server = start(Default::default()).await;
-    let plain = frpc::ClientConfig {
-        extensions: false,
-        ..Default::default()
-    };
+    let plain = frpc::ClientConfig::default().extensions(false);
     let client = Client::connect_with(server.addr, plain).await.unwrap();
     let mut stream = codegen::call_server_streaming::<Text, Text>(&client, 99, &Text::new(""))
         .await
@@ -262,7 +259,7 @@ async fn late_packets_of_a_finished_stream_are_dropped() {
         .build()
         .unwrap();
     let serving = server.clone();
-    tokio::spawn(async move { serving.serve(listener).await });
+    tokio::spawn(async move { serving.serve_listener(listener).await });
     let mut peer = RawPeer::connect(addr).await;
     // (method, first message, what the server sends before its EOF)
     let cases: [(u16, &str, &[u8]); 3] = [

@@ -48,7 +48,7 @@ async fn tls_server(config: Arc<rustls::ServerConfig>) -> std::net::SocketAddr {
         .add_service(TestService::default())
         .build()
         .unwrap();
-    tokio::spawn(async move { server.serve(listener).await });
+    tokio::spawn(async move { server.serve_listener(listener).await });
     addr
 }
 

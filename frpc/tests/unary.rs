@@ -157,10 +157,7 @@ async fn timeout_then_late_reply_is_discarded() {
 #[tokio::test]
 async fn default_timeout_from_config() {
     let server = start(Default::default()).await;
-    let config = ClientConfig {
-        timeout: Some(Duration::from_millis(30)),
-        ..Default::default()
-    };
+    let config = ClientConfig::default().timeout(Some(Duration::from_millis(30)));
     let client = Client::connect_with(server.addr, config).await.unwrap();
     assert!(matches!(call(&client, GATED, "").await, Err(Error::Timeout(_))));
 }

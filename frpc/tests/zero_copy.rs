@@ -92,7 +92,7 @@ async fn bytes_fields_are_slices_of_the_read_buffer() {
                 .add_service(BlobsServer::new(Echo(tx)))
                 .build()
                 .unwrap();
-            let serving = tokio::spawn(async move { server.serve(listener).await });
+            let serving = tokio::spawn(async move { server.serve_listener(listener).await });
             let mut got = [seen.recv().await.unwrap(), seen.recv().await.unwrap()];
             got.sort_by_key(|p| p.head.len()); // per-RPC handlers may finish in any order
             assert_eq!(got, pairs);

@@ -395,7 +395,7 @@ impl RustServer {
         let server = configure(builder)
             .build()
             .expect("the services and routes do not conflict");
-        let task = tokio::spawn(async move { server.serve(listener).await });
+        let task = tokio::spawn(async move { server.serve_listener(listener).await });
         RustServer { addr, task }
     }
 
@@ -418,13 +418,7 @@ impl Drop for RustServer {
 
 /// A client configuration with `framing` and otherwise the defaults.
 pub fn client_config(framing: Framing) -> frpc::ClientConfig {
-    frpc::ClientConfig {
-        connection: frpc::ConnectionConfig {
-            framing,
-            ..Default::default()
-        },
-        ..Default::default()
-    }
+    frpc::ClientConfig::default().connection(frpc::ConnectionConfig::default().framing(framing))
 }
 
 /// The other framing.

@@ -67,18 +67,16 @@ pub async fn serve(
     concurrency: frpc::Concurrency,
     wire: Wire,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let config = frpc::ServerConfig {
-        extensions: wire.extensions(),
-        protobuf: wire.protobuf(),
-        ..Default::default()
-    };
+    let config = frpc::ServerConfig::default()
+        .extensions(wire.extensions())
+        .protobuf(wire.protobuf());
     let server = frpc::Server::builder()
         .config(config)
         .framing(framing)
         .concurrency(concurrency)
         .add_service(pb::BenchmarkServiceServer::new(Bench))
         .build()?;
-    server.serve(listener).await?;
+    server.serve_listener(listener).await?;
     Ok(())
 }
 

@@ -24,15 +24,12 @@ pub async fn start(config: ServerConfig) -> Running {
         .build()
         .unwrap();
     let serving = server.clone();
-    tokio::spawn(async move { serving.serve(listener).await });
+    tokio::spawn(async move { serving.serve_listener(listener).await });
     Running { addr, server }
 }
 
 pub fn config(idle: Duration) -> ServerConfig {
-    let mut config = ServerConfig {
-        concurrency: Concurrency::PerRpc,
-        ..Default::default()
-    };
+    let mut config = ServerConfig::default().concurrency(Concurrency::PerRpc);
     config.connection.framing = Framing::Frisbee;
     config.connection.idle_timeout = idle;
     config.connection.ping_interval = Duration::from_millis(100);

@@ -184,15 +184,18 @@ impl Generator {
             let item = messages::enum_impl(e);
             quote! { #(#cfg)* #item }
         });
+        let has_descriptors = !package.file_descriptor_set.is_empty();
         let services = package.services.iter().map(|s| {
             let path = format!(".{}", s.full_name);
             let attributes = ServiceAttributes {
                 server: matching(&self.server_attributes, &path).cloned().collect(),
                 client: matching(&self.client_attributes, &path).cloned().collect(),
+                descriptors: has_descriptors,
             };
             service::service_with_attributes(s, self.build_server, self.build_client, &attributes)
         });
-        quote! { #(#msgs)* #(#enums)* #(#services)* }
+        let descriptors = descriptor_const(&package.file_descriptor_set);
+        quote! { #descriptors #(#msgs)* #(#enums)* #(#services)* }
     }
 
     /// Pretty-printed source for a package, starting with [`HEADER`] (and, when the version
@@ -274,6 +277,20 @@ impl Generator {
             }
         }
         Ok(())
+    }
+}
+
+/// `pub const FILE_DESCRIPTOR_SET: &[u8] = b"…";` (a byte string: the compactest literal), or
+/// nothing without descriptors.
+fn descriptor_const(bytes: &[u8]) -> TokenStream {
+    if bytes.is_empty() {
+        return TokenStream::new();
+    }
+    let literal = proc_macro2::Literal::byte_string(bytes);
+    quote! {
+        /// The encoded `google.protobuf.FileDescriptorSet` of this package's .proto files and
+        /// every file they import (without source info), for reflection.
+        pub const FILE_DESCRIPTOR_SET: &[u8] = #literal;
     }
 }
 
@@ -368,6 +385,7 @@ mod tests {
             }],
             enums: Vec::new(),
             services,
+            file_descriptor_set: Vec::new(),
         }
     }
 
@@ -444,6 +462,7 @@ mod tests {
             }],
             enums: Vec::new(),
             services,
+            file_descriptor_set: Vec::new(),
         };
         let code = Generator::new().build_client(false).generate(&package);
         assert!(code.starts_with(HEADER));

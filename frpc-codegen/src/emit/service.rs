@@ -15,6 +15,9 @@ pub struct ServiceAttributes {
     pub server: Vec<Attributes>,
     /// On `FooClient`; their `#[cfg]`s also on its impl.
     pub client: Vec<Attributes>,
+    /// Whether the package module defines `FILE_DESCRIPTOR_SET`: the server then returns it
+    /// from `Service::file_descriptor_set` (for reflection).
+    pub descriptors: bool,
 }
 
 /// Everything generated for one service.
@@ -75,7 +78,7 @@ fn service_tokens(
 ) -> TokenStream {
     let ops = op_consts(s);
     let server = if server {
-        server_tokens(s, prelude_free, &attributes.server)
+        server_tokens(s, prelude_free, &attributes.server, attributes.descriptors)
     } else {
         TokenStream::new()
     };
@@ -125,16 +128,34 @@ fn op_consts(s: &Service) -> TokenStream {
         let doc = format!(" `{}` ({}).", m.proto_name, kind_str(m.kind));
         quote! { #[doc = #doc] pub const #name: u16 = #op; }
     });
+    // The full name, for health reporting and routing by name (unless a method's constant
+    // already takes the name).
+    let full_name = &s.full_name;
+    let name_doc = format!(" The service's full name, `{full_name}` (what health checks ask for).");
+    let name = match s
+        .methods
+        .iter()
+        .any(|m| to_const(&m.proto_name) == "SERVICE_NAME")
+    {
+        true => TokenStream::new(),
+        false => quote! { #[doc = #name_doc] pub const SERVICE_NAME: &str = #full_name; },
+    };
     quote! {
         #[doc = #doc]
         #inception
         pub mod #module {
+            #name
             #(#consts)*
         }
     }
 }
 
-fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> TokenStream {
+fn server_tokens(
+    s: &Service,
+    prelude_free: bool,
+    attributes: &[Attributes],
+    has_descriptors: bool,
+) -> TokenStream {
     let attrs = attributes.iter().map(Attributes::tokens);
     let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
     let arc_clone = if prelude_free {
@@ -250,6 +271,15 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
         })
         .reduce(|all, next| quote!(#all && #next))
         .unwrap_or_else(|| quote!(true));
+    let descriptors = if has_descriptors {
+        quote! {
+            fn file_descriptor_set(&self) -> &'static [u8] {
+                FILE_DESCRIPTOR_SET
+            }
+        }
+    } else {
+        TokenStream::new()
+    };
     quote! {
         #trait_doc
         #cfg
@@ -313,6 +343,11 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
         }
 
         #cfg
+        impl<T> ::frpc::NamedService for #server_name<T> {
+            const NAME: &'static str = #full_name;
+        }
+
+        #cfg
         impl<T: #trait_name> ::frpc::codegen::Service for #server_name<T> {
             fn name(&self) -> &'static str {
                 #full_name
@@ -339,6 +374,7 @@ fn server_tokens(s: &Service, prelude_free: bool, attributes: &[Attributes]) -> 
             fn protobuf(&self) -> bool {
                 #protobuf
             }
+            #descriptors
         }
     }
 }
@@ -453,23 +489,21 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
             pub fn client(&self) -> &T {
                 &self.client
             }
-            /// Sets a timeout for every call made through this client.
-            pub fn with_timeout(mut self, timeout: ::core::time::Duration) -> Self {
-                self.client = ::frpc::Caller::with_timeout(&self.client, timeout);
-                self
+            /// A client of the same connection whose calls have `timeout` as their deadline:
+            /// a unary call's whole exchange, a stream's whole life (the server sees it as
+            /// `ctx.deadline()`); see `frpc::Client::with_timeout`.
+            pub fn with_timeout(&self, timeout: ::core::time::Duration) -> Self {
+                Self::new(::frpc::Caller::with_timeout(&self.client, timeout))
             }
-            /// Adds request metadata to every call made through this client (for one call:
-            /// `client.clone().with_metadata(md).method(request)`); see
-            /// `frpc::Client::with_metadata`.
-            pub fn with_metadata(mut self, metadata: ::frpc::Metadata) -> Self {
-                self.client = ::frpc::Caller::with_metadata(&self.client, metadata);
-                self
+            /// A client of the same connection whose calls carry `metadata` (for one call:
+            /// `client.with_metadata(md).method(request)`); see `frpc::Client::with_metadata`.
+            pub fn with_metadata(&self, metadata: ::frpc::Metadata) -> Self {
+                Self::new(::frpc::Caller::with_metadata(&self.client, metadata))
             }
-            /// Leaves the response metadata of each unary call made through this client in
-            /// `slot`; see `frpc::Client::with_response_metadata`.
-            pub fn with_response_metadata(mut self, slot: &::frpc::MetadataSlot) -> Self {
-                self.client = ::frpc::Caller::with_response_metadata(&self.client, slot);
-                self
+            /// A client of the same connection that leaves the response metadata of each
+            /// unary call in `slot`; see `frpc::Client::with_response_metadata`.
+            pub fn with_response_metadata(&self, slot: &::frpc::MetadataSlot) -> Self {
+                Self::new(::frpc::Caller::with_response_metadata(&self.client, slot))
             }
             #(#methods)*
         }

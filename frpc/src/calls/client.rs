@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use super::ext::{self, Negotiation};
 use super::raw::RawRoutes;
-use super::stream::StreamTable;
+use super::stream::{Budget, StreamTable};
 use crate::config::ConnectionConfig;
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
@@ -38,6 +38,9 @@ pub(crate) struct ClientCalls {
     /// Set once the server sent a reply or a stream message: the connection served a call.
     served: AtomicBool,
     first_answer: tokio::sync::Notify,
+    /// Reflection requests waiting for their answers, oldest first (the server answers in
+    /// order).
+    reflections: Mutex<std::collections::VecDeque<oneshot::Sender<Bytes>>>,
 }
 
 /// What a unary call carries beside its request.
@@ -83,15 +86,33 @@ impl ClientCalls {
             first_answer: tokio::sync::Notify::new(),
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),
-            streams: Arc::new(StreamTable::new(
-                config.max_streams,
-                config.stream_buffer,
-                config.stream_window,
-                Default::default(),
-                usize::MAX,
-            )),
+            streams: Arc::new(StreamTable::new(config, Default::default(), usize::MAX)),
             raw: RawRoutes::default(),
+            reflections: Mutex::default(),
         })
+    }
+
+    /// Registers a reflection request (before sending it): the receiver gets the answer, or
+    /// an error when the connection closes first.
+    pub(crate) fn expect_reflection(&self) -> oneshot::Receiver<Bytes> {
+        let (tx, rx) = oneshot::channel();
+        self.reflections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(tx);
+        rx
+    }
+
+    /// Hands a reflection answer to the oldest waiting request (if any is still waiting).
+    fn reflection(&self, answer: Bytes) {
+        let waiter = self
+            .reflections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        if let Some(tx) = waiter {
+            let _ = tx.send(answer);
+        }
     }
 
     /// The dispatcher for the connection's reader.
@@ -421,9 +442,19 @@ impl Dispatch for ClientDispatch {
             calls.ext.pong();
         }
         if packet.op == op::STREAM {
+            // With windows in bytes each stream holds at most its window and one message: the
+            // connection's own budget is for peers without them.
+            let connection = match calls.ext.accepted() & ext::EXT_BYTES {
+                0 => calls.streams.buffer_budget(packet.content.len()).await,
+                _ => None,
+            };
+            let budget = Budget {
+                connection,
+                server: None,
+            };
             if calls
                 .streams
-                .route(conn, packet.id, packet.content, None)
+                .route(conn, packet.id, packet.content, budget)
                 .is_some()
             {
                 // Servers never open streams toward clients in fRPC; like Go's client, drop them.
@@ -439,8 +470,8 @@ impl Dispatch for ClientDispatch {
                     }
                 }
                 ext::CREDIT => {
-                    if let Some((stream, messages)) = ext::parse_stream_window(&packet.content) {
-                        calls.streams.credit(stream, messages);
+                    if let Some((stream, grant)) = ext::parse_stream_window(&packet.content) {
+                        calls.streams.credit(stream, grant);
                     }
                 }
                 ext::OPENED => {
@@ -448,6 +479,7 @@ impl Dispatch for ClientDispatch {
                         calls.streams.opened(stream, window);
                     }
                 }
+                ext::REFLECTION => calls.reflection(packet.content),
                 _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
             }
             return;

@@ -8,33 +8,37 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::ext;
+use super::ext::{self, Window};
 use crate::transport::connection::Connection;
 
 /// One connection's credit waiting for room in its write queue.
 #[derive(Debug, Default)]
 pub(crate) struct CreditBack {
-    /// Messages of credit per stream, not yet sent.
-    pending: Mutex<HashMap<u16, u32>>,
+    /// Credit per stream, not yet sent.
+    pending: Mutex<HashMap<u16, Window>>,
     /// Whether a flusher task runs (set and cleared with `pending` locked).
     flushing: AtomicBool,
 }
 
 impl CreditBack {
-    /// Gives `messages` of credit on `stream` back to the peer of `conn`.
-    pub(crate) fn give(self: &Arc<Self>, conn: &Arc<Connection>, stream: u16, messages: u32) {
+    /// Gives `credit` on `stream` back to the peer of `conn`.
+    pub(crate) fn give(self: &Arc<Self>, conn: &Arc<Connection>, stream: u16, credit: Window) {
         if conn.is_closed() {
             return;
         }
         let mut pending = self.lock();
         if pending.is_empty() && !self.flushing.load(Ordering::Acquire) {
-            let packet = ext::stream_window(ext::CREDIT, stream, messages);
+            let packet = ext::stream_window(ext::CREDIT, stream, credit);
             if conn.try_send(packet).is_ok() {
                 return;
             }
         }
         let owed = pending.entry(stream).or_default();
-        *owed = owed.saturating_add(messages);
+        owed.messages = owed.messages.saturating_add(credit.messages);
+        owed.bytes = match (owed.bytes, credit.bytes) {
+            (Some(owed), Some(more)) => Some(owed.saturating_add(more)),
+            (owed, more) => owed.or(more),
+        };
         if !self.flushing.swap(true, Ordering::AcqRel) {
             tokio::spawn(self.clone().flush(conn.clone()));
         }
@@ -44,7 +48,7 @@ impl CreditBack {
     /// the connection closes).
     async fn flush(self: Arc<Self>, conn: Arc<Connection>) {
         loop {
-            let batch: Vec<(u16, u32)> = {
+            let batch: Vec<(u16, Window)> = {
                 let mut pending = self.lock();
                 if pending.is_empty() {
                     self.flushing.store(false, Ordering::Release);
@@ -52,8 +56,8 @@ impl CreditBack {
                 }
                 pending.drain().collect()
             };
-            for (stream, messages) in batch {
-                let packet = ext::stream_window(ext::CREDIT, stream, messages);
+            for (stream, credit) in batch {
+                let packet = ext::stream_window(ext::CREDIT, stream, credit);
                 if conn.send(packet).await.is_err() {
                     let mut pending = self.lock();
                     pending.clear();
@@ -64,7 +68,7 @@ impl CreditBack {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u16, u32>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u16, Window>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

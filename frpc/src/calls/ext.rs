@@ -41,6 +41,12 @@ pub(crate) const CANCEL: u16 = 3;
 pub(crate) const CREDIT: u16 = 4;
 /// Open acknowledgement: the server accepted a stream and started its handler.
 pub(crate) const OPENED: u16 = 5;
+/// Reflection: the client asks for the descriptors of every service the server serves (empty
+/// content).
+pub(crate) const REFLECT: u16 = 7;
+/// Reflection: the server's answer to a REFLECT, in order: an encoded
+/// `google.protobuf.FileDescriptorSet` (a file may repeat; readers keep the first of a name).
+pub(crate) const REFLECTION: u16 = 8;
 
 /// Extension bits (the u32 of OFFER and ACCEPT).
 pub(crate) const EXT_CANCEL: u32 = 1 << 0;
@@ -57,9 +63,21 @@ pub(crate) const EXT_PROTOBUF: u32 = 1 << 4;
 pub(crate) const EXT_FLOW: u32 = 1 << 5;
 /// The server acknowledges each stream it accepts (OPENED) before the client's call resolves.
 pub(crate) const EXT_OPEN_ACK: u32 = 1 << 6;
+/// Stream windows count bytes as well as messages (used only together with [`EXT_FLOW`]): the
+/// OPEN field, OPENED and CREDIT carry a u32 of bytes behind the messages.
+pub(crate) const EXT_BYTES: u32 = 1 << 7;
+/// The server answers REFLECT packets with the file descriptors of its services.
+pub(crate) const EXT_REFLECTION: u32 = 1 << 8;
 /// Everything this version knows.
-pub(crate) const SUPPORTED: u32 =
-    EXT_CANCEL | EXT_DEADLINE | EXT_STATUS | EXT_METADATA | EXT_PROTOBUF | EXT_FLOW | EXT_OPEN_ACK;
+pub(crate) const SUPPORTED: u32 = EXT_CANCEL
+    | EXT_DEADLINE
+    | EXT_STATUS
+    | EXT_METADATA
+    | EXT_PROTOBUF
+    | EXT_FLOW
+    | EXT_OPEN_ACK
+    | EXT_BYTES
+    | EXT_REFLECTION;
 
 /// The bits a peer offers or accepts: everything, less protobuf when its config turns that off.
 pub(crate) fn supported(protobuf: bool) -> u32 {
@@ -108,21 +126,52 @@ pub(crate) fn cancel(op: u16, id: u16) -> Packet {
     Packet::new(CANCEL, OP, content.freeze())
 }
 
-/// A CREDIT (`id` [`CREDIT`]) or OPENED (`id` [`OPENED`]) packet: the stream id, then a window
-/// or credit in messages (u32 BE).
-pub(crate) fn stream_window(id: u16, stream: u16, messages: u32) -> Packet {
-    let mut content = BytesMut::with_capacity(6);
+/// A stream window or a grant of credit: messages, and bytes on connections that negotiated
+/// [`EXT_BYTES`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) messages: u32,
+    pub(crate) bytes: Option<u32>,
+}
+
+impl Window {
+    /// Its wire form: messages (u32 BE), then bytes (u32 BE) when there are any.
+    fn put(&self, buf: &mut BytesMut) {
+        buf.put_u32(self.messages);
+        if let Some(bytes) = self.bytes {
+            buf.put_u32(bytes);
+        }
+    }
+
+    /// Reads a window at the start of `raw`: 4 bytes of messages, and bytes from the next 4
+    /// when they are there (a peer without [`EXT_BYTES`] sends none).
+    fn read(raw: &[u8]) -> Option<Window> {
+        let u32_at = |at: usize| {
+            raw.get(at..at + 4)
+                .map(|b| u32::from_be_bytes(b.try_into().unwrap()))
+        };
+        Some(Window {
+            messages: u32_at(0)?,
+            bytes: u32_at(4),
+        })
+    }
+}
+
+/// A CREDIT (`id` [`CREDIT`]) or OPENED (`id` [`OPENED`]) packet: the stream id, then the
+/// window or credit.
+pub(crate) fn stream_window(id: u16, stream: u16, window: Window) -> Packet {
+    let mut content = BytesMut::with_capacity(10);
     content.put_u16(stream);
-    content.put_u32(messages);
+    window.put(&mut content);
     Packet::new(id, OP, content.freeze())
 }
 
-/// Reads a CREDIT or OPENED: the stream id and the messages.
-pub(crate) fn parse_stream_window(content: &[u8]) -> Option<(u16, u32)> {
-    let bytes = content.get(..6)?;
+/// Reads a CREDIT or OPENED: the stream id and the window or credit.
+pub(crate) fn parse_stream_window(content: &[u8]) -> Option<(u16, Window)> {
+    let stream = content.get(..2)?;
     Some((
-        u16::from_be_bytes([bytes[0], bytes[1]]),
-        u32::from_be_bytes([bytes[2], bytes[3], bytes[4], bytes[5]]),
+        u16::from_be_bytes([stream[0], stream[1]]),
+        Window::read(&content[2..])?,
     ))
 }
 
@@ -144,9 +193,9 @@ pub(crate) struct Header {
     pub(crate) metadata: Option<Metadata>,
     /// The status code of an error reply.
     pub(crate) code: Option<Code>,
-    /// A stream open asking for OPENED, with the opener's receive window in messages (0: no
+    /// A stream open asking for OPENED, with the opener's receive window (0 messages: no
     /// flow control on this stream).
-    pub(crate) open: Option<u32>,
+    pub(crate) open: Option<Window>,
 }
 
 impl Header {
@@ -178,7 +227,9 @@ impl Header {
             field(&mut buf, FIELD_METADATA, &value);
         }
         if let Some(window) = self.open {
-            field(&mut buf, FIELD_OPEN, &window.to_be_bytes());
+            let mut value = BytesMut::with_capacity(8);
+            window.put(&mut value);
+            field(&mut buf, FIELD_OPEN, &value);
         }
         buf.put_u8(FIELD_END);
         buf.put_slice(body);
@@ -286,8 +337,8 @@ pub(crate) fn split(content: &Bytes, max_metadata: usize) -> Result<(Header, Byt
                 header.metadata = Some(metadata.map_err(HeaderError::Malformed)?);
             }
             FIELD_OPEN => {
-                let window: [u8; 4] = value.try_into().map_err(|_| "extension header: bad open field")?;
-                header.open = Some(u32::from_be_bytes(window));
+                let window = Window::read(value).ok_or("extension header: bad open field")?;
+                header.open = Some(window);
             }
             _ => {} // a later version's field
         }
@@ -576,7 +627,10 @@ mod tests {
             timeout: Some(Duration::from_micros(1500)),
             metadata: Some(metadata.clone()),
             code: Some(Code::NotFound),
-            open: Some(7),
+            open: Some(Window {
+                messages: 7,
+                bytes: Some(65_536),
+            }),
         };
         let content = header.encode(&[8, 0]);
         assert!(has_prefix(&content));
@@ -584,7 +638,13 @@ mod tests {
         assert_eq!(back.timeout, Some(Duration::from_millis(2)));
         assert_eq!(back.metadata, Some(metadata));
         assert_eq!(back.code, Some(Code::NotFound));
-        assert_eq!(back.open, Some(7));
+        assert_eq!(
+            back.open,
+            Some(Window {
+                messages: 7,
+                bytes: Some(65_536)
+            })
+        );
         assert_eq!(&body[..], &[8, 0]);
     }
 
@@ -598,17 +658,43 @@ mod tests {
             hex(&header.encode(&[0x08, 0x00])),
             "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
         );
-        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 00 7f");
-        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 00 6f");
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 01 ff");
+        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 01 ef");
         assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
-        assert_eq!(hex(&stream_window(CREDIT, 1, 512).content), "00 01 00 00 02 00");
+        let messages = |messages| Window {
+            messages,
+            bytes: None,
+        };
+        assert_eq!(
+            hex(&stream_window(CREDIT, 1, messages(512)).content),
+            "00 01 00 00 02 00"
+        );
+        let both = Window {
+            messages: 2,
+            bytes: Some(0x8000),
+        };
+        assert_eq!(
+            hex(&stream_window(CREDIT, 1, both).content),
+            "00 01 00 00 00 02 00 00 80 00"
+        );
         let open = Header {
-            open: Some(8),
+            open: Some(messages(8)),
             ..Header::default()
         };
         assert_eq!(
             hex(&open.encode(&[0x09, 0x0a])),
             "fe 04 00 00 00 04 00 00 00 08 00 09 0a"
+        );
+        let open = Header {
+            open: Some(Window {
+                messages: 8,
+                bytes: Some(0x10000),
+            }),
+            ..Header::default()
+        };
+        assert_eq!(
+            hex(&open.encode(&[0x09, 0x0a])),
+            "fe 04 00 00 00 08 00 00 00 08 00 01 00 00 00 09 0a"
         );
     }
 
@@ -658,7 +744,10 @@ mod tests {
             timeout: Some(Duration::from_secs(1)),
             metadata: Some(metadata),
             code: Some(Code::Internal),
-            open: Some(1),
+            open: Some(Window {
+                messages: 1,
+                bytes: None,
+            }),
         };
         let full = header.encode(&[]);
         for len in 1..full.len() {

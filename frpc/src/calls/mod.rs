@@ -1,9 +1,11 @@
 //! The calls floor: what turns packets into calls and back, on top of the transport. The
 //! client's in-flight table ([`client`]), the server's dispatch and concurrency modes
-//! ([`server`]), streams ([`stream`]) and the credit they give back ([`credit`]), raw packets
+//! ([`server`]), streams ([`stream`]), the credit they give back ([`credit`]) and the bytes
+//! they may buffer ([`budget`]), raw packets
 //! ([`raw`]), the extensions beyond fRPC
 //! ([`ext`]) and the choice of a message's encoding ([`codec`]). Nothing here knows a service.
 
+pub(crate) mod budget;
 pub(crate) mod client;
 pub(crate) mod codec;
 pub(crate) mod credit;

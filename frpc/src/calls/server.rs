@@ -16,10 +16,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::budget::ByteBudget;
 use super::codec;
 use super::ext::{self, CallInfo, CallState, Registry};
-use super::stream::{ServerStream, StreamExt, StreamSetup, StreamTable};
-use crate::config::{Concurrency, ServerConfig};
+use super::stream::{Budget, ServerStream, StreamExt, StreamSetup, StreamTable};
+use crate::config::{Concurrency, ConnectionConfig, ServerConfig};
 use crate::metadata::Metadata;
 use crate::status::{CloseReason, Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
@@ -82,21 +83,21 @@ pub(crate) struct Limits {
     /// `Limited(n)`: the server-wide cap.
     global: Option<Arc<Semaphore>>,
     max_inflight_per_connection: usize,
-    max_streams: usize,
-    stream_buffer: usize,
-    stream_window: u32,
+    /// What each connection's stream table is made of.
+    connection: ConnectionConfig,
     /// Open streams across every connection.
     pub(crate) open_streams: Arc<AtomicUsize>,
     /// The most `open_streams` may reach.
     max_open_streams: usize,
     /// Bytes of inbound stream messages buffered across every connection
-    /// (`max_buffered_stream_bytes` permits), and its size.
-    stream_bytes: Arc<Semaphore>,
-    max_stream_bytes: u32,
+    /// (`max_buffered_stream_bytes`).
+    stream_bytes: Arc<ByteBudget>,
     /// Whether offers of extensions are answered.
     extensions: bool,
     /// The extensions an offer may get.
     supported: u32,
+    /// The answer to a reflection request (an encoded `FileDescriptorSet`).
+    reflection: Bytes,
 }
 
 impl Limits {
@@ -111,18 +112,20 @@ impl Limits {
             concurrency: config.concurrency,
             global,
             max_inflight_per_connection: config.max_inflight_per_connection.max(1),
-            max_streams: config.connection.max_streams,
-            stream_buffer: config.connection.stream_buffer,
-            stream_window: config.connection.stream_window,
+            connection: config.connection.clone(),
             open_streams: Arc::default(),
             max_open_streams: config.max_open_streams,
-            stream_bytes: Arc::new(Semaphore::new(
-                config.max_buffered_stream_bytes.min(Semaphore::MAX_PERMITS),
-            )),
-            max_stream_bytes: u32::try_from(config.max_buffered_stream_bytes).unwrap_or(u32::MAX),
+            stream_bytes: ByteBudget::new(config.max_buffered_stream_bytes),
             extensions: config.extensions,
             supported: ext::supported(config.protobuf && protobuf),
+            reflection: Bytes::new(),
         }
+    }
+
+    /// The limits with `reflection`, the encoded descriptors of the server's services, as the
+    /// answer to reflection requests.
+    pub(crate) fn with_reflection(self, reflection: Bytes) -> Limits {
+        Limits { reflection, ..self }
     }
 }
 
@@ -154,9 +157,7 @@ impl<H: Handlers> ServerDispatch<H> {
             handlers,
             inflight: Arc::new(Semaphore::new(limits.max_inflight_per_connection)),
             streams: Arc::new(StreamTable::new(
-                limits.max_streams,
-                limits.stream_buffer,
-                limits.stream_window,
+                &limits.connection,
                 limits.open_streams.clone(),
                 limits.max_open_streams,
             )),
@@ -198,10 +199,18 @@ impl<H: Handlers> ServerDispatch<H> {
                 self.registry.cancel(call_key(op_, id));
             }
             ext::CREDIT if self.extensions() & ext::EXT_FLOW != 0 => {
-                let Some((stream, messages)) = ext::parse_stream_window(&packet.content) else {
+                let Some((stream, grant)) = ext::parse_stream_window(&packet.content) else {
                     return tracing::debug!("ignoring a malformed credit");
                 };
-                self.streams.credit(stream, messages);
+                self.streams.credit(stream, grant);
+            }
+            ext::REFLECT if self.extensions() & ext::EXT_REFLECTION != 0 => {
+                let answer = Packet::new(ext::REFLECTION, ext::OP, self.limits.reflection.clone());
+                // Too large for the connection's packets, it fails to send; the client's
+                // request then times out, as with a server that does not reflect.
+                if let Err(err) = conn.send(answer).await {
+                    tracing::debug!(%err, "cannot send the reflection answer");
+                }
             }
             _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
         }
@@ -409,14 +418,18 @@ impl<H: Handlers> ServerDispatch<H> {
             .as_ref()
             .and_then(|header| header.open)
             .filter(|_| bits & ext::EXT_OPEN_ACK != 0);
-        let peer_window = open.filter(|_| bits & ext::EXT_FLOW != 0).unwrap_or(0);
-        let window = match peer_window {
-            0 => 0,
-            _ => self.streams.window(),
+        let peer_window = open.filter(|_| bits & ext::EXT_FLOW != 0).unwrap_or_default();
+        // Bytes count too when negotiated and the opener announced its byte window.
+        let bytes = bits & ext::EXT_BYTES != 0 && peer_window.bytes.is_some();
+        let window = match peer_window.messages {
+            0 => ext::Window::default(),
+            _ => self.streams.window(bytes),
         };
         let setup = StreamSetup {
-            recv_window: window,
-            send_credit: (peer_window > 0).then_some(peer_window),
+            recv_window: window.messages,
+            send_credit: (peer_window.messages > 0).then_some(peer_window.messages),
+            recv_bytes: window.bytes,
+            send_bytes: peer_window.bytes.filter(|_| bytes).map(i64::from),
             awaiting_ack: false,
             codes: bits & ext::EXT_STATUS != 0,
         };
@@ -478,23 +491,21 @@ impl<H: Handlers> ServerDispatch<H> {
 }
 
 impl<H> ServerDispatch<H> {
-    /// The share of the server's buffered-bytes budget for a stream message of `len` bytes,
-    /// waited for (so this connection is not read meanwhile); a message larger than the whole
-    /// budget takes all of it.
-    async fn buffer_budget(&self, len: usize) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        if len == 0 {
-            return None;
-        }
-        let share = u32::try_from(len)
-            .unwrap_or(u32::MAX)
-            .min(self.limits.max_stream_bytes);
-        // The semaphore is never closed.
-        self.limits
-            .stream_bytes
-            .clone()
-            .acquire_many_owned(share)
-            .await
-            .ok()
+    /// The shares of the connection's and the server's buffered-bytes budgets for a stream
+    /// message of `len` bytes, waited for (so this connection is not read meanwhile); a message
+    /// larger than a whole budget takes all of it. A connection whose streams have windows in
+    /// bytes needs no budget of its own: each stream holds at most its window and one message.
+    async fn buffer_budget(&self, len: usize) -> Budget {
+        let connection = match self.accepted.load(Ordering::Relaxed) & ext::EXT_BYTES {
+            0 => self.streams.buffer_budget(len).await,
+            _ => None,
+        };
+        let budget = &self.limits.stream_bytes;
+        let server = match budget.try_take(len) {
+            Some(share) => share,
+            None => budget.take(len).await,
+        };
+        Budget { connection, server }
     }
 }
 

@@ -53,7 +53,11 @@ use crate::status::Error;
 #[derive(Clone)]
 pub struct Endpoint {
     address: String,
+    /// The effective configuration: the base ([`Endpoint::client_config`]) with the
+    /// endpoint's own settings over it.
     config: ClientConfig,
+    /// The endpoint's own settings (timeouts, framing), kept to apply over a later base.
+    overrides: Overrides,
     backoff: Backoff,
     health_check: bool,
     #[cfg(feature = "tls")]
@@ -73,6 +77,28 @@ impl fmt::Debug for Endpoint {
     }
 }
 
+/// The settings an [`Endpoint`] sets itself, applied over any base configuration.
+#[derive(Debug, Clone, Default)]
+struct Overrides {
+    connect_timeout: Option<Duration>,
+    timeout: Option<Duration>,
+    framing: Option<Framing>,
+}
+
+impl Overrides {
+    fn apply(&self, config: &mut ClientConfig) {
+        if let Some(timeout) = self.connect_timeout {
+            config.connect_timeout = timeout;
+        }
+        if let Some(timeout) = self.timeout {
+            config.timeout = Some(timeout);
+        }
+        if let Some(framing) = self.framing {
+            config.connection.framing = framing;
+        }
+    }
+}
+
 impl Endpoint {
     /// An endpoint for `address` (`host:port`; a name is resolved at each connection attempt)
     /// with the default [`ClientConfig`] and [`Backoff`].
@@ -80,6 +106,7 @@ impl Endpoint {
         Endpoint {
             address: address.into(),
             config: ClientConfig::default(),
+            overrides: Overrides::default(),
             backoff: Backoff::default(),
             health_check: true,
             #[cfg(feature = "tls")]
@@ -102,27 +129,33 @@ impl Endpoint {
         &self.config
     }
 
-    /// Replaces the configuration of each connection.
+    /// Sets the base configuration of each connection. The endpoint's own settings
+    /// ([`connect_timeout`](Self::connect_timeout), [`timeout`](Self::timeout),
+    /// [`framing`](Self::framing)) apply over it whether they come before or after.
     pub fn client_config(mut self, config: ClientConfig) -> Endpoint {
         self.config = config;
+        self.overrides.apply(&mut self.config);
         self
     }
 
     /// How long one connection attempt may take (`ClientConfig::connect_timeout`).
     pub fn connect_timeout(mut self, timeout: Duration) -> Endpoint {
-        self.config.connect_timeout = timeout;
+        self.overrides.connect_timeout = Some(timeout);
+        self.overrides.apply(&mut self.config);
         self
     }
 
     /// The default timeout of each call (`ClientConfig::timeout`).
     pub fn timeout(mut self, timeout: Duration) -> Endpoint {
-        self.config.timeout = Some(timeout);
+        self.overrides.timeout = Some(timeout);
+        self.overrides.apply(&mut self.config);
         self
     }
 
     /// The framing spoken (`ConnectionConfig::framing`).
     pub fn framing(mut self, framing: Framing) -> Endpoint {
-        self.config.connection.framing = framing;
+        self.overrides.framing = Some(framing);
+        self.overrides.apply(&mut self.config);
         self
     }
 

@@ -216,7 +216,8 @@ impl Channel {
     }
 
     /// A handle to the same channel whose calls time out after `timeout` (the default is the
-    /// endpoint's `ClientConfig::timeout`; none on a balanced channel).
+    /// endpoint's `ClientConfig::timeout`; none on a balanced channel): each call's deadline,
+    /// for streams their whole life, as [`Client::with_timeout`](crate::Client::with_timeout).
     pub fn with_timeout(&self, timeout: Duration) -> Channel {
         Channel {
             timeout: Some(timeout),

@@ -442,7 +442,7 @@ async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infall
             let ended = loop {
                 match watch.message().await {
                     Ok(Some(reply)) => {
-                        let serving = reply.status != ServingStatus::NotServing;
+                        let serving = reply != ServingStatus::NotServing;
                         publish_serving(shared, client, serving);
                     }
                     Ok(None) => break true,

@@ -265,7 +265,7 @@ pub async fn start(config: frpc::ServerConfig) -> Running {
     let signal = shutdown.clone();
     let done = tokio::spawn(async move {
         server
-            .serve_with_shutdown(listener, async move { signal.notified().await })
+            .serve_listener_with_shutdown(listener, async move { signal.notified().await })
             .await
     });
     Running {
@@ -281,10 +281,7 @@ pub async fn call(client: &frpc::Client, op: u16, value: &str) -> Result<Text, f
 }
 
 pub fn config(concurrency: frpc::Concurrency) -> frpc::ServerConfig {
-    frpc::ServerConfig {
-        concurrency,
-        ..Default::default()
-    }
+    frpc::ServerConfig::default().concurrency(concurrency)
 }
 
 /// After a takeover: greet, then echo everything (the bytes frpc had read but not parsed first).

@@ -33,12 +33,17 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
     let ack = bits & ext::EXT_OPEN_ACK != 0;
     let window = match ack && bits & ext::EXT_FLOW != 0 {
-        true => table.window(),
-        false => 0,
+        true => table.window(bits & ext::EXT_BYTES != 0),
+        false => ext::Window::default(),
     };
+    let flow = window.messages > 0;
+    // The opener starts with one message, and one byte, of credit: its first message goes
+    // out whatever its size, and the server's OPENED brings the rest of its window.
     let setup = StreamSetup {
-        recv_window: window,
-        send_credit: (window > 0).then_some(1),
+        recv_window: window.messages,
+        send_credit: flow.then_some(1),
+        recv_bytes: window.bytes,
+        send_bytes: window.bytes.map(|_| 1),
         awaiting_ack: ack,
         codes: bits & ext::EXT_STATUS != 0,
     };
@@ -66,17 +71,74 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
     Ok((sender, Streaming::new(inbound, guard)))
 }
 
-/// A client-streaming call: send requests, then [`close_and_recv`](Self::close_and_recv).
-pub struct ClientStreamingCall<Req, Resp> {
+/// The sending half of a client-streaming or bidi call, from their `split()`: sends requests
+/// from a task of its own while another reads the responses. Dropping it ends the request
+/// stream (the server reads `EOF`), as [`close`](Self::close) does.
+pub struct RequestSender<Req> {
     pub(super) sender: StreamSender<Req>,
-    pub(super) inbound: Streaming<Resp>,
     pub(super) closed: bool,
+}
+
+impl<Req> fmt::Debug for RequestSender<Req> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestSender")
+            .field("id", &self.sender.guard.id)
+            .field("closed", &self.closed)
+            .finish()
+    }
+}
+
+impl<Req: Message> RequestSender<Req> {
+    fn new(sender: StreamSender<Req>) -> Self {
+        RequestSender {
+            sender,
+            closed: false,
+        }
+    }
+
+    /// The stream id.
+    pub fn id(&self) -> u16 {
+        self.sender.id()
+    }
+
+    /// Sends one request, waiting while the connection's write queue is full and, between frpc
+    /// peers, for flow-control credit. Waiting here never holds up the receiving half.
+    ///
+    /// Not cancel-safe: a send dropped while it waits has not sent its request (one dropped
+    /// after its last wait has).
+    pub async fn send(&self, request: Req) -> Result<(), Error> {
+        self.sender.send(request).await
+    }
+
+    /// Ends the request stream (sends `EOF`); the responses go on. Later calls do nothing.
+    pub async fn close(&mut self) -> Result<(), Error> {
+        if !self.closed {
+            self.closed = true;
+            self.sender.send_eof().await?;
+        }
+        Ok(())
+    }
+}
+
+impl<Req> Drop for RequestSender<Req> {
+    fn drop(&mut self) {
+        if !self.closed {
+            eof_detached(&self.sender.guard);
+        }
+    }
+}
+
+/// A client-streaming call: send requests, then [`close_and_recv`](Self::close_and_recv); or
+/// [`split`](Self::split) it to send from one task and await the response in another.
+pub struct ClientStreamingCall<Req, Resp> {
+    pub(super) sender: RequestSender<Req>,
+    pub(super) inbound: Streaming<Resp>,
 }
 
 impl<Req, Resp> fmt::Debug for ClientStreamingCall<Req, Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientStreamingCall")
-            .field("id", &self.sender.guard.id)
+            .field("id", &self.sender.sender.guard.id)
             .finish()
     }
 }
@@ -84,21 +146,52 @@ impl<Req, Resp> fmt::Debug for ClientStreamingCall<Req, Resp> {
 impl<Req: Message, Resp: Message> ClientStreamingCall<Req, Resp> {
     pub(crate) fn new(sender: StreamSender<Req>, inbound: Streaming<Resp>) -> Self {
         ClientStreamingCall {
-            sender,
+            sender: RequestSender::new(sender),
             inbound,
-            closed: false,
         }
     }
 
-    /// Sends one request.
+    /// Sends one request (see [`RequestSender::send`]).
     pub async fn send(&mut self, request: Req) -> Result<(), Error> {
         self.sender.send(request).await
     }
 
     /// Ends the request stream and waits for the response.
-    pub async fn close_and_recv(mut self) -> Result<Resp, Error> {
-        self.closed = true;
-        self.sender.send_eof().await?;
+    pub async fn close_and_recv(self) -> Result<Resp, Error> {
+        let (mut sender, response) = self.split();
+        sender.close().await?;
+        response.recv().await
+    }
+
+    /// Splits the call into its sending half and its response, which can live in different
+    /// tasks. The response comes once the request stream ends: [`RequestSender::close`], or
+    /// the sender dropped.
+    pub fn split(self) -> (RequestSender<Req>, ClientStreamingResponse<Resp>) {
+        (
+            self.sender,
+            ClientStreamingResponse {
+                inbound: self.inbound,
+            },
+        )
+    }
+}
+
+/// The response of a split [`ClientStreamingCall`].
+pub struct ClientStreamingResponse<Resp> {
+    inbound: Streaming<Resp>,
+}
+
+impl<Resp> fmt::Debug for ClientStreamingResponse<Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientStreamingResponse")
+            .field("id", &self.inbound.guard.id)
+            .finish()
+    }
+}
+
+impl<Resp: Message> ClientStreamingResponse<Resp> {
+    /// Waits for the server's response (or its error).
+    pub async fn recv(mut self) -> Result<Resp, Error> {
         match self.inbound.message().await? {
             Some(response) => {
                 // The server is done (its EOF follows): nothing to cancel.
@@ -110,26 +203,22 @@ impl<Req: Message, Resp: Message> ClientStreamingCall<Req, Resp> {
     }
 }
 
-impl<Req, Resp> Drop for ClientStreamingCall<Req, Resp> {
-    fn drop(&mut self) {
-        if !self.closed {
-            eof_detached(&self.sender.guard);
-        }
-    }
-}
-
 /// A bidirectional call: [`send`](Self::send) and [`message`](Self::message) in any order,
-/// [`close_send`](Self::close_send) when done sending.
+/// [`close_send`](Self::close_send) when done sending; or [`split`](Self::split) it to send
+/// from one task and receive in another.
+///
+/// [`message`](Self::message) is cancel-safe: in a `tokio::select!` loop, a branch that wins
+/// while it waits loses no response. A [`send`](Self::send) waiting for credit in such a loop
+/// keeps the loop from receiving, though: to send and receive at once, split the call.
 pub struct BidiCall<Req, Resp> {
-    pub(super) sender: StreamSender<Req>,
+    pub(super) sender: RequestSender<Req>,
     pub(super) inbound: Streaming<Resp>,
-    pub(super) send_closed: bool,
 }
 
 impl<Req, Resp> fmt::Debug for BidiCall<Req, Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BidiCall")
-            .field("id", &self.sender.guard.id)
+            .field("id", &self.sender.sender.guard.id)
             .finish()
     }
 }
@@ -137,37 +226,31 @@ impl<Req, Resp> fmt::Debug for BidiCall<Req, Resp> {
 impl<Req: Message, Resp: Message> BidiCall<Req, Resp> {
     pub(crate) fn new(sender: StreamSender<Req>, inbound: Streaming<Resp>) -> Self {
         BidiCall {
-            sender,
+            sender: RequestSender::new(sender),
             inbound,
-            send_closed: false,
         }
     }
 
-    /// Sends one request.
+    /// Sends one request (see [`RequestSender::send`]).
     pub async fn send(&mut self, request: Req) -> Result<(), Error> {
         self.sender.send(request).await
     }
 
     /// Ends the request stream (sends `EOF`); responses can still be read.
     pub async fn close_send(&mut self) -> Result<(), Error> {
-        if !self.send_closed {
-            self.send_closed = true;
-            self.sender.send_eof().await?;
-        }
-        Ok(())
+        self.sender.close().await
     }
 
-    /// The next response; `Ok(None)` once the server has ended the stream.
+    /// The next response; `Ok(None)` once the server has ended the stream. Cancel-safe.
     pub async fn message(&mut self) -> Result<Option<Resp>, Error> {
         self.inbound.message().await
     }
-}
 
-impl<Req, Resp> Drop for BidiCall<Req, Resp> {
-    fn drop(&mut self) {
-        if !self.send_closed {
-            eof_detached(&self.sender.guard);
-        }
+    /// Splits the call into its sending and its receiving half, which can live in different
+    /// tasks (tonic's habit: a task sends, the caller receives). Dropping the sender ends the
+    /// request stream; dropping both ends the call.
+    pub fn split(self) -> (RequestSender<Req>, Streaming<Resp>) {
+        (self.sender, self.inbound)
     }
 }
 

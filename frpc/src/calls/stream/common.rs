@@ -11,8 +11,9 @@ use frpc_wire::{Packet, op};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::budget::Share;
 use crate::calls::{codec, ext};
-use crate::status::{Code, Status};
+use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
 
 /// Why an inbound stream ended without an `EOF`.
@@ -56,6 +57,10 @@ pub(crate) struct StreamSetup {
     pub(crate) recv_window: u32,
     /// The credit this side starts with for sending (`None`: no flow control).
     pub(crate) send_credit: Option<u32>,
+    /// This side's receive window in bytes (flow control in bytes negotiated, bit 7).
+    pub(crate) recv_bytes: Option<u32>,
+    /// The byte credit this side starts with for sending (flow control in bytes).
+    pub(crate) send_bytes: Option<i64>,
     /// The opener waits for the peer's OPENED.
     pub(crate) awaiting_ack: bool,
     /// Errors this side sends on its own (overflow, credit exceeded) carry a status code.
@@ -103,12 +108,28 @@ pub(crate) fn open_message(method: u16, protobuf: bool) -> Bytes {
 }
 
 /// What a client's stream handles carry: the keep-alive of the client's connection (whose last
-/// drop closes it) and the per-message idle timeout. Servers' streams have neither.
+/// drop closes it), the per-message idle timeout and the call's deadline (with the timeout it
+/// came from). Servers' streams have none of them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ClientSide {
     #[allow(dead_code, reason = "held for its drop, never read")]
     pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) idle: Option<Duration>,
+    pub(crate) deadline: Option<(tokio::time::Instant, Duration)>,
+}
+
+impl ClientSide {
+    /// The deadline's error once it has passed.
+    #[inline]
+    pub(super) fn expired(&self) -> Option<Error> {
+        let (at, limit) = self.deadline?;
+        (tokio::time::Instant::now() >= at).then_some(Error::Timeout(limit))
+    }
+
+    /// Whether sends and receives are bounded by a timer.
+    pub(super) fn has_timers(&self) -> bool {
+        self.idle.is_some() || self.deadline.is_some()
+    }
 }
 
 /// The extensions a stream uses: the bits negotiated when it opened and, on the server, the
@@ -119,13 +140,22 @@ pub(crate) struct StreamExt {
     pub(crate) cancel: Option<CancellationToken>,
     /// On the server, when the client asked for OPENED: the window it announces (0 without
     /// flow control).
-    pub(crate) ack_window: Option<u32>,
+    pub(crate) ack_window: Option<ext::Window>,
 }
 
-/// A message in a stream's inbound buffer. On a server it holds its share of
-/// `ServerConfig::max_buffered_stream_bytes` until the consumer takes it (or it is dropped).
+/// A message in a stream's inbound buffer, holding its share of the buffered-bytes budgets
+/// until the consumer takes it (or it is dropped).
 #[derive(Debug)]
 pub(crate) struct Buffered {
     pub(super) content: Bytes,
-    pub(super) _budget: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub(super) _budget: Budget,
+}
+
+/// A buffered message's shares of `ConnectionConfig::max_buffered_bytes` (its connection's) and,
+/// on a server, `ServerConfig::max_buffered_stream_bytes` (the whole server's).
+#[derive(Debug, Default)]
+#[allow(dead_code, reason = "held for their drop, never read")]
+pub(crate) struct Budget {
+    pub(crate) connection: Option<Share>,
+    pub(crate) server: Option<Share>,
 }

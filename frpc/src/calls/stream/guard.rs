@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use crate::calls::ext;
 use crate::transport::connection::Connection;
 
+use super::bytes::ByteCredit;
 use super::common::*;
 use super::table::*;
 
@@ -28,6 +29,8 @@ pub(super) struct StreamGuard {
     pub(super) finished: AtomicBool,
     /// What this side may send (flow-controlled streams).
     pub(super) send_credit: Option<Arc<Semaphore>>,
+    /// What this side may send, in bytes (flow control in bytes).
+    pub(super) send_bytes: Option<Arc<ByteCredit>>,
     /// Set once this side ended its half (sent `EOF`).
     pub(super) ended: AtomicBool,
     /// Set once a send had to wait for credit: the producer outruns its consumer, so its
@@ -53,6 +56,7 @@ impl StreamGuard {
             ext,
             finished: AtomicBool::new(false),
             send_credit: inbound.send_credit.clone(),
+            send_bytes: inbound.send_bytes.clone(),
             ended: AtomicBool::new(false),
             bulk: AtomicBool::new(false),
         }
@@ -60,6 +64,18 @@ impl StreamGuard {
 
     pub(super) fn is_cancelled(&self) -> bool {
         self.ext.cancel.as_ref().is_some_and(|token| token.is_cancelled())
+    }
+
+    /// The client's deadline passed: tells the server (with the cancellation extension) once,
+    /// as dropping the stream would; the handles then fail with the timeout.
+    pub(super) fn expire(&self) {
+        if self.ext.bits & ext::EXT_CANCEL != 0
+            && !self.finished.swap(true, Ordering::Relaxed)
+            && !self.conn.is_closed()
+        {
+            let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
+        }
+        self.finished.store(true, Ordering::Relaxed);
     }
 }
 

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use frpc_wire::DecodeError;
 use frpc_wire::polyglot::{EOF_MESSAGE, Envelope, Message};
 
+use crate::calls::ext::Window;
 use crate::calls::{codec, ext};
 use crate::status::{Code, Error, Status};
 
@@ -110,11 +111,15 @@ pub struct Streaming<T> {
     /// The idle timer (client streams with an idle timeout only), made on the first wait and
     /// re-armed at the start of each later one.
     pub(super) idle: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The call's deadline (client streams with a timeout only), made on the first wait.
+    pub(super) deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     pub(super) waiting: bool,
     /// A content read while waiting for OPENED, not yet handed out.
     pub(super) peeked: Option<Bytes>,
     /// Messages read and not yet given back as credit (flow-controlled streams).
     pub(super) unacked: u32,
+    /// Their bytes (flow control in bytes).
+    pub(super) unacked_bytes: u32,
     /// A server's inbound stream: what it cannot decode is the client's bad argument.
     pub(super) server: bool,
     pub(super) _message: PhantomData<fn() -> T>,
@@ -136,9 +141,11 @@ impl<T: Message> Streaming<T> {
             guard,
             done: false,
             idle: None,
+            deadline: None,
             waiting: false,
             peeked: None,
             unacked: 0,
+            unacked_bytes: 0,
             server: false,
             _message: PhantomData,
         }
@@ -197,24 +204,50 @@ impl<T: Message> Streaming<T> {
         Ok(())
     }
 
-    /// Gives back credit for a data message the consumer read: every half window at once, so
-    /// a stream costs one CREDIT packet per half window.
-    pub(super) fn consumed(&mut self) {
-        let Some((credit, window)) = &self.inbound.recv else {
+    /// Gives back credit for a data message of `len` bytes the consumer read: every half
+    /// window (of messages, or of bytes) at once, so a stream costs one CREDIT packet per half
+    /// window.
+    pub(super) fn consumed(&mut self, len: usize) {
+        let Some((_, window)) = &self.inbound.recv else {
             return;
         };
         self.unacked += 1;
-        if self.unacked < (window / 2).max(1) || self.done {
+        let mut bytes_due = false;
+        if let Some(bytes) = &self.inbound.recv_bytes {
+            let len = u32::try_from(len).unwrap_or(u32::MAX);
+            self.unacked_bytes = self.unacked_bytes.saturating_add(len);
+            bytes_due = self.unacked_bytes >= (bytes.window / 2).max(1);
+        }
+        if (self.unacked < (window / 2).max(1) && !bytes_due) || self.done {
             return;
         }
+        self.give_back();
+    }
+
+    /// Sends the peer the credit of what the consumer read since the last grant.
+    fn give_back(&mut self) {
+        let Some((credit, _)) = &self.inbound.recv else {
+            return;
+        };
         let messages = std::mem::take(&mut self.unacked);
+        let bytes = std::mem::take(&mut self.unacked_bytes);
         // Counted before the grant leaves, so the peer's next message finds it.
         credit.fetch_add(messages, Ordering::AcqRel);
+        let bytes = self.inbound.recv_bytes.as_ref().map(|window| {
+            window.give_back(bytes);
+            bytes
+        });
         let guard = &self.guard;
-        guard.table.credit_back.give(&guard.conn, guard.id, messages);
+        guard
+            .table
+            .credit_back
+            .give(&guard.conn, guard.id, Window { messages, bytes });
     }
 
     /// The next message; `Ok(None)` once the peer has ended the stream.
+    ///
+    /// Cancel-safe: dropped before it completes (the other branch of a `tokio::select!` won),
+    /// it has taken no message, and the next call returns it.
     pub async fn message(&mut self) -> Result<Option<T>, Error> {
         std::future::poll_fn(|cx| self.poll_message(cx)).await
     }
@@ -222,6 +255,9 @@ impl<T: Message> Streaming<T> {
     pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
         if self.done {
             return Poll::Ready(Ok(None));
+        }
+        if let Some(err) = self.guard.client.expired() {
+            return Poll::Ready(Err(self.expire(err)));
         }
         let content = match self.peeked.take() {
             Some(content) => content,
@@ -240,7 +276,7 @@ impl<T: Message> Streaming<T> {
         };
         self.waiting = false;
         if !is_control(&content) {
-            self.consumed();
+            self.consumed(content.len());
         }
         // An error with a status code, from an frpc server that accepted our offer (perhaps
         // after this stream opened). No fRPC message starts with the header byte.
@@ -278,8 +314,24 @@ impl<T: Message> Streaming<T> {
         self.guard.finished.store(true, Ordering::Relaxed);
     }
 
-    /// Pending, or the idle timeout once no message came for that long since this wait began.
+    /// The call's deadline passed: the stream is over here, and the server is told.
+    fn expire(&mut self, err: Error) -> Error {
+        self.done = true;
+        self.guard.expire();
+        err
+    }
+
+    /// Pending, or the call's deadline, or the idle timeout once no message came for that long
+    /// since this wait began.
     pub(super) fn poll_idle(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        if let Some((at, limit)) = self.guard.client.deadline {
+            let timer = self
+                .deadline
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            if timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Err(self.expire(Error::Timeout(limit))));
+            }
+        }
         let Some(limit) = self.guard.client.idle else {
             return Poll::Pending;
         };
@@ -344,14 +396,31 @@ impl<T> Drop for Streaming<T> {
         self.inbound.rx.close();
         let is_data = |content: &Bytes| !content.is_empty() && !is_control(content);
         let mut unread = std::mem::take(&mut self.unacked);
-        unread += u32::from(self.peeked.take().is_some_and(|content| is_data(&content)));
+        let mut unread_bytes = std::mem::take(&mut self.unacked_bytes);
+        let mut count = |content: &Bytes| {
+            if is_data(content) {
+                unread += 1;
+                unread_bytes = unread_bytes.saturating_add(u32::try_from(content.len()).unwrap_or(u32::MAX));
+            }
+        };
+        if let Some(content) = self.peeked.take() {
+            count(&content);
+        }
         while let Ok(held) = self.inbound.rx.try_recv() {
-            unread += u32::from(is_data(&held.content));
+            count(&held.content);
         }
         if unread > 0 {
             credit.fetch_add(unread, Ordering::AcqRel);
+            let bytes = self.inbound.recv_bytes.as_ref().map(|window| {
+                window.give_back(unread_bytes);
+                unread_bytes
+            });
             let guard = &self.guard;
-            guard.table.credit_back.give(&guard.conn, guard.id, unread);
+            let grant = Window {
+                messages: unread,
+                bytes,
+            };
+            guard.table.credit_back.give(&guard.conn, guard.id, grant);
         }
     }
 }

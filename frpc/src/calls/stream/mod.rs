@@ -10,7 +10,9 @@
 //! **Flow control** (frpc peers that negotiated it, `docs/extensions.md` §9). Credit in
 //! messages, per stream and direction: a sender holds a [`Semaphore`] of credit (one permit per
 //! data message; errors and `EOF` take none) that the peer's CREDIT packets refill, so a slow
-//! consumer makes its producer's `send` wait, never the connection. The receiver's reader takes
+//! consumer makes its producer's `send` wait, never the connection. Where negotiated (§9.1),
+//! credit counts bytes too (`bytes`: the sender sends while its byte credit is above zero, the
+//! receiver counts the same and grants every half window of messages or of bytes). The receiver's reader takes
 //! one message of the peer's credit per data message (an atomic, under the table lock it holds
 //! anyway); the consumer gives credit back every half window it reads. The inbound buffer holds
 //! the whole window, so it never overflows; a peer sending past its credit gets the stream failed
@@ -19,9 +21,10 @@
 //! stream forgotten, the connection closed) the credit closes and waiting sends go on as
 //! without flow control.
 //!
-//! **Server-wide byte budget.** On a server, each buffered inbound message holds its share of
-//! `ServerConfig::max_buffered_stream_bytes` (`common::Buffered`) until its consumer takes it;
-//! the connection's reader waits for the share before routing, so a full budget stops reading
+//! **Byte budgets.** Each buffered inbound message holds its share of its connection's
+//! `ConnectionConfig::max_buffered_bytes` and, on a server, of
+//! `ServerConfig::max_buffered_stream_bytes` (`common::Budget`) until its consumer takes it;
+//! the connection's reader waits for the shares before routing, so a full budget stops reading
 //! that connection rather than growing memory.
 //!
 //! **Without flow control** (Go peers, extensions off). Each inbound stream buffers up to
@@ -48,6 +51,7 @@
 //! `stream_idle_timeout`, each message a client stream waits for (received, or room to send)
 //! fails with [`Error::Timeout`] after that long, which ends the stream.
 
+mod bytes;
 mod client;
 mod common;
 mod guard;
@@ -57,8 +61,8 @@ mod server;
 mod table;
 
 pub(crate) use self::client::open;
-pub use self::client::{BidiCall, ClientStreamingCall};
-pub(crate) use self::common::{ClientSide, StreamExt, StreamSetup};
+pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
+pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};
 pub use self::inbound::Streaming;
 pub use self::outbound::StreamSender;
 pub use self::server::ServerStream;

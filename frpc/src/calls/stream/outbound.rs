@@ -165,48 +165,104 @@ impl<T: Message> StreamSender<T> {
         codec::encode(message, self.guard.ext.bits & ext::EXT_PROTOBUF != 0)
     }
 
-    /// Sends one content; a data message (`credit`) first takes a message of flow-control
-    /// credit, waiting for the peer's grant when there is none.
+    /// Sends one content; a data message (`credit`) first takes its flow-control credit,
+    /// waiting for the peer's grant when there is none.
     pub(super) async fn send_raw(&self, content: Bytes, credit: bool) -> Result<(), Error> {
         if self.guard.is_cancelled() {
             return Err(Error::Cancelled);
         }
-        let conn = &self.guard.conn;
         let packet = Packet::new(self.guard.id, op::STREAM, content);
+        match self.guard.client.has_timers() {
+            false => self.send_packet(packet, credit).await,
+            // Client streams with a deadline or an idle timeout: their timers in a boxed
+            // future, so that every other send stays a small one (futures are moved by copy).
+            true => Box::pin(self.send_timed(packet, credit)).await,
+        }
+    }
+
+    async fn send_packet(&self, packet: Packet, credit: bool) -> Result<(), Error> {
+        if credit {
+            self.take_credit(packet.content.len()).await?;
+        }
+        // A producer that ran out of credit sends in bursts (a grant lets half a window go at
+        // once) into a pipeline the wait has emptied. The direct path would write each message
+        // with a syscall of its own (the window keeps too little in flight to fill the socket,
+        // which is what moves a plain stream onto the batching queue); the queue lets the
+        // writer task write the burst in a few.
+        let conn = &self.guard.conn;
+        match self.guard.bulk.load(Ordering::Relaxed) {
+            true => conn.queue(packet).await,
+            false => conn.send(packet).await,
+        }
+    }
+
+    /// Takes a data message's flow-control credit (a message, and its bytes where windows
+    /// count bytes): at once when the peer's grants cover it, else waiting in a boxed future.
+    async fn take_credit(&self, len: usize) -> Result<(), Error> {
+        let Some(window) = &self.guard.send_credit else {
+            return Ok(()); // no flow control
+        };
+        let message = window.try_acquire().map(|permit| permit.forget()).is_ok();
+        if message
+            && self
+                .guard
+                .send_bytes
+                .as_ref()
+                .is_none_or(|bytes| bytes.try_take(len))
+        {
+            return Ok(());
+        }
+        Box::pin(self.wait_credit(len, message)).await
+    }
+
+    /// Waits for the credit [`take_credit`](Self::take_credit) found missing. A closed window
+    /// (the stream or connection ended) lets the send go on, as without flow control: it then
+    /// fails on a closed connection, or the peer drops it; a cancelled stream's send fails.
+    async fn wait_credit(&self, len: usize, message_taken: bool) -> Result<(), Error> {
+        self.guard.bulk.store(true, Ordering::Relaxed);
+        if !message_taken
+            && let Some(window) = &self.guard.send_credit
+            && let Ok(permit) = window.acquire().await
+        {
+            permit.forget();
+        }
+        if let Some(bytes) = &self.guard.send_bytes
+            && !bytes.try_take(len)
+        {
+            bytes.take(len).await;
+        }
+        match self.guard.is_cancelled() {
+            true => Err(Error::Cancelled),
+            false => Ok(()),
+        }
+    }
+
+    /// [`send_packet`](Self::send_packet) within the client stream's idle timeout and the
+    /// call's deadline.
+    async fn send_timed(&self, packet: Packet, credit: bool) -> Result<(), Error> {
         let send = async {
-            if let Some(window) = self.guard.send_credit.as_ref().filter(|_| credit) {
-                // A closed window (the stream or connection ended) lets the send go on, as
-                // without flow control: it then fails on a closed connection, or the peer
-                // drops it; a cancelled stream's send fails.
-                match window.try_acquire() {
-                    Ok(permit) => permit.forget(),
-                    Err(_) => {
-                        self.guard.bulk.store(true, Ordering::Relaxed);
-                        if let Ok(permit) = window.acquire().await {
-                            permit.forget();
-                        }
-                        if self.guard.is_cancelled() {
-                            return Err(Error::Cancelled);
-                        }
-                    }
-                }
-            }
-            // A producer that ran out of credit sends in bursts (a grant lets half a window
-            // go at once) into a pipeline the wait has emptied. The direct path would write
-            // each message with a syscall of its own (the window keeps too little in flight to
-            // fill the socket, which is what moves a plain stream onto the batching queue);
-            // the queue lets the writer task write the burst in a few.
-            match self.guard.bulk.load(Ordering::Relaxed) {
-                true => conn.queue(packet).await,
-                false => conn.send(packet).await,
+            match self.guard.client.idle {
+                None => self.send_packet(packet, credit).await,
+                // Waiting for room in the write queue counts as idle too.
+                Some(limit) => tokio::time::timeout(limit, self.send_packet(packet, credit))
+                    .await
+                    .unwrap_or(Err(Error::Timeout(limit))),
             }
         };
-        match self.guard.client.idle {
-            None => send.await,
-            // Waiting for room in the write queue counts as idle too.
-            Some(limit) => tokio::time::timeout(limit, send)
-                .await
-                .unwrap_or(Err(Error::Timeout(limit))),
+        // The call's deadline bounds every send of a client stream.
+        let Some((at, limit)) = self.guard.client.deadline else {
+            return send.await;
+        };
+        if let Some(err) = self.guard.client.expired() {
+            self.guard.expire();
+            return Err(err);
+        }
+        match tokio::time::timeout_at(at, send).await {
+            Ok(result) => result,
+            Err(_) => {
+                self.guard.expire();
+                Err(Error::Timeout(limit))
+            }
         }
     }
 

@@ -35,22 +35,20 @@ pub(crate) struct StreamEnd {
 }
 
 impl StreamEnd {
-    /// Ends the stream with the handler's outcome unless the handler ended it.
+    /// Ends the stream with the handler's outcome unless the handler ended it. Sent past the
+    /// stream's cancellation: a handler dropped at its deadline has its token cancelled, and
+    /// the client still gets DEADLINE_EXCEEDED (errors and `EOF` take no credit).
     pub(crate) async fn ensure(self, result: &Result<(), Status>, bits: u32) {
-        if self.guard.ended.load(Ordering::Relaxed) || self.guard.conn.is_closed() {
+        let guard = &self.guard;
+        if guard.ended.swap(true, Ordering::Relaxed) || guard.conn.is_closed() {
             return;
         }
-        let sender = StreamSender::<()>::new(self.guard);
-        match result {
-            Err(status) => {
-                let content = error_content(status, bits & ext::EXT_STATUS != 0);
-                let _ = sender.send_raw(content, false).await;
-                let _ = sender.send_eof().await;
-            }
-            Ok(()) => {
-                let _ = sender.send_eof().await;
-            }
+        if let Err(status) = result {
+            let content = error_content(status, bits & ext::EXT_STATUS != 0);
+            let _ = guard.conn.send(Packet::new(guard.id, op::STREAM, content)).await;
         }
+        let eof = Packet::new(guard.id, op::STREAM, Bytes::from_static(EOF_MESSAGE));
+        let _ = guard.conn.send(eof).await;
     }
 }
 

@@ -9,10 +9,13 @@ use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::credit::CreditBack;
+use crate::calls::ext::Window;
 use crate::status::{Error, Status};
 use crate::transport::connection::Connection;
 
+use super::bytes::{ByteCredit, ByteWindow};
 use super::common::*;
 
 #[derive(Debug)]
@@ -28,6 +31,10 @@ pub(super) struct Route {
     /// lets waiting senders go on (and fail on a closed connection, or send what the peer
     /// drops, as without flow control).
     pub(super) send_credit: Option<Arc<Semaphore>>,
+    /// The peer's byte credit as this side counts it (flow control in bytes).
+    pub(super) recv_bytes: Option<Arc<ByteWindow>>,
+    /// What this side may send, in bytes (flow control in bytes).
+    pub(super) send_bytes: Option<Arc<ByteCredit>>,
     /// Opened by this side: the peer's error or `EOF` means it reads no more.
     pub(super) local: bool,
     /// Waiting for the peer's OPENED.
@@ -40,6 +47,9 @@ impl Route {
     /// Ends this side's sending credit: nothing more will come.
     pub(super) fn close_credit(&self) {
         if let Some(credit) = &self.send_credit {
+            credit.close();
+        }
+        if let Some(credit) = &self.send_bytes {
             credit.close();
         }
     }
@@ -60,6 +70,10 @@ pub(crate) struct StreamTable {
     pub(super) buffer: usize,
     /// The receive window of flow-controlled streams, in messages.
     pub(super) window: u32,
+    /// The receive window of flow-controlled streams, in bytes (when negotiated).
+    pub(super) window_bytes: u32,
+    /// This connection's buffered-bytes budget (`ConnectionConfig::max_buffered_bytes`).
+    buffered: Arc<ByteBudget>,
     /// Open streams across every connection sharing it (a server's, say).
     pub(super) gauge: Arc<AtomicUsize>,
     /// The most `gauge` may reach (a server's `max_open_streams`; no limit on a client).
@@ -75,32 +89,51 @@ pub(crate) struct Inbound {
     pub(super) end: Arc<OnceLock<EndReason>>,
     /// The credit the peer has left, and the window (flow-controlled streams).
     pub(super) recv: Option<(Arc<AtomicU32>, u32)>,
+    /// The peer's byte credit as this side counts it (flow control in bytes).
+    pub(super) recv_bytes: Option<Arc<ByteWindow>>,
     pub(super) send_credit: Option<Arc<Semaphore>>,
+    pub(super) send_bytes: Option<Arc<ByteCredit>>,
     pub(super) awaiting_ack: bool,
 }
 
 impl StreamTable {
+    /// The table of a connection configured by `config`; `gauge` counts the open streams of
+    /// every connection sharing it, at most `max_total`.
     pub(crate) fn new(
-        max_streams: usize,
-        buffer: usize,
-        window: u32,
+        config: &crate::config::ConnectionConfig,
         gauge: Arc<AtomicUsize>,
         max_total: usize,
     ) -> StreamTable {
         StreamTable {
             table: Mutex::new(Table::default()),
-            max_streams,
-            buffer: buffer.max(1),
-            window: window.max(1),
+            max_streams: config.max_streams,
+            buffer: config.stream_buffer.max(1),
+            window: config.stream_window.max(1),
+            window_bytes: config.stream_window_bytes.max(1),
+            buffered: ByteBudget::new(config.max_buffered_bytes),
             gauge,
             max_total,
             credit_back: Arc::default(),
         }
     }
 
-    /// The receive window of flow-controlled streams this side announces.
-    pub(crate) fn window(&self) -> u32 {
-        self.window
+    /// The receive window of flow-controlled streams this side announces, in messages and,
+    /// with `bytes` (flow control in bytes negotiated), in bytes.
+    pub(crate) fn window(&self, bytes: bool) -> Window {
+        Window {
+            messages: self.window,
+            bytes: bytes.then_some(self.window_bytes),
+        }
+    }
+
+    /// The share of this connection's buffered-bytes budget for a stream message of `len`
+    /// bytes, waited for (so the connection is not read meanwhile: TCP's window then holds the
+    /// peer back); a message larger than the whole budget takes all of it.
+    pub(crate) async fn buffer_budget(&self, len: usize) -> Option<Share> {
+        match self.buffered.try_take(len) {
+            Some(share) => share,
+            None => self.buffered.take(len).await,
+        }
     }
 
     pub(super) fn forget(&self, table: &mut Table, id: u16) {
@@ -146,12 +179,19 @@ impl StreamTable {
         Ok(self.insert(&mut table, id, cancel, setup, false))
     }
 
-    /// The peer's CREDIT for stream `id`: more messages this side may send. Ignored for a
-    /// stream nobody here knows or one without flow control; capped at [`MAX_CREDIT`].
-    pub(crate) fn credit(&self, id: u16, messages: u32) {
+    /// The peer's CREDIT for stream `id`: more messages (and bytes) this side may send.
+    /// Ignored for a stream nobody here knows or one without flow control; capped at
+    /// [`MAX_CREDIT`].
+    pub(crate) fn credit(&self, id: u16, grant: Window) {
         let table = self.lock();
-        if let Some(credit) = table.routes.get(&id).and_then(|route| route.send_credit.as_ref()) {
-            add_credit(credit, messages);
+        let Some(route) = table.routes.get(&id) else {
+            return;
+        };
+        if let Some(credit) = &route.send_credit {
+            add_credit(credit, grant.messages);
+        }
+        if let (Some(credit), Some(bytes)) = (&route.send_bytes, grant.bytes) {
+            credit.grant(i64::from(bytes));
         }
     }
 
@@ -159,7 +199,7 @@ impl StreamTable {
     /// resolves, and with flow control the client's credit becomes that window (of which it
     /// had one message already). A window of 0 means the server does not flow-control the
     /// stream. A second OPENED, or one for a stream not waiting, is ignored.
-    pub(crate) fn opened(&self, id: u16, window: u32) {
+    pub(crate) fn opened(&self, id: u16, window: Window) {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
             return;
@@ -167,19 +207,33 @@ impl StreamTable {
         if !std::mem::replace(&mut route.awaiting_ack, false) {
             return;
         }
-        match (&route.send_credit, window) {
+        match (&route.send_credit, window.messages) {
             (None, _) => {}
-            (Some(credit), 0) => {
+            (Some(_), 0) => {
                 // The server takes no credit: send freely, and count nothing of its sends.
-                credit.close();
+                route.close_credit();
                 route.recv_credit = None;
+                route.recv_bytes = None;
             }
-            (Some(credit), window) => add_credit(credit, window - 1),
+            (Some(credit), messages) => {
+                add_credit(credit, messages - 1);
+                // The opener started with one byte of credit (its first message passes
+                // whatever its size), which the server's window counts. A server that
+                // announces no byte window does not count bytes: neither side does.
+                match (&route.send_bytes, window.bytes) {
+                    (Some(credit), Some(bytes)) => credit.grant(i64::from(bytes) - 1),
+                    (Some(credit), None) => {
+                        credit.close();
+                        route.recv_bytes = None;
+                    }
+                    (None, _) => {}
+                }
+            }
         }
         // The mark the opener waits for; the buffer keeps room for it.
         let _ = route.tx.try_send(Buffered {
             content: Bytes::new(),
-            _budget: None,
+            _budget: Budget::default(),
         });
     }
 
@@ -243,12 +297,22 @@ impl StreamTable {
         let send_credit = setup
             .send_credit
             .map(|credit| Arc::new(Semaphore::new((credit as usize).min(MAX_CREDIT))));
+        let recv_bytes = setup
+            .recv_bytes
+            .filter(|_| setup.recv_window > 0)
+            .map(|window| Arc::new(ByteWindow::new(window)));
+        let send_bytes = setup
+            .send_bytes
+            .filter(|_| send_credit.is_some())
+            .map(|credit| Arc::new(ByteCredit::new(credit)));
         let route = Route {
             tx,
             end: end.clone(),
             cancel,
             recv_credit: recv_credit.clone(),
             send_credit: send_credit.clone(),
+            recv_bytes: recv_bytes.clone(),
+            send_bytes: send_bytes.clone(),
             local,
             awaiting_ack: setup.awaiting_ack,
             codes: setup.codes,
@@ -262,7 +326,9 @@ impl StreamTable {
             rx,
             end,
             recv: recv_credit.map(|credit| (credit, setup.recv_window)),
+            recv_bytes,
             send_credit,
+            send_bytes,
             awaiting_ack: setup.awaiting_ack,
         }
     }
@@ -279,15 +345,15 @@ impl StreamTable {
         }
     }
 
-    /// Delivers a `STREAM` packet; `budget`: its share of the server's buffered-bytes budget,
-    /// held while it waits in the stream's buffer. Returns the content back when it opens a
-    /// stream nobody here knows, for the dispatcher to handle.
+    /// Delivers a `STREAM` packet; `budget`: its shares of the buffered-bytes budgets, held
+    /// while it waits in the stream's buffer. Returns the content back when it opens a stream
+    /// nobody here knows, for the dispatcher to handle.
     pub(crate) fn route(
         &self,
         conn: &Arc<Connection>,
         id: u16,
         content: Bytes,
-        budget: Option<tokio::sync::OwnedSemaphorePermit>,
+        budget: Budget,
     ) -> Option<Bytes> {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
@@ -308,9 +374,13 @@ impl StreamTable {
                 route.close_credit();
             }
         } else if let Some(credit) = &route.recv_credit
-            && credit
+            && (credit
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(1))
                 .is_err()
+                || route
+                    .recv_bytes
+                    .as_ref()
+                    .is_some_and(|bytes| !bytes.receive(content.len())))
         {
             tracing::warn!(
                 stream = id,
@@ -320,9 +390,8 @@ impl StreamTable {
             let _ = route.end.set(EndReason::CreditExceeded);
             self.forget(&mut table, id);
             drop(table);
-            let status = Status::resource_exhausted(format!(
-                "stream {id}: more messages than the flow-control credit granted"
-            ));
+            let status =
+                Status::resource_exhausted(format!("stream {id}: more than the flow-control credit granted"));
             send_detached(conn, id, status, codes);
             return None;
         }
@@ -347,7 +416,12 @@ impl StreamTable {
                 // credit back so its sends do not stall.
                 Some(credit) if !is_control(&content) => {
                     credit.fetch_add(1, Ordering::AcqRel);
-                    self.credit_back.give(conn, id, 1);
+                    let bytes = route.recv_bytes.as_ref().map(|window| {
+                        let bytes = u32::try_from(content.len()).unwrap_or(u32::MAX);
+                        window.give_back(bytes);
+                        bytes
+                    });
+                    self.credit_back.give(conn, id, Window { messages: 1, bytes });
                 }
                 Some(_) => {}
                 None => self.forget(&mut table, id),

@@ -1,0 +1,8 @@
+//! The library behind the `frpc` command: polyglot encoding of dynamic messages ([`dynamic`]),
+//! schemas from `.proto` files or a reflecting server ([`schema`]) and the commands
+//! themselves ([`commands`]). See `docs/guide/operating-frpc.md`.
+#![deny(missing_docs)]
+
+pub mod commands;
+pub mod dynamic;
+pub mod schema;

@@ -1,0 +1,155 @@
+//! `frpc`: a command-line client for fRPC servers, frpc-rs's and Go's alike. `frpc call` sends a
+//! JSON request to a method and prints the JSON reply; `frpc list` and `frpc describe` show what
+//! a reflecting frpc server serves. See `frpc --help` and `docs/guide/operating-frpc.md`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use frpc::Framing;
+use frpc_cli::commands::{self, CliError, Connect, Schema};
+
+/// A command-line client for fRPC servers (frpc-rs and Go fRPC).
+#[derive(Debug, Parser)]
+#[command(name = "frpc", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Calls a unary method with a JSON request and prints the JSON reply.
+    Call {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[command(flatten)]
+        schema: SchemaArgs,
+        /// The method: `package.Service/Method`.
+        method: String,
+        /// The request in proto3 JSON, `@file` to read it from a file, or `-` (the default) for
+        /// standard input.
+        request: Option<String>,
+    },
+    /// Lists the services a server serves (reflection, or the --proto files).
+    List {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[command(flatten)]
+        schema: SchemaArgs,
+    },
+    /// Shows a service's methods (operation numbers included) or a message's fields.
+    Describe {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[command(flatten)]
+        schema: SchemaArgs,
+        /// `package.Service` or `package.Message`.
+        name: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FramingArg {
+    /// frisbee-go v0.11 and later (frpc's default).
+    Frisbee,
+    /// frisbee-go v0.10 and earlier.
+    Legacy,
+}
+
+#[derive(Debug, Args)]
+struct ConnectArgs {
+    /// The server, `host:port`.
+    addr: String,
+    /// Request metadata, `key:value` (repeatable).
+    #[arg(short = 'H', long = "header")]
+    headers: Vec<String>,
+    /// Call timeout in seconds (fractions allowed).
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// The server's packet framing.
+    #[arg(long, value_enum, default_value = "frisbee")]
+    framing: FramingArg,
+    /// Plain fRPC: offer no frpc extensions (no status codes, metadata or reflection).
+    #[arg(long)]
+    no_extensions: bool,
+}
+
+#[derive(Debug, Args)]
+struct SchemaArgs {
+    /// A .proto file with the service (repeatable); without one, the server is asked through
+    /// reflection.
+    #[arg(long = "proto")]
+    protos: Vec<PathBuf>,
+    /// Where imports are searched (repeatable; default: each file's directory).
+    #[arg(short = 'I', long = "import-path")]
+    includes: Vec<PathBuf>,
+}
+
+impl ConnectArgs {
+    fn connect(&self) -> Result<Connect, CliError> {
+        let timeout = match self.timeout {
+            Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+            Some(secs) => return Err(CliError::Other(format!("--timeout {secs}: give seconds above 0"))),
+            None => None,
+        };
+        Ok(Connect {
+            addr: self.addr.clone(),
+            framing: match self.framing {
+                FramingArg::Frisbee => Framing::Frisbee,
+                FramingArg::Legacy => Framing::Legacy,
+            },
+            no_extensions: self.no_extensions,
+            timeout,
+            headers: self.headers.clone(),
+        })
+    }
+}
+
+impl SchemaArgs {
+    fn schema(&self) -> Schema {
+        Schema {
+            protos: self.protos.clone(),
+            includes: self.includes.clone(),
+        }
+    }
+}
+
+async fn run(command: Command) -> Result<String, CliError> {
+    match command {
+        Command::Call {
+            connect,
+            schema,
+            method,
+            request,
+        } => commands::call(&connect.connect()?, &schema.schema(), &method, request.as_deref()).await,
+        Command::List { connect, schema } => commands::list(&connect.connect()?, &schema.schema()).await,
+        Command::Describe {
+            connect,
+            schema,
+            name,
+        } => commands::describe(&connect.connect()?, &schema.schema(), &name).await,
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli.command)) {
+        Ok(out) => {
+            println!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("{err}");
+            ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(1))
+        }
+    }
+}

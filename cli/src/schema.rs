@@ -1,0 +1,95 @@
+//! The schema a call needs: descriptors compiled from `.proto` files at run time (protox, no
+//! protoc), the method a `pkg.Service/Method` names, and its fRPC operation number.
+
+use std::path::PathBuf;
+
+use prost_reflect::{DescriptorPool, MethodDescriptor};
+
+/// Why the schema could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// protox could not compile the files.
+    #[error("cannot compile the .proto files: {0}")]
+    Compile(String),
+    /// The descriptors are inconsistent.
+    #[error("invalid descriptors: {0}")]
+    Descriptors(String),
+    /// The method name is not `pkg.Service/Method`.
+    #[error("`{0}` is not a method name: write `package.Service/Method`")]
+    BadName(String),
+    /// No such service.
+    #[error("no service `{0}` in the schema (services: {1})")]
+    NoService(String, String),
+    /// No such method.
+    #[error("service `{0}` has no method `{1}` (methods: {2})")]
+    NoMethod(String, String, String),
+}
+
+/// Compiles `protos`, searched in `includes` (the directory of each file when none is given).
+pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, SchemaError> {
+    let mut includes = includes.to_vec();
+    if includes.is_empty() {
+        for proto in protos {
+            let dir = proto.parent().filter(|d| !d.as_os_str().is_empty());
+            includes.push(dir.map_or_else(|| PathBuf::from("."), PathBuf::from));
+        }
+    }
+    let fds = protox::compile(protos, &includes).map_err(|e| SchemaError::Compile(format!("{e:?}")))?;
+    DescriptorPool::from_file_descriptor_set(fds).map_err(|e| SchemaError::Descriptors(e.to_string()))
+}
+
+/// The descriptors a reflecting server sent: an encoded `FileDescriptorSet` in which a file
+/// may repeat (one copy per service set that holds it); the first of each name is kept.
+pub fn from_reflection(bytes: &[u8]) -> Result<DescriptorPool, SchemaError> {
+    use prost::Message as _;
+    let set =
+        prost_types::FileDescriptorSet::decode(bytes).map_err(|e| SchemaError::Descriptors(e.to_string()))?;
+    let mut seen = std::collections::HashSet::new();
+    let file = set
+        .file
+        .into_iter()
+        .filter(|f| seen.insert(f.name().to_string()))
+        .collect();
+    DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet { file })
+        .map_err(|e| SchemaError::Descriptors(e.to_string()))
+}
+
+/// The method `name` (`pkg.Service/Method`, or `pkg.Service.Method`) names in `pool`.
+pub fn method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, SchemaError> {
+    let name = name.trim_start_matches('.');
+    let (service, method) = name
+        .rsplit_once('/')
+        .or_else(|| name.rsplit_once('.'))
+        .ok_or_else(|| SchemaError::BadName(name.to_string()))?;
+    let svc = pool.get_service_by_name(service).ok_or_else(|| {
+        let all: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
+        SchemaError::NoService(service.to_string(), all.join(", "))
+    })?;
+    let found = svc.methods().find(|m| m.name() == method);
+    found.ok_or_else(|| {
+        let all: Vec<String> = svc.methods().map(|m| m.name().to_string()).collect();
+        SchemaError::NoMethod(service.to_string(), method.to_string(), all.join(", "))
+    })
+}
+
+/// The method's fRPC operation number: 10 upward over every method of its .proto file, services
+/// and methods in declaration order (what Go fRPC and frpc-codegen's default numbering do).
+pub fn operation(method: &MethodDescriptor) -> u16 {
+    let file = method.parent_file();
+    let position = file
+        .services()
+        .flat_map(|s| s.methods().collect::<Vec<_>>())
+        .position(|m| m.full_name() == method.full_name())
+        .unwrap_or_default();
+    10 + position as u16
+}
+
+/// How a method streams, as a user reads it.
+pub fn kind(method: &MethodDescriptor) -> &'static str {
+    match (method.is_client_streaming(), method.is_server_streaming()) {
+        (false, false) => "unary",
+        (false, true) => "server streaming",
+        (true, false) => "client streaming",
+        (true, true) => "bidirectional streaming",
+    }
+}

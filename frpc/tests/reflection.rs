@@ -1,0 +1,143 @@
+//! The reflection extension (docs/extensions.md §13): the server answers REFLECT with the
+//! descriptor sets of its services, byte for byte as the spec's examples show, and
+//! `Client::reflect` reads them; peers that did not accept bit 8 are never asked.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use frpc::codegen::{self, BoxFuture, MethodDesc, ServerStream};
+use frpc::{ClientConfig, Context, Framing, ServerConfig, Status};
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::codec::Framed;
+
+mod spec_bytes;
+use spec_bytes::{Spec, unhex, wire_hex};
+
+/// The set of the spec's example: one empty file, `a.proto`.
+const A_PROTO: &[u8] = &[0x0a, 0x09, 0x0a, 0x07, b'a', b'.', b'p', b'r', b'o', b't', b'o'];
+/// Another set: one empty file, `b.proto`.
+const B_PROTO: &[u8] = &[0x0a, 0x09, 0x0a, 0x07, b'b', b'.', b'p', b'r', b'o', b't', b'o'];
+
+/// A service with no methods whose descriptor set is `set` (as frpc-codegen's servers return
+/// their package's `FILE_DESCRIPTOR_SET`).
+struct Described(&'static str, &'static [u8]);
+
+impl codegen::Service for Described {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+    fn methods(&self) -> &'static [MethodDesc] {
+        &[]
+    }
+    fn call_unary(&self, op: u16, _: Context, _: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+        codegen::unimplemented_unary(op)
+    }
+    fn call_streaming(&self, op: u16, _: Context, _: ServerStream) -> BoxFuture<Result<(), Status>> {
+        codegen::unimplemented_streaming(op)
+    }
+    fn file_descriptor_set(&self) -> &'static [u8] {
+        self.1
+    }
+}
+
+async fn serve(config: ServerConfig, services: Vec<Described>) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut builder = frpc::Server::builder().config(config);
+    for service in services {
+        builder = builder.add_service(service);
+    }
+    let server = builder.build().unwrap();
+    tokio::spawn(async move { server.serve_listener(listener).await });
+    addr
+}
+
+type Raw = Framed<TcpStream, frpc::wire::PacketCodec>;
+
+/// The next packet that is not a heartbeat.
+async fn next(raw: &mut Raw) -> frpc::wire::Packet {
+    loop {
+        let packet = tokio::time::timeout(Duration::from_secs(5), raw.next())
+            .await
+            .expect("a packet within 5 s")
+            .expect("the connection stays open")
+            .unwrap();
+        if packet.op > frpc::wire::op::PONG {
+            return packet;
+        }
+    }
+}
+
+/// What the frpc server writes is the spec's REFLECTION; what a raw client writes from the
+/// spec (OFFER with bit 8, REFLECT) is all it takes.
+#[tokio::test]
+async fn the_spec_examples_are_the_bytes() {
+    let spec = Spec::load();
+    let offer = spec.bytes(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 01 ff"]);
+    let reflect = spec.bytes(&["00 0f 00 07 ff ff 00 00 00 00"]);
+    let empty = spec.bytes(&["00 0f 00 08 ff ff 00 00 00 00"]);
+    let a_proto = spec.bytes(&["00 0f 00 08 ff ff 00 00 00 0b 0a 09 0a 07 61 2e 70 72 6f 74 6f"]);
+
+    for (services, answer) in [
+        (vec![Described("a.A", A_PROTO)], &a_proto),
+        (vec![Described("x.X", &[])], &empty),
+    ] {
+        let addr = serve(ServerConfig::default(), services).await;
+        let mut raw = Framed::new(
+            TcpStream::connect(addr).await.unwrap(),
+            frpc::wire::PacketCodec::new(Framing::Frisbee),
+        );
+        raw.send(packet(&offer)).await.unwrap();
+        let accept = next(&mut raw).await;
+        assert_eq!((accept.id, accept.op), (2, 0xFFFF));
+        assert_ne!(
+            accept.content[3] & 0x01,
+            0,
+            "bit 8 accepted: {:?}",
+            accept.content
+        );
+        raw.send(packet(&reflect)).await.unwrap();
+        assert_eq!(&wire_hex(&next(&mut raw).await), answer);
+    }
+}
+
+fn packet(hex: &str) -> frpc::wire::Packet {
+    let bytes = unhex(hex);
+    let content = Bytes::copy_from_slice(&bytes[10..]);
+    let id = u16::from_be_bytes([bytes[2], bytes[3]]);
+    let op = u16::from_be_bytes([bytes[4], bytes[5]]);
+    frpc::wire::Packet::new(id, op, content)
+}
+
+/// The client gets the distinct sets of every service, concatenated (services sharing a set
+/// send it once); twice on one connection, each request its answer.
+#[tokio::test]
+async fn client_reflects_every_service() {
+    let services = vec![
+        Described("a.A", A_PROTO),
+        Described("a.A2", A_PROTO),
+        Described("r.Rust", &[]),
+        Described("b.B", B_PROTO),
+    ];
+    let addr = serve(ServerConfig::default(), services).await;
+    let client = frpc::Client::connect(addr).await.unwrap();
+    let expected = [A_PROTO, B_PROTO].concat();
+    let (first, second) = tokio::join!(client.reflect(), client.reflect());
+    assert_eq!(first.unwrap().as_deref(), Some(&expected[..]));
+    assert_eq!(second.unwrap().as_deref(), Some(&expected[..]));
+}
+
+/// No reflection without the extension, on either side: `Ok(None)` at once, nothing sent.
+#[tokio::test]
+async fn no_reflection_without_the_extension() {
+    let plain_server = ServerConfig::default().extensions(false);
+    let addr = serve(plain_server, vec![Described("a.A", A_PROTO)]).await;
+    let client = frpc::Client::connect(addr).await.unwrap();
+    assert_eq!(client.reflect().await.unwrap(), None);
+
+    let addr = serve(ServerConfig::default(), vec![Described("a.A", A_PROTO)]).await;
+    let plain_client = ClientConfig::default().extensions(false);
+    let client = frpc::Client::connect_with(addr, plain_client).await.unwrap();
+    assert_eq!(client.reflect().await.unwrap(), None);
+}
