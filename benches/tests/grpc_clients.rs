@@ -197,3 +197,34 @@ async fn grpcurl_calls_the_shared_port() {
     assert!(!ok);
     assert!(err.contains("DeadlineExceeded"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcurl_lists_and_calls_through_reflection() {
+    let (addr, _events) = start().await;
+    let addr = addr.to_string();
+    let (ok, out, err) = grpcurl(&["-plaintext", &addr, "list"]).await;
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l == "benchmark.BenchmarkService"), "{out}");
+    assert!(
+        out.lines().any(|l| l == "grpc.reflection.v1.ServerReflection"),
+        "{out}"
+    );
+    let (ok, out, err) = grpcurl(&["-plaintext", &addr, "describe", "benchmark.BenchmarkService"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("rpc Benchmark ( .benchmark.Request ) returns ( .benchmark.Response );"),
+        "{out}"
+    );
+    // No proto files: the call's types come from reflection.
+    let data = r#"{"Message":"echo:reflected"}"#;
+    let (ok, out, err) = grpcurl(&[
+        "-plaintext",
+        "-d",
+        data,
+        &addr,
+        "benchmark.BenchmarkService/Benchmark",
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert!(out.contains(r#""Message": "echo:reflected""#), "{out}");
+}

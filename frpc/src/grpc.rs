@@ -76,7 +76,21 @@ pub struct GrpcServer {
     /// The fRPC server's layers and interceptors ([`crate::Builder::layer`]), when it serves
     /// this face ([`crate::Builder::grpc`]).
     stack: Option<Stack>,
+    /// The distinct descriptor sets the services embed (frpc-codegen's `FILE_DESCRIPTOR_SET`).
+    descriptors: Vec<&'static [u8]>,
+    /// `grpc.reflection.v1` over them (tonic-reflection), once a service has descriptors.
+    reflection: Option<Reflection>,
 }
+
+/// tonic-reflection's service, type-erased.
+type Reflection = tower::util::BoxCloneSyncService<
+    http::Request<hyper::body::Incoming>,
+    http::Response<tonic::body::Body>,
+    Infallible,
+>;
+
+/// The path prefix of server reflection's one method.
+const REFLECTION: &str = "/grpc.reflection.v1.ServerReflection/";
 
 impl std::fmt::Debug for GrpcServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -101,6 +115,8 @@ impl GrpcServer {
             max_encoding: usize::MAX,
             limits: crate::config::ConnectionConfig::default().decode,
             stack: None,
+            descriptors: Vec::new(),
+            reflection: None,
         }
     }
 
@@ -127,6 +143,11 @@ impl GrpcServer {
                 };
                 routes.insert(format!("/{name}/{}", method.name), route);
             }
+        }
+        let set = service.file_descriptor_set();
+        if !set.is_empty() && !self.descriptors.contains(&set) {
+            self.descriptors.push(set);
+            self.reflection = reflection(&self.descriptors);
         }
         self
     }
@@ -194,6 +215,18 @@ impl GrpcServer {
         peer: SocketAddr,
         closed: CancellationToken,
     ) -> http::Response<tonic::body::Body> {
+        if let Some(reflection) = &self.reflection
+            && request.uri().path().starts_with(REFLECTION)
+        {
+            let mut reflection = reflection.clone();
+            return match tower::ServiceExt::ready(&mut reflection).await {
+                Ok(ready) => match tower::Service::call(ready, request).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                },
+                Err(never) => match never {},
+            };
+        }
         let Some(route) = self.routes.get(request.uri().path()).cloned() else {
             let status = tonic::Status::unimplemented(format!("unknown method {}", request.uri().path()));
             return status.into_http();
@@ -341,6 +374,23 @@ async fn unary(
                 *status.metadata_mut() = metadata;
             }
             Err(status)
+        }
+    }
+}
+
+/// Server reflection over `descriptors`; `None` (and a warning) if tonic-reflection refuses
+/// them.
+fn reflection(descriptors: &[&'static [u8]]) -> Option<Reflection> {
+    let builder = descriptors
+        .iter()
+        .fold(tonic_reflection::server::Builder::configure(), |builder, set| {
+            builder.register_encoded_file_descriptor_set(set)
+        });
+    match builder.build_v1() {
+        Ok(service) => Some(tower::util::BoxCloneSyncService::new(service)),
+        Err(err) => {
+            tracing::warn!(error = %err, "gRPC reflection is off: the descriptors do not load");
+            None
         }
     }
 }
