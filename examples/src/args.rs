@@ -21,6 +21,9 @@ pub struct ServerArgs {
     /// How handlers are scheduled: `per-rpc`, `inline` or `limited:N`.
     #[arg(long, default_value = "per-rpc", value_parser = concurrency)]
     pub concurrency: Concurrency,
+    /// Also serve gRPC clients (grpcurl, grpcio, tonic) on the same `--addr`.
+    #[arg(long)]
+    pub grpc: bool,
 }
 
 /// `capture-client`: calls every method of capture.proto's EchoService once.

@@ -16,6 +16,7 @@ fn defaults_match_the_documented_ones() {
     assert_eq!(server.addr, "127.0.0.1:8080");
     assert_eq!(server.framing, Framing::Frisbee);
     assert_eq!(server.concurrency, Concurrency::PerRpc);
+    assert!(!server.grpc);
     let client = ClientArgs::try_parse_from(["capture-client"]).unwrap();
     assert_eq!(
         (client.addr.as_str(), client.framing),
@@ -33,11 +34,13 @@ fn every_flag_parses() {
         "legacy",
         "--concurrency",
         "limited:8",
+        "--grpc",
     ])
     .unwrap();
     assert_eq!(server.addr, "127.0.0.1:0");
     assert_eq!(server.framing, Framing::Legacy);
     assert_eq!(server.concurrency, Concurrency::Limited(8));
+    assert!(server.grpc);
     let inline = ServerArgs::try_parse_from(["capture-server", "--concurrency=inline"]).unwrap();
     assert_eq!(inline.concurrency, Concurrency::Inline);
     let client = ClientArgs::try_parse_from(["capture-client", "--framing", "v0.10"]).unwrap();
@@ -49,7 +52,14 @@ fn help_lists_every_flag() {
     let err = ServerArgs::try_parse_from(["capture-server", "--help"]).unwrap_err();
     assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp);
     let help = err.to_string();
-    for flag in ["--addr", "--framing", "--concurrency", "limited:N", "--help"] {
+    for flag in [
+        "--addr",
+        "--framing",
+        "--concurrency",
+        "limited:N",
+        "--grpc",
+        "--help",
+    ] {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }
     let help = ClientArgs::try_parse_from(["capture-client", "--help"])

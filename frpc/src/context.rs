@@ -78,8 +78,37 @@ impl Clone for Context {
 /// The metadata of calls that carry none.
 static NO_METADATA: Metadata = Metadata::new_const();
 
+/// Where a call came from: an fRPC connection, or (the `grpc` feature) an HTTP/2 stream.
+enum Origin {
+    Frpc(Arc<Connection>),
+    /// A gRPC call: its peer, its decode limits, and a token fired when the call ends (the
+    /// client reset the stream, or the connection closed).
+    #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+    Grpc {
+        peer: SocketAddr,
+        limits: crate::config::DecodeLimits,
+        closed: CancellationToken,
+    },
+}
+
+impl Origin {
+    fn is_closed(&self) -> bool {
+        match self {
+            Origin::Frpc(conn) => conn.is_closed(),
+            Origin::Grpc { closed, .. } => closed.is_cancelled(),
+        }
+    }
+
+    async fn closed(&self) {
+        match self {
+            Origin::Frpc(conn) => conn.closed().await,
+            Origin::Grpc { closed, .. } => closed.cancelled().await,
+        }
+    }
+}
+
 struct Inner {
-    conn: Arc<Connection>,
+    origin: Origin,
     /// Fires when a server shutdown begins.
     draining: CancellationToken,
     /// Fires when a server shutdown's grace is over.
@@ -102,11 +131,30 @@ impl Context {
     ) -> Context {
         Context {
             inner: Arc::new(Inner {
-                conn,
+                origin: Origin::Frpc(conn),
                 draining,
                 shutdown,
             }),
             call: None,
+        }
+    }
+
+    /// The context of one gRPC call (its state carries cancellation, deadline and metadata);
+    /// `closed` fires when the call's stream or connection goes away.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn grpc(
+        peer: SocketAddr,
+        limits: crate::config::DecodeLimits,
+        closed: CancellationToken,
+        call: Arc<crate::calls::ext::CallState>,
+    ) -> Context {
+        Context {
+            inner: Arc::new(Inner {
+                origin: Origin::Grpc { peer, limits, closed },
+                draining: CancellationToken::new(),
+                shutdown: CancellationToken::new(),
+            }),
+            call: Some(CallInfo::State(call)),
         }
     }
 
@@ -144,9 +192,13 @@ impl Context {
         true
     }
 
-    /// A sender for raw packets to this client, to keep and use later (pub/sub).
+    /// A sender for raw packets to this client, to keep and use later (pub/sub). A gRPC
+    /// call's sender has no fRPC connection: its sends fail with [`Error::Config`].
     pub fn packet_sender(&self) -> PacketSender {
-        PacketSender::new(self.inner.conn.clone())
+        match &self.inner.origin {
+            Origin::Frpc(conn) => PacketSender::new(conn.clone()),
+            Origin::Grpc { peer, .. } => PacketSender::detached(*peer),
+        }
     }
 
     /// Asks for the connection to be handed back once this call's reply (if any) is queued and
@@ -158,20 +210,27 @@ impl Context {
     /// Race-free when called from a raw route ([`crate::Builder::route`]) or with
     /// [`crate::Concurrency::Inline`]: nothing after the triggering packet is parsed. With
     /// per-RPC tasks the peer must wait for the reply before it sends raw bytes.
+    /// A gRPC call has no fRPC connection to hand back ([`Error::Config`]).
     pub fn take_connection(&self) -> Result<TakeConnection, Error> {
-        self.inner.conn.request_handback()
+        match &self.inner.origin {
+            Origin::Frpc(conn) => conn.request_handback(),
+            Origin::Grpc { .. } => Err(Error::Config("a gRPC call has no fRPC connection to take".into())),
+        }
     }
 
     /// The address of the client.
     pub fn peer_addr(&self) -> SocketAddr {
-        self.inner.conn.peer()
+        match &self.inner.origin {
+            Origin::Frpc(conn) => conn.peer(),
+            Origin::Grpc { peer, .. } => *peer,
+        }
     }
 
     /// Whether the connection has closed, a server shutdown's grace is over
     /// ([`crate::ServerConfig::shutdown_grace`]), or (with extensions) the client cancelled this
     /// call or its deadline passed.
     pub fn is_cancelled(&self) -> bool {
-        self.inner.conn.is_closed()
+        self.inner.origin.is_closed()
             || self.inner.shutdown.is_cancelled()
             || self.call.as_ref().is_some_and(CallInfo::is_cancelled)
     }
@@ -181,19 +240,22 @@ impl Context {
     /// Its stream cannot send from then on anyway ([`crate::Error::ShuttingDown`]).
     pub async fn shutting_down(&self) {
         tokio::select! {
-            _ = self.inner.conn.closed() => {}
+            _ = self.inner.origin.closed() => {}
             _ = self.inner.draining.cancelled() => {}
         }
     }
 
     /// What decoding the client's messages may cost (`ConnectionConfig::decode`).
     pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
-        self.inner.conn.decode_limits()
+        match &self.inner.origin {
+            Origin::Frpc(conn) => conn.decode_limits(),
+            Origin::Grpc { limits, .. } => *limits,
+        }
     }
 
     /// Whether the server has begun shutting down (or the connection closed).
     pub fn is_shutting_down(&self) -> bool {
-        self.inner.conn.is_closed() || self.inner.draining.is_cancelled()
+        self.inner.origin.is_closed() || self.inner.draining.is_cancelled()
     }
 
     /// Resolves when the connection closes or a server shutdown's grace is over (handlers get
@@ -212,7 +274,7 @@ impl Context {
             }
         };
         tokio::select! {
-            _ = self.inner.conn.closed() => {}
+            _ = self.inner.origin.closed() => {}
             _ = self.inner.shutdown.cancelled() => {}
             _ = call => {}
         }

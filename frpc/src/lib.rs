@@ -101,6 +101,8 @@ mod client;
 pub mod codegen;
 mod context;
 pub mod discover;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 #[cfg(feature = "macros")]
 pub mod health;
 mod layered;

@@ -85,6 +85,9 @@ pub struct Builder {
     overrides: Overrides,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
+    /// Whether the listener also speaks gRPC ([`Builder::grpc`]).
+    #[cfg(feature = "grpc")]
+    grpc: bool,
 }
 
 /// The settings [`Builder`] sets itself, kept apart from its base configuration so that
@@ -125,6 +128,19 @@ impl Builder {
     /// Adds a generated service server (`FooServer::new(impl)`).
     pub fn add_service(mut self, service: impl Service) -> Builder {
         self.services.push(Arc::new(service));
+        self
+    }
+
+    /// Serves the services to gRPC clients too, on the same listener (feature `grpc`): each
+    /// connection's first byte tells an HTTP/2 client's preface (`P`) from a Frisbee header
+    /// (`00`), with no byte consumed and no wait beyond that byte. The gRPC face is
+    /// [`crate::grpc::GrpcServer`] over the same service objects (messages up to
+    /// `ConnectionConfig::max_content_length`). Cleartext only: with [`Builder::tls`] every
+    /// connection is fRPC over TLS. (A legacy-framing client whose first packet id is 0x50xx
+    /// would be taken for HTTP/2; clients number ids from 0.)
+    #[cfg(feature = "grpc")]
+    pub fn grpc(mut self, on: bool) -> Builder {
+        self.grpc = on;
         self
     }
 
@@ -347,6 +363,16 @@ impl Builder {
         });
         // The protobuf extension only where every service reads it.
         let protobuf = self.services.iter().all(|service| service.protobuf());
+        #[cfg(feature = "grpc")]
+        let grpc = self.grpc.then(|| {
+            let max = self.config.connection.max_content_length as usize;
+            let face = crate::grpc::GrpcServer::new()
+                .max_decoding_message_size(max)
+                .with_stack(stack.clone(), self.config.connection.decode);
+            self.services
+                .iter()
+                .fold(face, |face, service| face.add_shared(service.clone()))
+        });
         let reflection = reflection(&self.services);
         Ok(Server {
             shared: Arc::new(Shared {
@@ -355,6 +381,8 @@ impl Builder {
                 raw: self.raw.into_iter().map(|(_, handler)| handler).collect(),
                 #[cfg(feature = "tls")]
                 tls: self.tls,
+                #[cfg(feature = "grpc")]
+                grpc,
                 routes,
                 limits: Arc::new(Limits::new(&self.config, protobuf).with_reflection(reflection)),
                 config: self.config,
@@ -483,6 +511,9 @@ struct Shared {
     raw: Vec<RawHandler>,
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsAcceptor>,
+    /// The gRPC face on the same listener ([`Builder::grpc`]).
+    #[cfg(feature = "grpc")]
+    grpc: Option<crate::grpc::GrpcServer>,
     routes: IdMap<u16, Route>,
     config: ServerConfig,
     limits: Arc<Limits>,
@@ -561,6 +592,8 @@ impl Server {
             overrides: Overrides::default(),
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "grpc")]
+            grpc: false,
         }
     }
 
@@ -775,6 +808,12 @@ async fn serve_connection(
     let config = &shared.config.connection;
     let Ok(peer) = stream.peer_addr() else { return };
     let _ = stream.set_nodelay(config.nodelay);
+    #[cfg(feature = "grpc")]
+    if let Some(grpc) = &shared.grpc
+        && crate::grpc::is_http2(&stream, config.idle_timeout).await
+    {
+        return grpc.serve_io(stream, peer).await;
+    }
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
         let handshake = tokio::time::timeout(config.idle_timeout, acceptor.accept(stream)).await;

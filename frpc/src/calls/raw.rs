@@ -20,42 +20,59 @@ use crate::transport::connection::Connection;
 /// subscriber to push messages later).
 #[derive(Clone)]
 pub struct PacketSender {
-    conn: Arc<Connection>,
+    /// `None` for a gRPC call's sender: there is no fRPC connection to send on.
+    conn: Option<Arc<Connection>>,
+    peer: std::net::SocketAddr,
 }
 
 impl fmt::Debug for PacketSender {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PacketSender")
-            .field("peer", &self.conn.peer())
-            .finish()
+        f.debug_struct("PacketSender").field("peer", &self.peer).finish()
     }
 }
 
 impl PacketSender {
     pub(crate) fn new(conn: Arc<Connection>) -> PacketSender {
-        PacketSender { conn }
+        PacketSender {
+            peer: conn.peer(),
+            conn: Some(conn),
+        }
+    }
+
+    /// A sender without a connection (a gRPC call's): always closed.
+    #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+    pub(crate) fn detached(peer: std::net::SocketAddr) -> PacketSender {
+        PacketSender { conn: None, peer }
+    }
+
+    fn conn(&self) -> Result<&Arc<Connection>, Error> {
+        self.conn
+            .as_ref()
+            .ok_or_else(|| Error::Config("a gRPC call has no fRPC connection for raw packets".into()))
     }
 
     /// Sends a packet with operation `op` (10 or more: 0–9 are Frisbee's) and id `id`, waiting
     /// while the connection's write queue is full.
     pub async fn send(&self, op: u16, id: u16, content: impl Into<Bytes>) -> Result<(), Error> {
         check_op(op)?;
-        self.conn.send(Packet::new(id, op, content)).await
+        self.conn()?.send(Packet::new(id, op, content)).await
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> std::net::SocketAddr {
-        self.conn.peer()
+        self.peer
     }
 
     /// Whether the connection has closed.
     pub fn is_closed(&self) -> bool {
-        self.conn.is_closed()
+        self.conn.as_ref().is_none_or(|conn| conn.is_closed())
     }
 
     /// Resolves when the connection closes.
     pub async fn closed(&self) {
-        self.conn.closed().await
+        if let Some(conn) = &self.conn {
+            conn.closed().await
+        }
     }
 }
 

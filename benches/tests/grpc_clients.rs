@@ -1,0 +1,230 @@
+//! The gRPC face against gRPC clients nobody here wrote: Python grpcio (`.ci/setup-python`)
+//! and grpcurl (`.ci/setup-grpcurl`), against one server that serves fRPC and gRPC on one port
+//! while an frpc client calls it too.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use frpc_bench::frameworks::frpc::pb as fpb;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// Behaves by the request's text, as in `grpc_face.rs`.
+struct Svc {
+    events: mpsc::UnboundedSender<String>,
+}
+
+impl fpb::BenchmarkService for Svc {
+    async fn benchmark(
+        &self,
+        ctx: &frpc::Context,
+        request: fpb::Request,
+    ) -> Result<fpb::Response, frpc::Status> {
+        let text = request.message;
+        if let Some(code) = text.strip_prefix("status:") {
+            let code = frpc::Code::from_u8(code.parse().unwrap()).unwrap();
+            return Err(frpc::Status::with_code(code, format!("failed with {code}")));
+        }
+        match text.as_str() {
+            "meta" => {
+                let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();
+                let mut reply = frpc::Metadata::new();
+                reply.insert("x-echo-user", &user).unwrap();
+                reply
+                    .insert_bin(
+                        "x-echo-bin",
+                        ctx.metadata().get_bin("x-trace-bin").unwrap_or(b"").to_vec(),
+                    )
+                    .unwrap();
+                ctx.set_response_metadata(reply);
+                Ok(fpb::Response { message: user })
+            }
+            "deadline" | "hang" => {
+                self.events.send(format!("{text} started")).unwrap();
+                let (ctx, events) = (ctx.clone(), self.events.clone());
+                tokio::spawn(async move {
+                    ctx.cancelled().await;
+                    events.send(format!("{text} cancelled")).unwrap();
+                });
+                std::future::pending().await
+            }
+            _ => Ok(fpb::Response { message: text }),
+        }
+    }
+
+    async fn blob(
+        &self,
+        _ctx: &frpc::Context,
+        request: fpb::BlobRequest,
+    ) -> Result<fpb::BlobResponse, frpc::Status> {
+        Ok(fpb::BlobResponse { data: request.data })
+    }
+}
+
+/// One server, both faces, with health: `benchmark.BenchmarkService` reported NOT_SERVING.
+async fn start() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (reporter, health) = frpc::health::service();
+    reporter.set_not_serving("benchmark.BenchmarkService");
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .add_service(health)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    (addr, rx)
+}
+
+fn proto_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("proto")
+}
+
+/// A tool installed by `.ci/setup`: at `$var`, else at `default` under `~/.local`.
+fn tool(var: &str, default: &str, setup: &str) -> PathBuf {
+    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(&std::env::var_os("HOME").unwrap())
+            .join(".local")
+            .join(default)
+    });
+    assert!(
+        path.exists(),
+        "{} not found: run .ci/{setup} (or set {var})",
+        path.display()
+    );
+    path
+}
+
+/// The frpc client's calls go on while the third-party client runs.
+async fn frpc_calls(addr: SocketAddr) {
+    let client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
+    for i in 0..10 {
+        let text = format!("frpc:{i}");
+        let reply = client
+            .benchmark(fpb::Request {
+                message: text.clone(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(reply.message, text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_grpcio_calls_the_shared_port() {
+    let python = tool("FRPC_PYTHON", "frpc-grpc-venv/bin/python", "setup-python");
+    let (addr, mut events) = start().await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_clients.py");
+    let mut child = tokio::process::Command::new(python)
+        .arg(script)
+        .arg(addr.to_string())
+        .arg(proto_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    frpc_calls(addr).await;
+
+    assert_eq!(events.recv().await.unwrap(), "deadline started");
+    assert_eq!(events.recv().await.unwrap(), "deadline cancelled");
+    assert_eq!(lines.next_line().await.unwrap().unwrap(), "STARTED");
+    assert_eq!(events.recv().await.unwrap(), "hang started");
+    stdin.write_all(b"go\n").await.unwrap();
+    assert_eq!(events.recv().await.unwrap(), "hang cancelled");
+    stdin.write_all(b"go\n").await.unwrap();
+    assert_eq!(lines.next_line().await.unwrap().unwrap(), "OK");
+    assert!(child.wait().await.unwrap().success());
+}
+
+/// Runs grpcurl with `args`: its exit status, stdout and stderr.
+async fn grpcurl(args: &[&str]) -> (bool, String, String) {
+    let out = tokio::process::Command::new(tool("FRPC_GRPCURL", "grpcurl-v1.9.3/grpcurl", "setup-grpcurl"))
+        .args(args)
+        .output()
+        .await
+        .unwrap();
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    (out.status.success(), text(out.stdout), text(out.stderr))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcurl_calls_the_shared_port() {
+    let (addr, _events) = start().await;
+    let addr_text = addr.to_string();
+    let proto = proto_dir();
+    let base = [
+        "-plaintext",
+        "-import-path",
+        proto.to_str().unwrap(),
+        "-proto",
+        "benchmark.proto",
+    ];
+    let call = |data: &'static str, extra: &'static [&'static str]| {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        args.extend([
+            "-d",
+            data,
+            addr_text.as_str(),
+            "benchmark.BenchmarkService/Benchmark",
+        ]);
+        let args: Vec<String> = args.into_iter().map(String::from).collect();
+        async move { grpcurl(&args.iter().map(String::as_str).collect::<Vec<_>>()).await }
+    };
+    let (frpc, (ok, out, err)) = tokio::join!(frpc_calls(addr), call(r#"{"Message":"echo:hi"}"#, &[]));
+    let () = frpc;
+    assert!(ok, "{err}");
+    assert!(out.contains(r#""Message": "echo:hi""#), "{out}");
+
+    let (ok, _, err) = call(r#"{"Message":"status:5"}"#, &[]).await;
+    assert!(!ok);
+    assert!(
+        err.contains("Code: NotFound") && err.contains("Message: failed with NOT_FOUND"),
+        "{err}"
+    );
+
+    let (ok, out, err) = call(r#"{"Message":"meta"}"#, &["-v", "-H", "x-user: ada"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("x-echo-user: ada"), "{out}");
+
+    let (ok, _, err) = call(r#"{"Message":"deadline"}"#, &["-max-time", "0.3"]).await;
+    assert!(!ok);
+    assert!(err.contains("DeadlineExceeded"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcurl_lists_and_calls_through_reflection() {
+    let (addr, _events) = start().await;
+    let addr = addr.to_string();
+    let (ok, out, err) = grpcurl(&["-plaintext", &addr, "list"]).await;
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l == "benchmark.BenchmarkService"), "{out}");
+    assert!(
+        out.lines().any(|l| l == "grpc.reflection.v1.ServerReflection"),
+        "{out}"
+    );
+    let (ok, out, err) = grpcurl(&["-plaintext", &addr, "describe", "benchmark.BenchmarkService"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("rpc Benchmark ( .benchmark.Request ) returns ( .benchmark.Response );"),
+        "{out}"
+    );
+    // No proto files: the call's types come from reflection.
+    let data = r#"{"Message":"echo:reflected"}"#;
+    let (ok, out, err) = grpcurl(&[
+        "-plaintext",
+        "-d",
+        data,
+        &addr,
+        "benchmark.BenchmarkService/Benchmark",
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert!(out.contains(r#""Message": "echo:reflected""#), "{out}");
+}

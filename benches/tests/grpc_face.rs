@@ -1,0 +1,270 @@
+//! The gRPC face of a generated frpc service (`frpc::grpc`), called by tonic's generated client
+//! of the same proto over real TCP: replies, every status code, metadata both ways,
+//! `grpc-timeout` as the handler's deadline, a client's cancel reaching the handler, message
+//! size limits.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use frpc_bench::frameworks::frpc::pb as fpb;
+use frpc_bench::frameworks::tonic::pb as tpb;
+use tokio::sync::mpsc;
+use tpb::benchmark_service_client::BenchmarkServiceClient;
+
+/// What the handler saw, reported to the test.
+type Events = mpsc::UnboundedSender<String>;
+
+/// Behaves by the request's text: `echo:x`, `status:N`, `meta`, `deadline`, `hang`.
+struct Svc {
+    events: Events,
+}
+
+impl fpb::BenchmarkService for Svc {
+    async fn benchmark(
+        &self,
+        ctx: &frpc::Context,
+        request: fpb::Request,
+    ) -> Result<fpb::Response, frpc::Status> {
+        let text = request.message;
+        if let Some(code) = text.strip_prefix("status:") {
+            let code = frpc::Code::from_u8(code.parse().unwrap()).unwrap();
+            return Err(frpc::Status::with_code(code, format!("failed with {code}")));
+        }
+        match text.as_str() {
+            "meta" => {
+                let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();
+                let mut reply = frpc::Metadata::new();
+                reply.insert("x-echo-user", &user).unwrap();
+                reply
+                    .insert_bin(
+                        "x-echo-bin",
+                        ctx.metadata().get_bin("x-trace-bin").unwrap_or(b"").to_vec(),
+                    )
+                    .unwrap();
+                ctx.set_response_metadata(reply);
+                Ok(fpb::Response { message: user })
+            }
+            "deadline" | "hang" => {
+                self.events
+                    .send(format!("deadline {}", ctx.deadline().is_some()))
+                    .unwrap();
+                // A task outliving the handler sees the cancel through its clone of ctx.
+                let (ctx, events) = (ctx.clone(), self.events.clone());
+                tokio::spawn(async move {
+                    ctx.cancelled().await;
+                    events.send("cancelled".into()).unwrap();
+                });
+                std::future::pending().await
+            }
+            _ => Ok(fpb::Response { message: text }),
+        }
+    }
+
+    async fn blob(
+        &self,
+        _ctx: &frpc::Context,
+        request: fpb::BlobRequest,
+    ) -> Result<fpb::BlobResponse, frpc::Status> {
+        Ok(fpb::BlobResponse { data: request.data })
+    }
+}
+
+async fn start() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::grpc::GrpcServer::new()
+        .max_decoding_message_size(1024)
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }));
+    assert_eq!(server.routes(), 2);
+    tokio::spawn(server.serve_listener(listener));
+    (addr, rx)
+}
+
+async fn client(addr: SocketAddr) -> BenchmarkServiceClient<tonic::transport::Channel> {
+    BenchmarkServiceClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap()
+}
+
+fn request(text: &str) -> tonic::Request<tpb::Request> {
+    tonic::Request::new(tpb::Request { message: text.into() })
+}
+
+#[tokio::test]
+async fn unary_calls_reply_and_map_every_status_code() {
+    let (addr, _events) = start().await;
+    let mut client = client(addr).await;
+    let reply = client.benchmark(request("echo:héllo")).await.unwrap();
+    assert_eq!(reply.into_inner().message, "echo:héllo");
+    for n in 1..=16u8 {
+        let status = client
+            .benchmark(request(&format!("status:{n}")))
+            .await
+            .unwrap_err();
+        let code = frpc::Code::from_u8(n).unwrap();
+        assert_eq!(status.code() as i32, n as i32, "{status:?}");
+        assert_eq!(status.message(), format!("failed with {code}"));
+    }
+}
+
+#[tokio::test]
+async fn metadata_reaches_the_handler_and_comes_back_as_headers() {
+    let (addr, _events) = start().await;
+    let mut client = client(addr).await;
+    let mut call = request("meta");
+    call.metadata_mut().insert("x-user", "ada".parse().unwrap());
+    call.metadata_mut().insert_bin(
+        "x-trace-bin",
+        tonic::metadata::BinaryMetadataValue::from_bytes(&[0, 1, 255]),
+    );
+    let reply = client.benchmark(call).await.unwrap();
+    assert_eq!(reply.metadata().get("x-echo-user").unwrap(), "ada");
+    let bin = reply
+        .metadata()
+        .get_bin("x-echo-bin")
+        .unwrap()
+        .to_bytes()
+        .unwrap();
+    assert_eq!(bin.as_ref(), &[0, 1, 255]);
+    assert_eq!(reply.into_inner().message, "ada");
+}
+
+#[tokio::test]
+async fn grpc_timeout_is_the_deadline_and_cancels_the_handler() {
+    let (addr, mut events) = start().await;
+    let mut client = client(addr).await;
+    let mut call = request("deadline");
+    call.set_timeout(Duration::from_millis(200));
+    let status = client.benchmark(call).await.unwrap_err();
+    // tonic's channel times the call out itself too (CANCELLED, "Timeout expired"); the
+    // server's DEADLINE_EXCEEDED races it.
+    let codes = [tonic::Code::DeadlineExceeded, tonic::Code::Cancelled];
+    assert!(codes.contains(&status.code()), "{status:?}");
+    assert_eq!(events.recv().await.unwrap(), "deadline true");
+    assert_eq!(events.recv().await.unwrap(), "cancelled");
+}
+
+#[tokio::test]
+async fn a_client_that_cancels_cancels_the_handler() {
+    let (addr, mut events) = start().await;
+    let mut client = client(addr).await;
+    let call = tokio::spawn(async move { client.benchmark(request("hang")).await });
+    assert_eq!(events.recv().await.unwrap(), "deadline false");
+    // Dropping the call makes tonic reset the HTTP/2 stream.
+    call.abort();
+    assert_eq!(events.recv().await.unwrap(), "cancelled");
+}
+
+#[tokio::test]
+async fn oversized_requests_are_refused_and_unknown_methods_unimplemented() {
+    let (addr, _events) = start().await;
+    let mut client = client(addr).await;
+    let small = client
+        .blob(tpb::BlobRequest {
+            data: vec![7; 1000].into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(small.into_inner().data.len(), 1000);
+    let status = client
+        .blob(tpb::BlobRequest {
+            data: vec![7; 2000].into(),
+        })
+        .await
+        .unwrap_err();
+    // tonic's framing refuses it before the handler (with OUT_OF_RANGE, tonic's choice).
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+    assert!(status.message().contains("too large"), "{}", status.message());
+
+    let mut grpc = tonic::client::Grpc::new(
+        tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap(),
+    );
+    grpc.ready().await.unwrap();
+    let path = http::uri::PathAndQuery::from_static("/benchmark.BenchmarkService/Nope");
+    let codec = tonic_prost::ProstCodec::<tpb::Request, tpb::Response>::default();
+    let status = grpc.unary(request("x"), path, codec).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unimplemented);
+    assert!(
+        status.message().contains("unknown method"),
+        "{}",
+        status.message()
+    );
+}
+
+#[tokio::test]
+async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+
+    let frpc_client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
+    let mut grpc_client = client(addr).await;
+    // Both kinds of connection open at once, calls interleaved on each.
+    for i in 0..20 {
+        let text = format!("echo:{i}");
+        let (fr, gr) = tokio::join!(
+            frpc_client.benchmark(fpb::Request {
+                message: text.clone()
+            }),
+            grpc_client.benchmark(request(&text)),
+        );
+        assert_eq!(fr.unwrap().message, text);
+        assert_eq!(gr.unwrap().into_inner().message, text);
+    }
+    let err = frpc_client
+        .benchmark(fpb::Request {
+            message: "status:5".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), frpc::Code::NotFound);
+    let status = grpc_client.benchmark(request("status:5")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+
+    // Cancellation reaches the same handler code from the gRPC side of the shared port.
+    let mut hanging = grpc_client.clone();
+    let call = tokio::spawn(async move { hanging.benchmark(request("hang")).await });
+    assert_eq!(events.recv().await.unwrap(), "deadline false");
+    call.abort();
+    assert_eq!(events.recv().await.unwrap(), "cancelled");
+}
+
+#[tokio::test]
+async fn server_interceptors_and_layers_check_grpc_calls_too() {
+    let (tx, _events) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .layer(tower::limit::ConcurrencyLimitLayer::new(8))
+        .interceptor(|call: &frpc::CallRequest| match call.metadata().get("x-token") {
+            Some("secret") => Ok(()),
+            _ => Err(frpc::Status::with_code(frpc::Code::Unauthenticated, "no token")),
+        })
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut client = client(addr).await;
+
+    let status = client.benchmark(request("echo:x")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
+    assert_eq!(status.message(), "no token");
+    let mut call = request("echo:x");
+    call.metadata_mut().insert("x-token", "secret".parse().unwrap());
+    assert_eq!(
+        client.benchmark(call).await.unwrap().into_inner().message,
+        "echo:x"
+    );
+}

@@ -1,0 +1,574 @@
+//! The gRPC face of frpc services (feature `grpc`): the same generated `FooServer<T>` that
+//! serves fRPC clients serves gRPC clients over HTTP/2, through tonic's gRPC framing and hyper.
+//! Services floor, beside the server: it routes `/package.Service/Method` to the service's
+//! method by its operation number and feeds it the request's protobuf bytes.
+//!
+//! What a gRPC call brings to the handler's [`Context`]: the request metadata (text and `-bin`
+//! entries), `grpc-timeout` as [`Context::deadline`] (the handler is dropped and the client
+//! gets `DEADLINE_EXCEEDED` when it passes), and a client's cancel (RST_STREAM, or the
+//! connection closing) as [`Context::cancelled`]. Metadata the handler sets with
+//! [`Context::set_response_metadata`] goes back as response headers (or, on an error, as
+//! trailers beside the status). Statuses map code for code and message for message.
+//!
+//! Unary methods only for now: streaming methods answer `UNIMPLEMENTED`.
+//!
+//! ```no_run
+//! # async fn demo(service: impl frpc::codegen::Service) -> Result<(), frpc::Error> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:50051").await?;
+//! frpc::grpc::GrpcServer::new().add_service(service).serve_listener(listener).await?;
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::metadata::{KeyAndValueRef, MetadataMap};
+
+use crate::calls::codec::MARKER;
+use crate::calls::ext::CallState;
+use crate::config::DecodeLimits;
+use crate::context::Context;
+use crate::metadata::Metadata;
+use crate::middleware::{CallRequest, Stack};
+use crate::service::{MethodDesc, Service};
+use crate::status::{Code, Error, Status};
+use crate::types::{BoxFuture, MethodKind};
+
+/// tonic's default limit on a received message (4 MiB), kept as ours.
+const DEFAULT_MAX_DECODING: usize = 4 * 1024 * 1024;
+
+/// A method as the gRPC face routes it.
+#[derive(Clone)]
+struct Route {
+    service: Arc<dyn Service>,
+    method: MethodDesc,
+    /// Served as `grpc.health.v1.Health`: an unknown name fails with `NOT_FOUND`, as gRPC's.
+    grpc_health: bool,
+}
+
+/// frpc's health service ([`crate::health`]), with gRPC's messages under another package.
+const FRPC_HEALTH: &str = crate::health::SERVICE_NAME;
+/// The name gRPC's probes and tools know it by.
+const GRPC_HEALTH: &str = "grpc.health.v1.Health";
+
+/// Serves frpc services to gRPC clients over HTTP/2 (cleartext, prior knowledge: what
+/// grpcurl's `-plaintext`, grpcio's insecure channels and tonic's `http://` endpoints speak).
+///
+/// ```
+/// let server = frpc::grpc::GrpcServer::new().max_decoding_message_size(1 << 20);
+/// assert_eq!(server.routes(), 0);
+/// ```
+#[derive(Clone)]
+pub struct GrpcServer {
+    routes: Arc<HashMap<String, Route>>,
+    max_decoding: usize,
+    max_encoding: usize,
+    limits: DecodeLimits,
+    /// The fRPC server's layers and interceptors ([`crate::Builder::layer`]), when it serves
+    /// this face ([`crate::Builder::grpc`]).
+    stack: Option<Stack>,
+    /// The distinct descriptor sets the services embed (frpc-codegen's `FILE_DESCRIPTOR_SET`).
+    descriptors: Vec<&'static [u8]>,
+    /// `grpc.reflection.v1` over them (tonic-reflection), once a service has descriptors.
+    reflection: Option<Reflection>,
+}
+
+/// tonic-reflection's service, type-erased.
+type Reflection = tower::util::BoxCloneSyncService<
+    http::Request<hyper::body::Incoming>,
+    http::Response<tonic::body::Body>,
+    Infallible,
+>;
+
+/// The path prefix of server reflection's one method.
+const REFLECTION: &str = "/grpc.reflection.v1.ServerReflection/";
+
+impl std::fmt::Debug for GrpcServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcServer")
+            .field("routes", &self.routes.len())
+            .finish()
+    }
+}
+
+impl Default for GrpcServer {
+    fn default() -> GrpcServer {
+        GrpcServer::new()
+    }
+}
+
+impl GrpcServer {
+    /// A server with no services; messages up to 4 MiB each way (tonic's defaults).
+    pub fn new() -> GrpcServer {
+        GrpcServer {
+            routes: Arc::new(HashMap::new()),
+            max_decoding: DEFAULT_MAX_DECODING,
+            max_encoding: usize::MAX,
+            limits: crate::config::ConnectionConfig::default().decode,
+            stack: None,
+            descriptors: Vec::new(),
+            reflection: None,
+        }
+    }
+
+    /// Serves `service`'s methods at `/package.Service/Method`.
+    pub fn add_service(self, service: impl Service) -> GrpcServer {
+        self.add_shared(Arc::new(service))
+    }
+
+    /// Serves an already shared service (the fRPC server's own, for [`crate::Builder::grpc`]).
+    /// frpc's health service is also served as `grpc.health.v1.Health` (the same messages),
+    /// for Kubernetes' gRPC probes, `grpc_health_probe` and grpcurl.
+    pub(crate) fn add_shared(mut self, service: Arc<dyn Service>) -> GrpcServer {
+        let routes = Arc::make_mut(&mut self.routes);
+        let mut names = vec![(service.name(), false)];
+        if service.name() == FRPC_HEALTH {
+            names.push((GRPC_HEALTH, true));
+        }
+        for (name, grpc_health) in names {
+            for method in service.methods() {
+                let route = Route {
+                    service: service.clone(),
+                    method: *method,
+                    grpc_health,
+                };
+                routes.insert(format!("/{name}/{}", method.name), route);
+            }
+        }
+        let set = service.file_descriptor_set();
+        if !set.is_empty() && !self.descriptors.contains(&set) {
+            self.descriptors.push(set);
+            self.reflection = reflection(&self.descriptors);
+        }
+        self
+    }
+
+    /// Runs calls through the fRPC server's layer stack, with its decode limits.
+    pub(crate) fn with_stack(mut self, stack: Option<Stack>, limits: DecodeLimits) -> GrpcServer {
+        self.stack = stack;
+        self.limits = limits;
+        self
+    }
+
+    /// How many methods are routed.
+    pub fn routes(&self) -> usize {
+        self.routes.len()
+    }
+
+    /// The largest request message accepted (`RESOURCE_EXHAUSTED` beyond it). Default 4 MiB.
+    pub fn max_decoding_message_size(mut self, limit: usize) -> GrpcServer {
+        self.max_decoding = limit;
+        self
+    }
+
+    /// The largest response message sent (`RESOURCE_EXHAUSTED` beyond it). Default: no limit.
+    pub fn max_encoding_message_size(mut self, limit: usize) -> GrpcServer {
+        self.max_encoding = limit;
+        self
+    }
+
+    /// Accepts connections on `listener` and serves each on its own task, until accepting
+    /// fails.
+    pub async fn serve_listener(self, listener: TcpListener) -> Result<(), Error> {
+        loop {
+            let (io, peer) = listener.accept().await?;
+            let _ = io.set_nodelay(true);
+            tokio::spawn(self.serve_io(io, peer));
+        }
+    }
+
+    /// Serves one connection (already accepted, or handed over by a protocol sniffer) until
+    /// the client closes it.
+    pub fn serve_io<T>(&self, io: T, peer: SocketAddr) -> impl Future<Output = ()> + Send + 'static
+    where
+        T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let server = self.clone();
+        // Fires when the connection ends: every call on it is cancelled.
+        let closed = CancellationToken::new();
+        let service = hyper::service::service_fn(move |request| {
+            let server = server.clone();
+            let closed = closed.child_token();
+            async move { Ok::<_, Infallible>(server.call(request, peer, closed).await) }
+        });
+        async move {
+            let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            if let Err(err) = builder.serve_connection(TokioIo::new(io), service).await {
+                tracing::debug!(%peer, error = %err, "gRPC connection ended");
+            }
+        }
+    }
+
+    /// Answers one HTTP/2 request: a routed method, or `UNIMPLEMENTED`.
+    async fn call(
+        &self,
+        request: http::Request<hyper::body::Incoming>,
+        peer: SocketAddr,
+        closed: CancellationToken,
+    ) -> http::Response<tonic::body::Body> {
+        if let Some(reflection) = &self.reflection
+            && request.uri().path().starts_with(REFLECTION)
+        {
+            let mut reflection = reflection.clone();
+            return match tower::ServiceExt::ready(&mut reflection).await {
+                Ok(ready) => match tower::Service::call(ready, request).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                },
+                Err(never) => match never {},
+            };
+        }
+        let Some(route) = self.routes.get(request.uri().path()).cloned() else {
+            let status = tonic::Status::unimplemented(format!("unknown method {}", request.uri().path()));
+            return status.into_http();
+        };
+        if !route.service.protobuf() {
+            let status = tonic::Status::unimplemented(format!(
+                "{} has no protobuf encoding (a Rust-first service): it cannot serve gRPC",
+                route.service.name()
+            ));
+            return status.into_http();
+        }
+        if route.method.kind != MethodKind::Unary {
+            let status = tonic::Status::unimplemented(format!(
+                "{}: streaming methods are not served over gRPC yet",
+                request.uri().path()
+            ));
+            return status.into_http();
+        }
+        let mut grpc = tonic::server::Grpc::new(BytesCodec)
+            .max_decoding_message_size(self.max_decoding)
+            .max_encoding_message_size(self.max_encoding);
+        let (limits, stack) = (self.limits, self.stack.clone());
+        let handler = tower::service_fn(move |request: tonic::Request<Bytes>| {
+            let call = Call {
+                route: route.clone(),
+                stack: stack.clone(),
+                peer,
+                limits,
+                closed: closed.clone(),
+            };
+            call.unary(request)
+        });
+        grpc.unary(handler, request).await
+    }
+}
+
+/// One gRPC call to a routed method.
+struct Call {
+    route: Route,
+    stack: Option<Stack>,
+    peer: SocketAddr,
+    limits: DecodeLimits,
+    closed: CancellationToken,
+}
+
+impl Call {
+    /// The handler's future: through the server's layers when it has any (the same path
+    /// fRPC calls take), straight to the service otherwise.
+    fn handler(&self, ctx: Context, body: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+        let (service, method) = (&self.route.service, self.route.method);
+        match &self.stack {
+            Some(stack) => {
+                let request = CallRequest::new(
+                    service.clone(),
+                    method.name,
+                    method.op,
+                    method.kind,
+                    ctx,
+                    body,
+                    None,
+                );
+                let stack = stack.clone();
+                Box::pin(async move { crate::middleware::unary_through(&stack, request).await })
+            }
+            None => service.call_unary(method.op, ctx, body),
+        }
+    }
+
+    /// Runs the handler on a gRPC request: the context from its metadata and timeout, the
+    /// reply or status back with the handler's response metadata.
+    async fn unary(self, request: tonic::Request<Bytes>) -> Result<tonic::Response<Bytes>, tonic::Status> {
+        let handler = |ctx, body| self.handler(ctx, body);
+        unary(
+            handler,
+            &self.route,
+            request,
+            self.peer,
+            self.limits,
+            self.closed.clone(),
+        )
+        .await
+    }
+}
+
+/// Runs `handler` on a gRPC request: the context from its metadata and timeout, the reply or
+/// status back with the handler's response metadata.
+async fn unary(
+    handler: impl FnOnce(Context, Bytes) -> BoxFuture<Result<Bytes, Status>>,
+    route: &Route,
+    request: tonic::Request<Bytes>,
+    peer: SocketAddr,
+    limits: DecodeLimits,
+    closed: CancellationToken,
+) -> Result<tonic::Response<Bytes>, tonic::Status> {
+    let timeout = match request.metadata().get("grpc-timeout") {
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(parse_timeout)
+                .ok_or_else(|| tonic::Status::invalid_argument("malformed grpc-timeout"))?,
+        ),
+        None => None,
+    };
+    let state = Arc::new(CallState {
+        cancel: CancellationToken::new(),
+        deadline: timeout.map(|timeout| tokio::time::Instant::now() + timeout),
+        metadata: request_metadata(request.metadata()),
+        response: Default::default(),
+    });
+    // A dropped call (the client reset the stream, the connection closed) cancels the
+    // context that tasks spawned by the handler hold.
+    let guard = state.cancel.clone().drop_guard();
+    let ctx = Context::grpc(peer, limits, closed, state.clone());
+    let call = handler(ctx, request.into_inner());
+    let result = match timeout {
+        Some(timeout) => match tokio::time::timeout(timeout, call).await {
+            Ok(result) => result,
+            Err(_) => {
+                // Past the deadline the handler is dropped, and what it spawned sees it.
+                state.cancel.cancel();
+                Err(Status::with_code(Code::DeadlineExceeded, "deadline exceeded"))
+            }
+        },
+        None => call.await,
+    };
+    guard.disarm();
+    let result = match result {
+        Ok(reply) if route.grpc_health => grpc_health_reply(reply),
+        other => other,
+    };
+    let metadata = state.take_response().map(|m| response_metadata(&m));
+    match result {
+        Ok(reply) => {
+            let mut response = tonic::Response::new(reply);
+            if let Some(metadata) = metadata {
+                *response.metadata_mut() = metadata;
+            }
+            Ok(response)
+        }
+        Err(status) => {
+            let code = tonic::Code::from_i32(status.code() as i32);
+            let mut status = tonic::Status::new(code, status.message());
+            if let Some(metadata) = metadata {
+                *status.metadata_mut() = metadata;
+            }
+            Err(status)
+        }
+    }
+}
+
+/// Server reflection over `descriptors`; `None` (and a warning) if tonic-reflection refuses
+/// them.
+fn reflection(descriptors: &[&'static [u8]]) -> Option<Reflection> {
+    let builder = descriptors
+        .iter()
+        .fold(tonic_reflection::server::Builder::configure(), |builder, set| {
+            builder.register_encoded_file_descriptor_set(set)
+        });
+    match builder.build_v1() {
+        Ok(service) => Some(tower::util::BoxCloneSyncService::new(service)),
+        Err(err) => {
+            tracing::warn!(error = %err, "gRPC reflection is off: the descriptors do not load");
+            None
+        }
+    }
+}
+
+/// gRPC's `Check` fails with `NOT_FOUND` for a name nobody reported, where frpc's answers
+/// `SERVICE_UNKNOWN` (see [`crate::health`]).
+fn grpc_health_reply(reply: Bytes) -> Result<Bytes, Status> {
+    use crate::health::{HealthCheckResponse, ServingStatus};
+    let unknown = reply
+        .get(1..)
+        .and_then(|body| <HealthCheckResponse as prost::Message>::decode(body).ok())
+        .is_some_and(|response| response.status == ServingStatus::ServiceUnknown);
+    match unknown {
+        true => Err(Status::with_code(Code::NotFound, "unknown service")),
+        false => Ok(reply),
+    }
+}
+
+/// Whether a new connection is an HTTP/2 client's: its first byte is the preface's `P`
+/// (a Frisbee header starts with `00`). Peeks, so nothing is consumed; a connection that sends
+/// nothing within `patience`, or fails, is left to fRPC (which reports it).
+pub(crate) async fn is_http2(stream: &tokio::net::TcpStream, patience: Duration) -> bool {
+    let mut first = [0u8; 1];
+    matches!(
+        tokio::time::timeout(patience, stream.peek(&mut first)).await,
+        Ok(Ok(1)) if first[0] == b'P'
+    )
+}
+
+/// Parses `grpc-timeout`: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`).
+fn parse_timeout(value: &str) -> Option<Duration> {
+    // Checked split: a non-ASCII last character is refused, not split inside.
+    let (digits, unit) = value.split_at_checked(value.len().checked_sub(1)?)?;
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// Headers that are HTTP's or gRPC's own, not the caller's metadata.
+fn is_reserved(key: &str) -> bool {
+    key.starts_with("grpc-") || matches!(key, "content-type" | "te" | "user-agent")
+}
+
+/// The caller's metadata of a gRPC request, as frpc metadata; entries frpc cannot carry
+/// (reserved keys, invalid text) are skipped.
+fn request_metadata(map: &MetadataMap) -> Metadata {
+    let mut metadata = Metadata::new();
+    for entry in map.iter() {
+        // Insertion checks keys and values; an entry it refuses is not the handler's concern.
+        let _ = match entry {
+            KeyAndValueRef::Ascii(key, value) if !is_reserved(key.as_str()) => match value.to_str() {
+                Ok(text) => metadata.insert(key.as_str(), text),
+                Err(_) => continue,
+            },
+            KeyAndValueRef::Binary(key, value) if !is_reserved(key.as_str()) => match value.to_bytes() {
+                Ok(bytes) => metadata.insert_bin(key.as_str(), bytes),
+                Err(_) => continue,
+            },
+            _ => continue,
+        };
+    }
+    metadata
+}
+
+/// The handler's response metadata as gRPC headers (or trailers).
+fn response_metadata(metadata: &Metadata) -> MetadataMap {
+    let mut map = MetadataMap::new();
+    for (key, value) in metadata.iter() {
+        if key.ends_with("-bin") {
+            if let Ok(key) = tonic::metadata::BinaryMetadataKey::from_bytes(key.as_bytes()) {
+                map.append_bin(key, tonic::metadata::BinaryMetadataValue::from_bytes(value));
+            }
+        } else if let (Ok(key), Ok(value)) = (
+            tonic::metadata::AsciiMetadataKey::from_bytes(key.as_bytes()),
+            std::str::from_utf8(value)
+                .ok()
+                .and_then(|text| text.parse::<tonic::metadata::AsciiMetadataValue>().ok())
+                .ok_or(()),
+        ) {
+            map.append(key, value);
+        }
+    }
+    map
+}
+
+/// Carries messages as their protobuf bytes: requests get frpc's protobuf marker in front (the
+/// generated handler then decodes them as it does an frpc peer's), replies lose it.
+#[derive(Debug, Clone, Copy)]
+struct BytesCodec;
+
+impl Codec for BytesCodec {
+    type Encode = Bytes;
+    type Decode = Bytes;
+    type Encoder = BytesCodec;
+    type Decoder = BytesCodec;
+
+    fn encoder(&mut self) -> BytesCodec {
+        BytesCodec
+    }
+
+    fn decoder(&mut self) -> BytesCodec {
+        BytesCodec
+    }
+}
+
+impl Encoder for BytesCodec {
+    type Item = Bytes;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        // The handler answers in the request's encoding: protobuf, behind the marker.
+        match item.split_first() {
+            Some((&MARKER, body)) => {
+                dst.put_slice(body);
+                Ok(())
+            }
+            _ => Err(tonic::Status::internal("the handler's reply is not protobuf")),
+        }
+    }
+}
+
+impl Decoder for BytesCodec {
+    type Item = Bytes;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, tonic::Status> {
+        let mut buf = BytesMut::with_capacity(1 + src.remaining());
+        buf.put_u8(MARKER);
+        buf.put(src);
+        Ok(Some(buf.freeze()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_parse_in_every_unit_and_refuse_the_rest() {
+        assert_eq!(parse_timeout("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_timeout("3M"), Some(Duration::from_secs(180)));
+        assert_eq!(parse_timeout("1S"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_timeout("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_timeout("7u"), Some(Duration::from_micros(7)));
+        assert_eq!(parse_timeout("99999999n"), Some(Duration::from_nanos(99_999_999)));
+        for bad in ["", "S", "123456789S", "1x", "-1S", "1.5S", "é"] {
+            assert_eq!(parse_timeout(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn metadata_crosses_both_ways_text_and_binary() {
+        let mut map = MetadataMap::new();
+        map.insert("x-user", "ada".parse().unwrap());
+        map.insert("grpc-timeout", "1S".parse().unwrap());
+        map.insert_bin(
+            "x-trace-bin",
+            tonic::metadata::BinaryMetadataValue::from_bytes(&[0, 255]),
+        );
+        let metadata = request_metadata(&map);
+        assert_eq!(metadata.get("x-user"), Some("ada"));
+        assert_eq!(metadata.get_bin("x-trace-bin"), Some(&[0u8, 255][..]));
+        assert!(!metadata.contains_key("grpc-timeout"));
+        let back = response_metadata(&metadata);
+        assert_eq!(back.get("x-user").unwrap(), "ada");
+        assert_eq!(
+            back.get_bin("x-trace-bin").unwrap().to_bytes().unwrap().as_ref(),
+            &[0, 255]
+        );
+    }
+}
