@@ -442,14 +442,9 @@ impl Dispatch for ClientDispatch {
             calls.ext.pong();
         }
         if packet.op == op::STREAM {
-            // With windows in bytes each stream holds at most its window and one message: the
-            // connection's own budget is for peers without them.
-            let connection = match calls.ext.accepted() & ext::EXT_BYTES {
-                0 => calls.streams.buffer_budget(packet.content.len()).await,
-                _ => None,
-            };
+            let len = packet.content.len();
             let budget = Budget {
-                connection,
+                connection: calls.streams.buffer_budget(len, calls.ext.accepted()).await,
                 server: None,
             };
             if calls

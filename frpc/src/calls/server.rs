@@ -496,10 +496,8 @@ impl<H> ServerDispatch<H> {
     /// larger than a whole budget takes all of it. A connection whose streams have windows in
     /// bytes needs no budget of its own: each stream holds at most its window and one message.
     async fn buffer_budget(&self, len: usize) -> Budget {
-        let connection = match self.accepted.load(Ordering::Relaxed) & ext::EXT_BYTES {
-            0 => self.streams.buffer_budget(len).await,
-            _ => None,
-        };
+        let bits = self.accepted.load(Ordering::Relaxed);
+        let connection = self.streams.buffer_budget(len, bits).await;
         let budget = &self.limits.stream_bytes;
         let server = match budget.try_take(len) {
             Some(share) => share,

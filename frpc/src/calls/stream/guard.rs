@@ -69,13 +69,10 @@ impl StreamGuard {
     /// The client's deadline passed: tells the server (with the cancellation extension) once,
     /// as dropping the stream would; the handles then fail with the timeout.
     pub(super) fn expire(&self) {
-        if self.ext.bits & ext::EXT_CANCEL != 0
-            && !self.finished.swap(true, Ordering::Relaxed)
-            && !self.conn.is_closed()
-        {
+        let already = self.finished.swap(true, Ordering::Relaxed);
+        if !already && self.ext.bits & ext::EXT_CANCEL != 0 && !self.conn.is_closed() {
             let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
         }
-        self.finished.store(true, Ordering::Relaxed);
     }
 }
 

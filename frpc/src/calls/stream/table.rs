@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::credit::CreditBack;
-use crate::calls::ext::Window;
+use crate::calls::ext::{self, Window};
 use crate::status::{Error, Status};
 use crate::transport::connection::Connection;
 
@@ -128,8 +128,13 @@ impl StreamTable {
 
     /// The share of this connection's buffered-bytes budget for a stream message of `len`
     /// bytes, waited for (so the connection is not read meanwhile: TCP's window then holds the
-    /// peer back); a message larger than the whole budget takes all of it.
-    pub(crate) async fn buffer_budget(&self, len: usize) -> Option<Share> {
+    /// peer back); a message larger than the whole budget takes all of it. A connection whose
+    /// streams have windows in bytes (`bits`, the negotiated extensions) takes none: each
+    /// stream holds at most its window and one message.
+    pub(crate) async fn buffer_budget(&self, len: usize, bits: u32) -> Option<Share> {
+        if bits & ext::EXT_BYTES != 0 {
+            return None;
+        }
         match self.buffered.try_take(len) {
             Some(share) => share,
             None => self.buffered.take(len).await,
