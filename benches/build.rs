@@ -1,11 +1,13 @@
 //! Generates the benchmark service twice from one proto: for frpc and for tonic, both with every
-//! `bytes` field as `bytes::Bytes` (the `Blob` method's payload).
+//! `bytes` field as `bytes::Bytes` (the `Blob` method's payload); the same for the streaming
+//! service the gRPC face's tests use.
 
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    let (protos, includes) = (["proto/benchmark.proto"], ["proto"]);
+    // streams.proto: the gRPC face's streaming tests, not the benchmarks.
+    let (protos, includes) = (["proto/benchmark.proto", "proto/streams.proto"], ["proto"]);
     std::fs::create_dir_all(out.join("frpc"))?;
     frpc_codegen::configure()
         .bytes(["."])

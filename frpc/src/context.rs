@@ -140,19 +140,21 @@ impl Context {
     }
 
     /// The context of one gRPC call (its state carries cancellation, deadline and metadata);
-    /// `closed` fires when the call's stream or connection goes away.
+    /// `closed` fires when the call's connection goes away, `draining` and `shutdown` when its
+    /// server begins shutting down and when the shutdown's grace is over.
     #[cfg(feature = "grpc")]
     pub(crate) fn grpc(
         peer: SocketAddr,
         limits: crate::config::DecodeLimits,
         closed: CancellationToken,
         call: Arc<crate::calls::ext::CallState>,
+        (draining, shutdown): (CancellationToken, CancellationToken),
     ) -> Context {
         Context {
             inner: Arc::new(Inner {
                 origin: Origin::Grpc { peer, limits, closed },
-                draining: CancellationToken::new(),
-                shutdown: CancellationToken::new(),
+                draining,
+                shutdown,
             }),
             call: Some(CallInfo::State(call)),
         }

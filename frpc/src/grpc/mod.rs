@@ -34,14 +34,14 @@ use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{KeyAndValueRef, MetadataMap};
 
 use crate::calls::codec::MARKER;
-use crate::calls::ext::CallState;
 use crate::config::DecodeLimits;
-use crate::context::Context;
 use crate::metadata::Metadata;
-use crate::middleware::{CallRequest, Stack};
+use crate::middleware::{self, CallLayer, CallRequest, CallService, LayerFn, Stack};
 use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
-use crate::types::{BoxFuture, MethodKind};
+
+mod call;
+mod stream;
 
 /// tonic's default limit on a received message (4 MiB), kept as ours.
 const DEFAULT_MAX_DECODING: usize = 4 * 1024 * 1024;
@@ -53,6 +53,17 @@ struct Route {
     method: MethodDesc,
     /// Served as `grpc.health.v1.Health`: an unknown name fails with `NOT_FOUND`, as gRPC's.
     grpc_health: bool,
+}
+
+/// The shutdown signals of the server a connection belongs to: a standalone
+/// [`GrpcServer`]'s never fire.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Signals {
+    /// The server began shutting down: connections get a GOAWAY, calls in flight finish,
+    /// streams send no more messages, and [`crate::Context::shutting_down`] resolves.
+    pub(crate) draining: CancellationToken,
+    /// The shutdown's grace is over: connections close, [`crate::Context::cancelled`] fires.
+    pub(crate) force: CancellationToken,
 }
 
 /// frpc's health service ([`crate::health`]), with gRPC's messages under another package.
@@ -73,14 +84,19 @@ pub struct GrpcServer {
     max_decoding: usize,
     max_encoding: usize,
     limits: DecodeLimits,
-    /// The fRPC server's layers and interceptors ([`crate::Builder::layer`]), when it serves
-    /// this face ([`crate::Builder::grpc`]).
+    /// The layers and interceptors calls go through: the fRPC server's when it serves this
+    /// face ([`crate::Builder::grpc`]), else this server's own ([`GrpcServer::layer`]).
     stack: Option<Stack>,
+    /// This server's own layers, the first the outermost, to build `stack` from.
+    layers: Vec<SharedLayer>,
     /// The distinct descriptor sets the services embed (frpc-codegen's `FILE_DESCRIPTOR_SET`).
     descriptors: Vec<&'static [u8]>,
     /// `grpc.reflection.v1` over them (tonic-reflection), once a service has descriptors.
     reflection: Option<Reflection>,
 }
+
+/// A layer of a standalone server's stack, kept to rebuild the stack when another is added.
+type SharedLayer = Arc<dyn Fn(CallService) -> CallService + Send + Sync>;
 
 /// tonic-reflection's service, type-erased.
 type Reflection = tower::util::BoxCloneSyncService<
@@ -115,6 +131,7 @@ impl GrpcServer {
             max_encoding: usize::MAX,
             limits: crate::config::ConnectionConfig::default().decode,
             stack: None,
+            layers: Vec::new(),
             descriptors: Vec::new(),
             reflection: None,
         }
@@ -149,6 +166,50 @@ impl GrpcServer {
             self.descriptors.push(set);
             self.reflection = reflection(&self.descriptors);
         }
+        self
+    }
+
+    /// Runs every call through `layer` (any [`tower::Layer`] over calls, see
+    /// [`CallLayer`]), as [`crate::Builder::layer`] does on an fRPC server: the first added
+    /// is the outermost, and one stack is shared by every connection (a concurrency limit
+    /// is server-wide). Per-service layers ([`crate::LayeredService`]) apply too.
+    ///
+    /// ```
+    /// let server = frpc::grpc::GrpcServer::new()
+    ///     .layer(tower::limit::ConcurrencyLimitLayer::new(64));
+    /// # let _ = server;
+    /// ```
+    pub fn layer<L: CallLayer>(self, layer: L) -> GrpcServer {
+        self.push_layer(Arc::new(move |inner| layer.wrap(inner)))
+    }
+
+    /// Checks every call with `check` before the layers added after it and the handler see
+    /// it, as [`crate::Builder::interceptor`] does: `Err(status)` answers the call with that
+    /// status. Calls to frpc's health service (`grpc.health.v1.Health` included) pass, so
+    /// probes without credentials see the server's health.
+    pub fn interceptor<F>(self, check: F) -> GrpcServer
+    where
+        F: FnMut(&CallRequest) -> Result<(), Status> + Send + Sync + 'static,
+    {
+        let check = Arc::new(std::sync::Mutex::new(check));
+        self.push_layer(Arc::new(move |inner| {
+            let check = check.clone();
+            let check = move |call: &CallRequest| match call.service() == FRPC_HEALTH {
+                true => Ok(()),
+                false => (check.lock().unwrap_or_else(|e| e.into_inner()))(call),
+            };
+            middleware::erase(middleware::Interceptor::new(inner, check))
+        }))
+    }
+
+    /// Adds a layer and rebuilds the stack over all of them.
+    fn push_layer(mut self, layer: SharedLayer) -> GrpcServer {
+        self.layers.push(layer);
+        let layers = self.layers.iter().map(|layer| -> LayerFn {
+            let layer = layer.clone();
+            Box::new(move |inner| layer(inner))
+        });
+        self.stack = Some(middleware::build_stack(layers.collect()));
         self
     }
 
@@ -192,17 +253,47 @@ impl GrpcServer {
     where
         T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
+        self.serve_io_until(io, peer, Signals::default())
+    }
+
+    /// Serves one connection until the client closes it or, once `signals` say the server is
+    /// shutting down, until the calls in flight finish (after a GOAWAY) or the grace is over.
+    pub(crate) fn serve_io_until<T>(
+        &self,
+        io: T,
+        peer: SocketAddr,
+        signals: Signals,
+    ) -> impl Future<Output = ()> + Send + 'static
+    where
+        T: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
         let server = self.clone();
         // Fires when the connection ends: every call on it is cancelled.
         let closed = CancellationToken::new();
+        let on_close = closed.clone().drop_guard();
+        let call_signals = signals.clone();
         let service = hyper::service::service_fn(move |request| {
             let server = server.clone();
-            let closed = closed.child_token();
-            async move { Ok::<_, Infallible>(server.call(request, peer, closed).await) }
+            let (closed, signals) = (closed.child_token(), call_signals.clone());
+            async move { Ok::<_, Infallible>(server.call(request, peer, closed, signals).await) }
         });
         async move {
+            let _on_close = on_close;
             let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-            if let Err(err) = builder.serve_connection(TokioIo::new(io), service).await {
+            let connection = builder.serve_connection(TokioIo::new(io), service);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                _ = signals.draining.cancelled() => {
+                    // GOAWAY: no new calls; the ones in flight finish within the grace.
+                    connection.as_mut().graceful_shutdown();
+                    tokio::select! {
+                        result = connection.as_mut() => result,
+                        _ = signals.force.cancelled() => Ok(()),
+                    }
+                }
+            };
+            if let Err(err) = result {
                 tracing::debug!(%peer, error = %err, "gRPC connection ended");
             }
         }
@@ -214,6 +305,7 @@ impl GrpcServer {
         request: http::Request<hyper::body::Incoming>,
         peer: SocketAddr,
         closed: CancellationToken,
+        signals: Signals,
     ) -> http::Response<tonic::body::Body> {
         if let Some(reflection) = &self.reflection
             && request.uri().path().starts_with(REFLECTION)
@@ -238,143 +330,20 @@ impl GrpcServer {
             ));
             return status.into_http();
         }
-        if route.method.kind != MethodKind::Unary {
-            let status = tonic::Status::unimplemented(format!(
-                "{}: streaming methods are not served over gRPC yet",
-                request.uri().path()
-            ));
-            return status.into_http();
-        }
         let mut grpc = tonic::server::Grpc::new(BytesCodec)
             .max_decoding_message_size(self.max_decoding)
             .max_encoding_message_size(self.max_encoding);
-        let (limits, stack) = (self.limits, self.stack.clone());
-        let handler = tower::service_fn(move |request: tonic::Request<Bytes>| {
-            let call = Call {
-                route: route.clone(),
-                stack: stack.clone(),
-                peer,
-                limits,
-                closed: closed.clone(),
-            };
-            call.unary(request)
-        });
-        grpc.unary(handler, request).await
-    }
-}
-
-/// One gRPC call to a routed method.
-struct Call {
-    route: Route,
-    stack: Option<Stack>,
-    peer: SocketAddr,
-    limits: DecodeLimits,
-    closed: CancellationToken,
-}
-
-impl Call {
-    /// The handler's future: through the server's layers when it has any (the same path
-    /// fRPC calls take), straight to the service otherwise.
-    fn handler(&self, ctx: Context, body: Bytes) -> BoxFuture<Result<Bytes, Status>> {
-        let (service, method) = (&self.route.service, self.route.method);
-        match &self.stack {
-            Some(stack) => {
-                let request = CallRequest::new(
-                    service.clone(),
-                    method.name,
-                    method.op,
-                    method.kind,
-                    ctx,
-                    body,
-                    None,
-                );
-                let stack = stack.clone();
-                Box::pin(async move { crate::middleware::unary_through(&stack, request).await })
-            }
-            None => service.call_unary(method.op, ctx, body),
-        }
-    }
-
-    /// Runs the handler on a gRPC request: the context from its metadata and timeout, the
-    /// reply or status back with the handler's response metadata.
-    async fn unary(self, request: tonic::Request<Bytes>) -> Result<tonic::Response<Bytes>, tonic::Status> {
-        let handler = |ctx, body| self.handler(ctx, body);
-        unary(
-            handler,
-            &self.route,
-            request,
-            self.peer,
-            self.limits,
-            self.closed.clone(),
-        )
-        .await
-    }
-}
-
-/// Runs `handler` on a gRPC request: the context from its metadata and timeout, the reply or
-/// status back with the handler's response metadata.
-async fn unary(
-    handler: impl FnOnce(Context, Bytes) -> BoxFuture<Result<Bytes, Status>>,
-    route: &Route,
-    request: tonic::Request<Bytes>,
-    peer: SocketAddr,
-    limits: DecodeLimits,
-    closed: CancellationToken,
-) -> Result<tonic::Response<Bytes>, tonic::Status> {
-    let timeout = match request.metadata().get("grpc-timeout") {
-        Some(value) => Some(
-            value
-                .to_str()
-                .ok()
-                .and_then(parse_timeout)
-                .ok_or_else(|| tonic::Status::invalid_argument("malformed grpc-timeout"))?,
-        ),
-        None => None,
-    };
-    let state = Arc::new(CallState {
-        cancel: CancellationToken::new(),
-        deadline: timeout.map(|timeout| tokio::time::Instant::now() + timeout),
-        metadata: request_metadata(request.metadata()),
-        response: Default::default(),
-    });
-    // A dropped call (the client reset the stream, the connection closed) cancels the
-    // context that tasks spawned by the handler hold.
-    let guard = state.cancel.clone().drop_guard();
-    let ctx = Context::grpc(peer, limits, closed, state.clone());
-    let call = handler(ctx, request.into_inner());
-    let result = match timeout {
-        Some(timeout) => match tokio::time::timeout(timeout, call).await {
-            Ok(result) => result,
-            Err(_) => {
-                // Past the deadline the handler is dropped, and what it spawned sees it.
-                state.cancel.cancel();
-                Err(Status::with_code(Code::DeadlineExceeded, "deadline exceeded"))
-            }
-        },
-        None => call.await,
-    };
-    guard.disarm();
-    let result = match result {
-        Ok(reply) if route.grpc_health => grpc_health_reply(reply),
-        other => other,
-    };
-    let metadata = state.take_response().map(|m| response_metadata(&m));
-    match result {
-        Ok(reply) => {
-            let mut response = tonic::Response::new(reply);
-            if let Some(metadata) = metadata {
-                *response.metadata_mut() = metadata;
-            }
-            Ok(response)
-        }
-        Err(status) => {
-            let code = tonic::Code::from_i32(status.code() as i32);
-            let mut status = tonic::Status::new(code, status.message());
-            if let Some(metadata) = metadata {
-                *status.metadata_mut() = metadata;
-            }
-            Err(status)
-        }
+        let call = call::Call {
+            route,
+            stack: self.stack.clone(),
+            peer,
+            limits: self.limits,
+            closed,
+            signals,
+        };
+        // Every kind through tonic's streaming entry: the requests reach the call undecoded.
+        let handler = tower::service_fn(move |request| call.clone().run(request));
+        grpc.streaming(handler, request).await
     }
 }
 
@@ -484,6 +453,17 @@ fn response_metadata(metadata: &Metadata) -> MetadataMap {
         }
     }
     map
+}
+
+/// A handler's status as gRPC's, code for code and message for message, with `metadata` as
+/// trailers.
+fn to_tonic(status: &Status, metadata: Option<Metadata>) -> tonic::Status {
+    let code = tonic::Code::from_i32(status.code() as i32);
+    let mut grpc = tonic::Status::new(code, status.message());
+    if let Some(metadata) = metadata {
+        *grpc.metadata_mut() = response_metadata(&metadata);
+    }
+    grpc
 }
 
 /// Carries messages as their protobuf bytes: requests get frpc's protobuf marker in front (the

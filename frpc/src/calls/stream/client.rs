@@ -3,9 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use frpc_wire::polyglot::{EOF_MESSAGE, Message};
-use frpc_wire::{Packet, op};
+use frpc_wire::polyglot::Message;
 
 use crate::calls::ext;
 use crate::status::Error;
@@ -54,7 +52,7 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
         ack_window: None,
     };
     let guard = Arc::new(StreamGuard::new(conn, table, id, &inbound, client, ext));
-    let sender = StreamSender::new(guard.clone());
+    let sender = FrpcSender::new(guard.clone());
     let header = match ack {
         false => header,
         true => Some(ext::Header {
@@ -68,7 +66,10 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
         None => open,
     };
     sender.send_raw(open, false).await?;
-    Ok((sender, Streaming::new(inbound, guard)))
+    Ok((
+        StreamSender(Sending::Frpc(sender)),
+        Streaming::new(inbound, guard),
+    ))
 }
 
 /// The sending half of a client-streaming or bidi call, from their `split()`: sends requests
@@ -82,7 +83,7 @@ pub struct RequestSender<Req> {
 impl<Req> fmt::Debug for RequestSender<Req> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RequestSender")
-            .field("id", &self.sender.guard.id)
+            .field("id", &self.sender.id())
             .field("closed", &self.closed)
             .finish()
     }
@@ -123,7 +124,7 @@ impl<Req: Message> RequestSender<Req> {
 impl<Req> Drop for RequestSender<Req> {
     fn drop(&mut self) {
         if !self.closed {
-            eof_detached(&self.sender.guard);
+            self.sender.eof_detached();
         }
     }
 }
@@ -138,7 +139,7 @@ pub struct ClientStreamingCall<Req, Resp> {
 impl<Req, Resp> fmt::Debug for ClientStreamingCall<Req, Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientStreamingCall")
-            .field("id", &self.sender.sender.guard.id)
+            .field("id", &self.sender.sender.id())
             .finish()
     }
 }
@@ -184,7 +185,7 @@ pub struct ClientStreamingResponse<Resp> {
 impl<Resp> fmt::Debug for ClientStreamingResponse<Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientStreamingResponse")
-            .field("id", &self.inbound.guard.id)
+            .field("id", &self.inbound.id())
             .finish()
     }
 }
@@ -218,7 +219,7 @@ pub struct BidiCall<Req, Resp> {
 impl<Req, Resp> fmt::Debug for BidiCall<Req, Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BidiCall")
-            .field("id", &self.sender.sender.guard.id)
+            .field("id", &self.sender.sender.id())
             .finish()
     }
 }
@@ -251,14 +252,5 @@ impl<Req: Message, Resp: Message> BidiCall<Req, Resp> {
     /// request stream; dropping both ends the call.
     pub fn split(self) -> (RequestSender<Req>, Streaming<Resp>) {
         (self.sender, self.inbound)
-    }
-}
-
-/// Ends our half of a stream from a `Drop`, so the peer's handler sees the end.
-pub(super) fn eof_detached(guard: &StreamGuard) {
-    if !guard.conn.is_closed() {
-        let _ = guard
-            .conn
-            .try_send(Packet::new(guard.id, op::STREAM, Bytes::from_static(EOF_MESSAGE)));
     }
 }

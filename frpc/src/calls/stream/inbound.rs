@@ -17,6 +17,7 @@ use crate::calls::ext::Window;
 use crate::calls::{codec, ext};
 use crate::status::{Code, Error, Status};
 
+use super::bridge::BridgedStreaming;
 use super::common::*;
 use super::guard::*;
 use super::table::*;
@@ -104,7 +105,17 @@ use super::table::*;
 ///     Ok(())
 /// }
 /// ```
-pub struct Streaming<T> {
+pub struct Streaming<T>(pub(super) Receiving<T>);
+
+/// Where a [`Streaming`]'s messages come from: an fRPC stream, or (the gRPC face) a stream
+/// another protocol carries into the same handler.
+pub(super) enum Receiving<T> {
+    Frpc(FrpcStreaming<T>),
+    Bridged(BridgedStreaming<T>),
+}
+
+/// The inbound half of an fRPC stream: its table entry's channel, credit and timers.
+pub(super) struct FrpcStreaming<T> {
     pub(super) inbound: Inbound,
     pub(super) guard: Arc<StreamGuard>,
     pub(super) done: bool,
@@ -127,16 +138,71 @@ pub struct Streaming<T> {
 
 impl<T> fmt::Debug for Streaming<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Streaming")
-            .field("id", &self.guard.id)
-            .field("done", &self.done)
-            .finish()
+        match &self.0 {
+            Receiving::Frpc(stream) => f
+                .debug_struct("Streaming")
+                .field("id", &stream.guard.id)
+                .field("done", &stream.done)
+                .finish(),
+            Receiving::Bridged(stream) => stream.fmt(f),
+        }
+    }
+}
+
+impl<T> Streaming<T> {
+    /// The stream id (0 for a stream another protocol carries: a gRPC call's).
+    pub fn id(&self) -> u16 {
+        match &self.0 {
+            Receiving::Frpc(stream) => stream.guard.id,
+            Receiving::Bridged(_) => 0,
+        }
     }
 }
 
 impl<T: Message> Streaming<T> {
     pub(super) fn new(inbound: Inbound, guard: Arc<StreamGuard>) -> Streaming<T> {
-        Streaming {
+        Streaming(Receiving::Frpc(FrpcStreaming::new(inbound, guard)))
+    }
+
+    /// A server's inbound stream (see [`Error::InvalidMessage`]).
+    pub(super) fn for_server(inbound: Inbound, guard: Arc<StreamGuard>) -> Streaming<T> {
+        Streaming(Receiving::Frpc(FrpcStreaming::for_server(inbound, guard)))
+    }
+
+    /// Waits until the server accepted the stream (see [`FrpcStreaming::opened`]).
+    pub(crate) async fn opened(&mut self) -> Result<(), Error> {
+        match &mut self.0 {
+            Receiving::Frpc(stream) => stream.opened().await,
+            Receiving::Bridged(_) => Ok(()),
+        }
+    }
+
+    /// The next message; `Ok(None)` once the peer has ended the stream.
+    ///
+    /// Cancel-safe: dropped before it completes (the other branch of a `tokio::select!` won),
+    /// it has taken no message, and the next call returns it.
+    pub async fn message(&mut self) -> Result<Option<T>, Error> {
+        std::future::poll_fn(|cx| self.poll_message(cx)).await
+    }
+
+    fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        match &mut self.0 {
+            Receiving::Frpc(stream) => stream.poll_message(cx),
+            Receiving::Bridged(stream) => stream.poll_message(cx),
+        }
+    }
+
+    /// The stream is over on the peer's side.
+    pub(super) fn finish(&mut self) {
+        if let Receiving::Frpc(stream) = &mut self.0 {
+            stream.finish();
+        }
+    }
+}
+
+impl<T: Message> FrpcStreaming<T> {
+    pub(super) fn new(inbound: Inbound, guard: Arc<StreamGuard>) -> FrpcStreaming<T> {
+        FrpcStreaming {
             inbound,
             guard,
             done: false,
@@ -152,8 +218,8 @@ impl<T: Message> Streaming<T> {
     }
 
     /// A server's inbound stream (see [`Error::InvalidMessage`]).
-    pub(super) fn for_server(inbound: Inbound, guard: Arc<StreamGuard>) -> Streaming<T> {
-        let mut stream = Streaming::new(inbound, guard);
+    pub(super) fn for_server(inbound: Inbound, guard: Arc<StreamGuard>) -> FrpcStreaming<T> {
+        let mut stream = FrpcStreaming::new(inbound, guard);
         stream.server = true;
         stream
     }
@@ -176,11 +242,6 @@ impl<T: Message> Streaming<T> {
         }
     }
 
-    /// The stream id.
-    pub fn id(&self) -> u16 {
-        self.guard.id
-    }
-
     /// Waits until the server accepted the stream (its OPENED, or anything it sent on the
     /// stream), when the stream asked for it; fails with the server's refusal (its status, or
     /// the stream's end). Without open acknowledgement (Go peers) it returns at once.
@@ -199,7 +260,7 @@ impl<T: Message> Streaming<T> {
         self.peeked = Some(content);
         if refused {
             // The server refused the stream, or its handler failed at once: its status.
-            self.message().await?;
+            std::future::poll_fn(|cx| self.poll_message(cx)).await?;
         }
         Ok(())
     }
@@ -242,14 +303,6 @@ impl<T: Message> Streaming<T> {
             .table
             .credit_back
             .give(&guard.conn, guard.id, Window { messages, bytes });
-    }
-
-    /// The next message; `Ok(None)` once the peer has ended the stream.
-    ///
-    /// Cancel-safe: dropped before it completes (the other branch of a `tokio::select!` won),
-    /// it has taken no message, and the next call returns it.
-    pub async fn message(&mut self) -> Result<Option<T>, Error> {
-        std::future::poll_fn(|cx| self.poll_message(cx)).await
     }
 
     pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
@@ -373,7 +426,11 @@ impl<T: Message> futures_core::Stream for Streaming<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        if this.done {
+        let done = match &this.0 {
+            Receiving::Frpc(stream) => stream.done,
+            Receiving::Bridged(stream) => stream.done,
+        };
+        if done {
             return Poll::Ready(None);
         }
         this.poll_message(cx).map(Result::transpose)
@@ -382,7 +439,7 @@ impl<T: Message> futures_core::Stream for Streaming<T> {
 
 impl<T> Unpin for Streaming<T> {}
 
-impl<T> Drop for Streaming<T> {
+impl<T> Drop for FrpcStreaming<T> {
     /// A consumer gone while the stream goes on (a server handler that stops reading but keeps
     /// sending): gives back the credit of what it never read, so the peer's sends do not stall.
     /// Later messages get theirs back from the reader.

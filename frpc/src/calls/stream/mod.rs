@@ -51,6 +51,7 @@
 //! `stream_idle_timeout`, each message a client stream waits for (received, or room to send)
 //! fails with [`Error::Timeout`] after that long, which ends the stream.
 
+mod bridge;
 mod bytes;
 mod client;
 mod common;
@@ -60,6 +61,8 @@ mod outbound;
 mod server;
 mod table;
 
+#[cfg(feature = "grpc")]
+pub(crate) use self::bridge::{Bridge, Headers, Source as BridgeSource};
 pub(crate) use self::client::open;
 pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
 pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};

@@ -14,6 +14,7 @@ use frpc_wire::{Packet, op};
 use crate::calls::{codec, ext};
 use crate::status::{Error, Status};
 
+use super::bridge::BridgedSender;
 use super::common::*;
 use super::guard::*;
 
@@ -91,39 +92,65 @@ use super::guard::*;
 ///     Ok(())
 /// }
 /// ```
-pub struct StreamSender<T> {
+pub struct StreamSender<T>(pub(super) Sending<T>);
+
+/// Where a [`StreamSender`]'s messages go: an fRPC stream, or (the gRPC face) a stream another
+/// protocol carries out of the same handler.
+pub(super) enum Sending<T> {
+    Frpc(FrpcSender<T>),
+    Bridged(BridgedSender<T>),
+}
+
+/// The outbound half of an fRPC stream: its packets, credit and timers.
+pub(super) struct FrpcSender<T> {
     pub(super) guard: Arc<StreamGuard>,
     pub(super) _message: PhantomData<fn(T)>,
 }
 
 impl<T> fmt::Debug for StreamSender<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamSender")
-            .field("id", &self.guard.id)
-            .finish()
+        match &self.0 {
+            Sending::Frpc(sender) => f
+                .debug_struct("StreamSender")
+                .field("id", &sender.guard.id)
+                .finish(),
+            Sending::Bridged(sender) => sender.fmt(f),
+        }
     }
 }
 
 impl<T> Clone for StreamSender<T> {
     fn clone(&self) -> Self {
-        StreamSender {
-            guard: self.guard.clone(),
-            _message: PhantomData,
+        StreamSender(match &self.0 {
+            Sending::Frpc(sender) => Sending::Frpc(FrpcSender {
+                guard: sender.guard.clone(),
+                _message: PhantomData,
+            }),
+            Sending::Bridged(sender) => Sending::Bridged(sender.clone()),
+        })
+    }
+}
+
+impl<T> StreamSender<T> {
+    /// The stream id (0 for a stream another protocol carries: a gRPC call's).
+    pub fn id(&self) -> u16 {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.guard.id,
+            Sending::Bridged(_) => 0,
+        }
+    }
+
+    /// Ends this side's half from a `Drop` (fRPC streams), so the peer sees the end.
+    pub(super) fn eof_detached(&self) {
+        if let Sending::Frpc(sender) = &self.0 {
+            eof_detached(&sender.guard);
         }
     }
 }
 
 impl<T: Message> StreamSender<T> {
     pub(super) fn new(guard: Arc<StreamGuard>) -> StreamSender<T> {
-        StreamSender {
-            guard,
-            _message: PhantomData,
-        }
-    }
-
-    /// The stream id.
-    pub fn id(&self) -> u16 {
-        self.guard.id
+        StreamSender(Sending::Frpc(FrpcSender::new(guard)))
     }
 
     /// Sends one message, waiting while the connection's write queue is full, and for
@@ -132,21 +159,87 @@ impl<T: Message> StreamSender<T> {
     /// shutting down with [`Error::ShuttingDown`] (the handler should return: its error and
     /// `EOF` still reach the client).
     pub async fn send(&self, message: T) -> Result<(), Error> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.send(message).await,
+            Sending::Bridged(sender) => {
+                let content = sender.encode(&message, true);
+                drop(message);
+                sender.send(content).await
+            }
+        }
+    }
+
+    /// Sends one message by reference.
+    pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.send_ref(message).await,
+            Sending::Bridged(sender) => sender.send(sender.encode(message, true)).await,
+        }
+    }
+
+    /// Sends a client-streaming call's one reply: like a unary reply, it goes out during a
+    /// shutdown too.
+    pub(crate) async fn send_reply(&self, message: T) -> Result<(), Error> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.send_reply(message).await,
+            Sending::Bridged(sender) => {
+                let content = sender.encode(&message, false);
+                drop(message);
+                sender.send(content).await
+            }
+        }
+    }
+
+    /// Ends this side's half (`EOF`). A bridged stream ends with its handler's outcome, which
+    /// its own protocol carries: nothing to send.
+    pub(super) async fn send_eof(&self) -> Result<(), Error> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.send_eof().await,
+            Sending::Bridged(_) => Ok(()),
+        }
+    }
+
+    /// Sends the handler's error (fRPC streams; see [`StreamSender::send_eof`]).
+    pub(super) async fn send_error(&self, status: &Status) -> Result<(), Error> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.send_error(status).await,
+            Sending::Bridged(_) => Ok(()),
+        }
+    }
+
+    /// Runs a server handler (see [`FrpcSender::started`]).
+    pub(crate) async fn started<R>(
+        &self,
+        handler: impl Future<Output = Result<R, Status>>,
+    ) -> Result<R, Status> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.started(handler).await,
+            Sending::Bridged(_) => handler.await,
+        }
+    }
+}
+
+impl<T: Message> FrpcSender<T> {
+    pub(super) fn new(guard: Arc<StreamGuard>) -> FrpcSender<T> {
+        FrpcSender {
+            guard,
+            _message: PhantomData,
+        }
+    }
+
+    pub(super) async fn send(&self, message: T) -> Result<(), Error> {
         self.check_not_draining()?;
         let content = self.encode(&message);
         drop(message);
         self.send_raw(content, true).await
     }
 
-    /// Sends one message by reference.
-    pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
+    pub(super) async fn send_ref(&self, message: &T) -> Result<(), Error> {
         self.check_not_draining()?;
         self.send_raw(self.encode(message), true).await
     }
 
-    /// Sends a client-streaming call's one reply: like a unary reply, it goes out during a
-    /// shutdown too.
-    pub(crate) async fn send_reply(&self, message: T) -> Result<(), Error> {
+    pub(super) async fn send_reply(&self, message: T) -> Result<(), Error> {
         self.send_raw(self.encode(&message), true).await
     }
 
@@ -275,7 +368,7 @@ impl<T: Message> StreamSender<T> {
     /// over (it has started: whatever it set up before its first wait, a subscription say, is
     /// in place), unless that poll already failed it, so the client's open fails with that
     /// status instead.
-    pub(crate) async fn started<R>(
+    pub(super) async fn started<R>(
         &self,
         handler: impl Future<Output = Result<R, Status>>,
     ) -> Result<R, Status> {
@@ -298,5 +391,14 @@ impl<T: Message> StreamSender<T> {
     pub(super) async fn send_error(&self, status: &Status) -> Result<(), Error> {
         let content = error_content(status, self.guard.ext.bits & ext::EXT_STATUS != 0);
         self.send_raw(content, false).await
+    }
+}
+
+/// Ends our half of a stream from a `Drop`, so the peer's handler sees the end.
+fn eof_detached(guard: &StreamGuard) {
+    if !guard.conn.is_closed() {
+        let _ = guard
+            .conn
+            .try_send(Packet::new(guard.id, op::STREAM, Bytes::from_static(EOF_MESSAGE)));
     }
 }

@@ -12,6 +12,7 @@ use crate::calls::ext;
 use crate::status::{Error, Status};
 use crate::transport::connection::Connection;
 
+use super::bridge::{self, Bridge};
 use super::common::*;
 use super::guard::*;
 use super::inbound::*;
@@ -20,9 +21,17 @@ use super::table::*;
 
 /// The server's view of a stream a client opened, handed to the generated dispatcher.
 #[derive(Debug)]
-pub struct ServerStream {
-    pub(super) inbound: Inbound,
-    pub(super) guard: Arc<StreamGuard>,
+pub struct ServerStream(Opened);
+
+/// An fRPC stream, or a bridged one (a gRPC call's, see [`Bridge`]).
+#[derive(Debug)]
+enum Opened {
+    Frpc {
+        inbound: Inbound,
+        guard: Arc<StreamGuard>,
+    },
+    #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+    Bridged(Bridge),
 }
 
 /// What the server's dispatcher keeps of a stream it hands to a handler: enough to end the
@@ -31,7 +40,7 @@ pub struct ServerStream {
 /// end (and, with open acknowledgement, its open never waits in vain).
 #[derive(Debug)]
 pub(crate) struct StreamEnd {
-    pub(super) guard: Arc<StreamGuard>,
+    pub(super) guard: Option<Arc<StreamGuard>>,
 }
 
 impl StreamEnd {
@@ -39,7 +48,7 @@ impl StreamEnd {
     /// stream's cancellation: a handler dropped at its deadline has its token cancelled, and
     /// the client still gets DEADLINE_EXCEEDED (errors and `EOF` take no credit).
     pub(crate) async fn ensure(self, result: &Result<(), Status>, bits: u32) {
-        let guard = &self.guard;
+        let Some(guard) = &self.guard else { return };
         if guard.ended.swap(true, Ordering::Relaxed) || guard.conn.is_closed() {
             return;
         }
@@ -55,9 +64,18 @@ impl StreamEnd {
 impl ServerStream {
     /// A handle that ends the stream if its handler does not (see [`StreamEnd`]).
     pub(crate) fn end_handle(&self) -> StreamEnd {
-        StreamEnd {
-            guard: self.guard.clone(),
-        }
+        let guard = match &self.0 {
+            Opened::Frpc { guard, .. } => Some(guard.clone()),
+            Opened::Bridged(_) => None,
+        };
+        StreamEnd { guard }
+    }
+
+    /// A stream another protocol carries (the gRPC face's): the handler reads `bridge`'s
+    /// source and sends into its channel; its outcome is the call's result.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn bridged(bridge: Bridge) -> ServerStream {
+        ServerStream(Opened::Bridged(bridge))
     }
 
     pub(crate) fn accept(
@@ -76,14 +94,23 @@ impl ServerStream {
             ClientSide::default(),
             ext,
         ));
-        Ok(ServerStream { inbound, guard })
+        Ok(ServerStream(Opened::Frpc { inbound, guard }))
     }
 
     pub(crate) fn split<Req: Message, Resp: Message>(self) -> (Streaming<Req>, StreamSender<Resp>) {
-        (
-            Streaming::for_server(self.inbound, self.guard.clone()),
-            StreamSender::new(self.guard),
-        )
+        match self.0 {
+            Opened::Frpc { inbound, guard } => (
+                Streaming::for_server(inbound, guard.clone()),
+                StreamSender::new(guard),
+            ),
+            Opened::Bridged(bridge) => {
+                let (inbound, sender) = bridge::split(bridge);
+                (
+                    Streaming(Receiving::Bridged(inbound)),
+                    StreamSender(Sending::Bridged(sender)),
+                )
+            }
+        }
     }
 
     /// Sends the handler's outcome: its error (if any) and then `EOF`.

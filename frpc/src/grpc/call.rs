@@ -1,0 +1,243 @@
+//! One gRPC call to a routed method, of any kind: its context (metadata, `grpc-timeout` as
+//! the deadline, the server's shutdown signals), its request messages, the handler (through
+//! the server's layers when there are any, as fRPC calls go) and its replies and status.
+//!
+//! Every kind goes through tonic's streaming entry point, so the request messages reach us
+//! undecoded and their errors (a message over the size limit) are answered here, as gRPC
+//! servers answer them. Unary and server-streaming calls read their one request first;
+//! client-streaming and bidi handlers read theirs from a bridged [`ServerStream`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::calls::ext::CallState;
+use crate::calls::stream::{Bridge, BridgeSource, Headers, ServerStream};
+use crate::config::DecodeLimits;
+use crate::context::Context;
+use crate::metadata::Metadata;
+use crate::middleware::{CallRequest, Stack};
+use crate::status::{Code, Status};
+use crate::types::{BoxFuture, MethodKind};
+
+use super::stream::{REPLY_BUFFER, Replies, from_tonic, requests};
+use super::{
+    Route, Signals, grpc_health_reply, parse_timeout, request_metadata, response_metadata, to_tonic,
+};
+
+/// One gRPC call to a routed method.
+#[derive(Clone)]
+pub(super) struct Call {
+    pub(super) route: Route,
+    pub(super) stack: Option<Stack>,
+    pub(super) peer: SocketAddr,
+    pub(super) limits: DecodeLimits,
+    /// Fires when the connection closes.
+    pub(super) closed: CancellationToken,
+    pub(super) signals: Signals,
+}
+
+/// What a call's handler future returns: the encoded reply of a unary call, or a stream's end.
+type Handler<T> = BoxFuture<Result<T, Status>>;
+
+impl Call {
+    /// Runs the call on a gRPC request: the reply (or replies) with the handler's response
+    /// metadata in the headers, or its status.
+    pub(super) async fn run(
+        self,
+        request: tonic::Request<tonic::Streaming<Bytes>>,
+    ) -> Result<tonic::Response<Replies>, tonic::Status> {
+        let deadline = match request.metadata().get("grpc-timeout") {
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .ok()
+                    .and_then(parse_timeout)
+                    .map(|timeout| Instant::now() + timeout)
+                    .ok_or_else(|| tonic::Status::invalid_argument("malformed grpc-timeout"))?,
+            ),
+            None => None,
+        };
+        let state = Arc::new(CallState {
+            cancel: CancellationToken::new(),
+            deadline,
+            metadata: request_metadata(request.metadata()),
+            response: Default::default(),
+        });
+        let ctx = Context::grpc(
+            self.peer,
+            self.limits,
+            self.closed.clone(),
+            state.clone(),
+            (self.signals.draining.clone(), self.signals.force.clone()),
+        );
+        let messages = request.into_inner();
+        match self.route.method.kind {
+            MethodKind::Unary => self.unary(ctx, messages, state).await,
+            kind => self.streaming(ctx, kind, messages, state).await,
+        }
+    }
+
+    /// A unary call: its one request, the handler's reply.
+    async fn unary(
+        self,
+        ctx: Context,
+        messages: tonic::Streaming<Bytes>,
+        state: Arc<CallState>,
+    ) -> Result<tonic::Response<Replies>, tonic::Status> {
+        let body = one_request(messages).await?;
+        // A dropped call (the client reset the stream, the connection closed) cancels the
+        // context that tasks spawned by the handler hold.
+        let guard = state.cancel.clone().drop_guard();
+        let result = within_deadline(self.unary_handler(ctx, body), state.clone()).await;
+        guard.disarm();
+        let result = match result {
+            Ok(reply) if self.route.grpc_health => grpc_health_reply(reply),
+            other => other,
+        };
+        let metadata = state.take_response();
+        match result {
+            Ok(reply) => Ok(with_headers(Replies::one(reply, state), metadata)),
+            Err(status) => Err(to_tonic(&status, metadata)),
+        }
+    }
+
+    /// A streaming call: the handler on a bridged stream, the response once it sent its
+    /// first reply (or ended), the rest as it goes.
+    async fn streaming(
+        self,
+        ctx: Context,
+        kind: MethodKind,
+        messages: tonic::Streaming<Bytes>,
+        state: Arc<CallState>,
+    ) -> Result<tonic::Response<Replies>, tonic::Status> {
+        let (source, starved) = match kind {
+            // Its one request is read here, as for a unary call: a missing or oversize one is
+            // answered before the handler runs.
+            MethodKind::ServerStreaming => {
+                let body = one_request(messages).await?;
+                let source = futures_util::stream::once(std::future::ready(Ok(body)));
+                (Box::pin(source) as BridgeSource, None)
+            }
+            _ => {
+                let starved = Arc::new(AtomicBool::new(false));
+                (requests(messages, starved.clone()), Some(starved))
+            }
+        };
+        let (tx, rx) = mpsc::channel(REPLY_BUFFER);
+        let headers = Arc::new(Headers::new(state.clone()));
+        let stream = ServerStream::bridged(Bridge {
+            source,
+            limits: self.limits,
+            replies: tx,
+            draining: self.signals.draining.clone(),
+            headers: headers.clone(),
+        });
+        let handler = self.streaming_handler(ctx, stream);
+        let handler: Handler<()> = Box::pin(within_deadline(handler, state.clone()));
+        let mut replies = Replies::streaming(rx, handler, state, starved);
+        let metadata = replies.headers(&headers).await?;
+        let mut response = tonic::Response::new(replies);
+        if let Some(metadata) = metadata {
+            *response.metadata_mut() = metadata;
+        }
+        Ok(response)
+    }
+
+    /// The unary handler's future: through the server's layers when it has any (the same
+    /// path fRPC calls take), straight to the service otherwise.
+    fn unary_handler(&self, ctx: Context, body: Bytes) -> Handler<Bytes> {
+        let (service, method) = (&self.route.service, self.route.method);
+        match &self.stack {
+            Some(stack) => {
+                let request = self.request(ctx, body, None);
+                let stack = stack.clone();
+                Box::pin(async move { crate::middleware::unary_through(&stack, request).await })
+            }
+            None => service.call_unary(method.op, ctx, body),
+        }
+    }
+
+    /// The streaming handler's future, through the layers as [`Call::unary_handler`]'s.
+    fn streaming_handler(&self, ctx: Context, stream: ServerStream) -> Handler<()> {
+        let (service, method) = (&self.route.service, self.route.method);
+        match &self.stack {
+            Some(stack) => {
+                let call = self.clone();
+                let stack = stack.clone();
+                Box::pin(async move {
+                    let request = |slot| Ok(call.request(ctx, Bytes::new(), Some(slot)));
+                    crate::middleware::streaming_through(&stack, stream, request).await
+                })
+            }
+            None => service.call_streaming(method.op, ctx, stream),
+        }
+    }
+
+    /// The call as the layers see it.
+    fn request(
+        &self,
+        ctx: Context,
+        body: Bytes,
+        stream: Option<crate::middleware::StreamSlot>,
+    ) -> CallRequest {
+        let method = self.route.method;
+        CallRequest::new(
+            self.route.service.clone(),
+            method.name,
+            method.op,
+            method.kind,
+            ctx,
+            body,
+            stream,
+        )
+    }
+}
+
+/// The one request message of a unary or server-streaming call (tonic's rule: a missing one is
+/// `INTERNAL`), read to the end of the request.
+async fn one_request(mut messages: tonic::Streaming<Bytes>) -> Result<Bytes, tonic::Status> {
+    let failed = |status: tonic::Status| to_tonic(&from_tonic(status), None);
+    let body = match messages.next().await {
+        Some(Ok(body)) => body,
+        Some(Err(status)) => return Err(failed(status)),
+        None => return Err(tonic::Status::internal("Missing request message.")),
+    };
+    match messages.next().await {
+        None => Ok(body),
+        Some(Ok(_)) => Err(tonic::Status::internal(
+            "more than one request message for a method that takes one",
+        )),
+        Some(Err(status)) => Err(failed(status)),
+    }
+}
+
+/// Runs `handler` until the call's deadline: past it the handler is dropped, what it spawned
+/// sees its context cancelled, and the client gets `DEADLINE_EXCEEDED`.
+async fn within_deadline<T>(handler: Handler<T>, state: Arc<CallState>) -> Result<T, Status> {
+    let Some(deadline) = state.deadline else {
+        return handler.await;
+    };
+    match tokio::time::timeout_at(deadline, handler).await {
+        Ok(result) => result,
+        Err(_) => {
+            state.cancel.cancel();
+            Err(Status::with_code(Code::DeadlineExceeded, "deadline exceeded"))
+        }
+    }
+}
+
+/// The response with the handler's metadata as its headers.
+fn with_headers(replies: Replies, metadata: Option<Metadata>) -> tonic::Response<Replies> {
+    let mut response = tonic::Response::new(replies);
+    if let Some(metadata) = metadata {
+        *response.metadata_mut() = response_metadata(&metadata);
+    }
+    response
+}

@@ -1,0 +1,194 @@
+//! The two ends of a gRPC call's messages: the request messages as the handler's source
+//! (tonic's decoder over the HTTP/2 body, its size-limit error answered as gRPC servers answer
+//! it), and [`Replies`], the response body's messages, which also drives the handler.
+//!
+//! The handler runs inside the response: hyper polls the body, the body polls the handler
+//! and drains what it sent. So the client's HTTP/2 window holds the handler back (its sends
+//! wait on a bounded channel), and a client that resets the stream drops the body and with it
+//! the handler (its [`Context::cancelled`](crate::Context::cancelled) fires).
+//!
+//! The response's headers carry the metadata the handler set before its first reply, so they
+//! wait for that reply, or the handler's end, or (client-streaming and bidi) the handler
+//! waiting for a request that has not come: a client may wait for the headers before it sends
+//! (tonic's generated clients do), and would wait forever.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context as TaskContext, Poll};
+
+use bytes::Bytes;
+use futures_core::Stream;
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::DropGuard;
+
+use crate::calls::ext::CallState;
+use crate::calls::stream::{BridgeSource, Headers};
+use crate::status::{Code, Status};
+use crate::types::BoxFuture;
+use tonic::metadata::MetadataMap;
+
+use super::{response_metadata, to_tonic};
+
+/// How many replies a streaming handler may send ahead of the client's reading (HTTP/2's
+/// window holds the rest back).
+pub(super) const REPLY_BUFFER: usize = 16;
+
+/// The request messages of a call (frpc's protobuf contents), as a bridged stream's source;
+/// `starved` is set while the handler waits for one that has not come.
+pub(super) fn requests(messages: tonic::Streaming<Bytes>, starved: Arc<AtomicBool>) -> BridgeSource {
+    Box::pin(Requests { messages, starved })
+}
+
+/// See [`requests`].
+struct Requests {
+    messages: tonic::Streaming<Bytes>,
+    starved: Arc<AtomicBool>,
+}
+
+impl Stream for Requests {
+    type Item = Result<Bytes, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.messages.poll_next_unpin(cx);
+        self.starved.store(polled.is_pending(), Ordering::Relaxed);
+        polled.map(|item| item.map(|item| item.map_err(from_tonic)))
+    }
+}
+
+/// A status tonic's decoder failed a request with, as the handler sees it. A message over the
+/// size limit is `RESOURCE_EXHAUSTED`, as gRPC servers answer it (tonic says `OUT_OF_RANGE`,
+/// the only status its decoder gives that code).
+pub(super) fn from_tonic(status: tonic::Status) -> Status {
+    let code = match status.code() {
+        tonic::Code::OutOfRange => Code::ResourceExhausted,
+        code => Code::from_u8(code as u8).unwrap_or(Code::Unknown),
+    };
+    Status::with_code(code, status.message())
+}
+
+/// A response body's messages: replies a handler sent, then its outcome (the trailers).
+pub(super) struct Replies {
+    /// A reply taken out early (the response's headers wait for the first one).
+    first: Option<Bytes>,
+    /// What the handler sends (streaming methods).
+    rx: Option<mpsc::Receiver<Bytes>>,
+    /// The handler, until it returns.
+    handler: Option<BoxFuture<Result<(), Status>>>,
+    /// Its outcome, once the replies it sent are out.
+    outcome: Option<Result<(), Status>>,
+    state: Arc<CallState>,
+    /// Cancels the call's context if the body is dropped before the handler returned.
+    guard: Option<DropGuard>,
+    /// Set while the handler waits for a request (client-streaming and bidi).
+    starved: Option<Arc<AtomicBool>>,
+}
+
+impl Replies {
+    /// A unary call's one reply.
+    pub(super) fn one(reply: Bytes, state: Arc<CallState>) -> Replies {
+        Replies {
+            first: Some(reply),
+            rx: None,
+            handler: None,
+            outcome: Some(Ok(())),
+            state,
+            guard: None,
+            starved: None,
+        }
+    }
+
+    /// A streaming call's replies: what `handler` sends into `rx`, then its outcome.
+    pub(super) fn streaming(
+        rx: mpsc::Receiver<Bytes>,
+        handler: BoxFuture<Result<(), Status>>,
+        state: Arc<CallState>,
+        starved: Option<Arc<AtomicBool>>,
+    ) -> Replies {
+        let guard = state.cancel.clone().drop_guard();
+        Replies {
+            first: None,
+            rx: Some(rx),
+            handler: Some(handler),
+            outcome: None,
+            state,
+            guard: Some(guard),
+            starved,
+        }
+    }
+
+    /// Runs the handler until the response's headers can go (see the module's doc): `Ok` with
+    /// their metadata to answer with a body (a first reply kept for it), `Err` with the
+    /// handler's failure before any reply (a trailers-only response).
+    pub(super) async fn headers(&mut self, headers: &Headers) -> Result<Option<MetadataMap>, tonic::Status> {
+        let first = std::future::poll_fn(|cx| match Pin::new(&mut *self).poll_next(cx) {
+            Poll::Pending if self.is_starved() => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(item) => Poll::Ready(Some(item)),
+        });
+        match first.await {
+            Some(Some(Ok(reply))) => self.first = Some(reply),
+            // The handler failed before any reply: its metadata goes beside the status.
+            Some(Some(Err(status))) if status.code() != tonic::Code::Ok => return Err(status),
+            // Ended OK with no reply, its trailers' metadata taken: it goes in the headers.
+            Some(Some(Err(status))) => return Ok(Some(status.metadata().clone())),
+            Some(None) | None => {}
+        }
+        Ok(headers.get().map(response_metadata))
+    }
+
+    fn is_starved(&self) -> bool {
+        self.starved
+            .as_ref()
+            .is_some_and(|starved| starved.load(Ordering::Relaxed))
+    }
+
+    /// The handler returned `outcome`: nothing more comes from it, and its context is not
+    /// cancelled for having finished.
+    fn finished(&mut self, outcome: Result<(), Status>) {
+        self.handler = None;
+        if let Some(guard) = self.guard.take() {
+            guard.disarm();
+        }
+        if let Some(rx) = &mut self.rx {
+            rx.close();
+        }
+        self.outcome = Some(outcome);
+    }
+
+    /// The trailers' status: the handler's outcome with the response metadata it set since
+    /// the headers went (`None`: a plain `OK`).
+    fn end(&mut self) -> Option<tonic::Status> {
+        let metadata = self.state.take_response();
+        match self.outcome.take()? {
+            Err(status) => Some(to_tonic(&status, metadata)),
+            Ok(()) => metadata.map(|metadata| to_tonic(&Status::with_code(Code::Ok, ""), Some(metadata))),
+        }
+    }
+}
+
+impl Stream for Replies {
+    type Item = Result<Bytes, tonic::Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if let Some(reply) = this.first.take() {
+            return Poll::Ready(Some(Ok(reply)));
+        }
+        if let (Some(handler), Some(rx)) = (&mut this.handler, &mut this.rx) {
+            if let Poll::Ready(Some(reply)) = rx.poll_recv(cx) {
+                return Poll::Ready(Some(Ok(reply)));
+            }
+            match handler.as_mut().poll(cx) {
+                Poll::Ready(outcome) => this.finished(outcome),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        // The handler is done: what it sent before it returned, then its outcome.
+        if let Some(reply) = this.rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            return Poll::Ready(Some(Ok(reply)));
+        }
+        Poll::Ready(this.end().map(Err))
+    }
+}
