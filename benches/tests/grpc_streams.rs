@@ -374,3 +374,114 @@ async fn grpc_and_frpc_clients_stream_from_one_port_at_the_same_time() {
     };
     tokio::join!(frpc_side, grpc_side);
 }
+
+#[tokio::test]
+async fn layers_and_interceptors_apply_on_a_standalone_grpc_server() {
+    let (tx, _events) = mpsc::unbounded_channel();
+    let (reporter, health) = frpc::health::service();
+    reporter.set_serving("streams.Streams");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::grpc::GrpcServer::new()
+        .layer(tower::limit::ConcurrencyLimitLayer::new(4))
+        .interceptor(|call: &frpc::CallRequest| match call.metadata().get("x-token") {
+            Some("secret") => Ok(()),
+            _ => Err(frpc::Status::with_code(
+                frpc::Code::Unauthenticated,
+                format!("no token for {}", call.method()),
+            )),
+        })
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
+        .add_service(health);
+    tokio::spawn(server.serve_listener(listener));
+    let mut client = client(addr).await;
+
+    // Every kind is checked before its handler runs.
+    let status = client.count(count(3, "")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
+    assert_eq!(status.message(), "no token for Count");
+    let status = client.sum(tokio_stream::iter([item("x", 1)])).await.unwrap_err();
+    assert_eq!(status.message(), "no token for Sum");
+    let status = client.chat(tokio_stream::iter([item("x", 1)])).await.unwrap_err();
+    assert_eq!(status.message(), "no token for Chat");
+
+    // With the token, through the concurrency limit, many at once.
+    let calls = (0..10).map(|n| {
+        let mut client = client.clone();
+        async move {
+            let mut request = tonic::Request::new(tokio_stream::iter([item("x", n)]));
+            request
+                .metadata_mut()
+                .insert("x-token", "secret".parse().unwrap());
+            let replies = client.chat(request).await.unwrap().into_inner();
+            let echoed: Vec<_> = replies.map(|r| r.unwrap().n).collect().await;
+            assert_eq!(echoed, [n]);
+        }
+    });
+    futures_util::future::join_all(calls).await;
+
+    // Health passes the interceptor: probes carry no token.
+    let mut statuses = watch(addr, "streams.Streams").await;
+    assert_eq!(next(&mut statuses).await, frpc::health::ServingStatus::Serving);
+}
+
+#[tokio::test]
+async fn a_shutdown_lets_grpc_streams_in_flight_finish_on_the_shared_port() {
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(bound.serve_with_shutdown(async {
+        let _ = stopped.await;
+    }));
+    let mut client = client(addr).await;
+    let frpc_client = fpb::StreamsClient::connect(addr).await.unwrap();
+
+    // In flight: an upload, a bidi call, and a server stream that sends until the shutdown.
+    let (sum_tx, sum_rx) = mpsc::channel(1);
+    let mut summing = client.clone();
+    let sum = tokio::spawn(async move {
+        summing
+            .sum(tokio_stream::wrappers::ReceiverStream::new(sum_rx))
+            .await
+    });
+    sum_tx.send(item("before", 1)).await.unwrap();
+    let (chat_tx, chat_rx) = mpsc::channel(1);
+    let mut chat = client
+        .chat(tokio_stream::wrappers::ReceiverStream::new(chat_rx))
+        .await
+        .unwrap()
+        .into_inner();
+    chat_tx.send(item("before", 1)).await.unwrap();
+    assert_eq!(chat.message().await.unwrap().unwrap().text, "echo:before");
+    let mut endless = client.count(count(0, "shutdown")).await.unwrap().into_inner();
+    assert_eq!(endless.message().await.unwrap().unwrap().n, 0);
+
+    stop.send(()).unwrap();
+    // Streams send no more messages once the shutdown began (as fRPC's): the endless stream
+    // ends, its handler returning the error, and the client gets it as the status.
+    assert_eq!(events.recv().await.unwrap(), "count drained");
+    let (_, end) = drain(endless).await;
+    assert_eq!(end.unwrap_err().code(), tonic::Code::Unavailable);
+    // The calls in flight go on: the upload takes more requests and gets its reply.
+    sum_tx.send(item("after", 2)).await.unwrap();
+    drop(sum_tx);
+    let total = sum.await.unwrap().unwrap().into_inner();
+    assert_eq!((total.sum, total.count), (3, 2));
+    // The bidi call reads on; its reply fails, and it ends with that status.
+    chat_tx.send(item("after", 2)).await.unwrap();
+    let status = chat.message().await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert_eq!(status.message(), "the server is shutting down");
+    // No new calls: the connection got a GOAWAY, and the listener is closed.
+    let status = client.count(count(1, "")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    serving.await.unwrap().unwrap();
+    // The fRPC connection on the same port closed with the server.
+    frpc_client.client().closed().await;
+}

@@ -812,7 +812,11 @@ async fn serve_connection(
     if let Some(grpc) = &shared.grpc
         && crate::grpc::is_http2(&stream, config.idle_timeout).await
     {
-        return grpc.serve_io(stream, peer).await;
+        let signals = crate::grpc::Signals {
+            draining: shutdown.clone(),
+            force: force.clone(),
+        };
+        return grpc.serve_io_until(stream, peer, signals).await;
     }
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
