@@ -3,14 +3,22 @@
 //! Services floor, beside the server: it routes `/package.Service/Method` to the service's
 //! method by its operation number and feeds it the request's protobuf bytes.
 //!
-//! What a gRPC call brings to the handler's [`Context`]: the request metadata (text and `-bin`
-//! entries), `grpc-timeout` as [`Context::deadline`] (the handler is dropped and the client
+//! What a gRPC call brings to the handler's [`Context`](crate::Context): the request metadata (text and `-bin`
+//! entries), `grpc-timeout` as [`Context::deadline`](crate::Context::deadline) (the handler is dropped and the client
 //! gets `DEADLINE_EXCEEDED` when it passes), and a client's cancel (RST_STREAM, or the
-//! connection closing) as [`Context::cancelled`]. Metadata the handler sets with
-//! [`Context::set_response_metadata`] goes back as response headers (or, on an error, as
+//! connection closing) as [`Context::cancelled`](crate::Context::cancelled). Metadata the handler sets with
+//! [`Context::set_response_metadata`](crate::Context::set_response_metadata) goes back as response headers (or, on an error, as
 //! trailers beside the status). Statuses map code for code and message for message.
 //!
-//! Unary methods only for now: streaming methods answer `UNIMPLEMENTED`.
+//! All four kinds of method: a streaming handler gets the same [`crate::Streaming`] and
+//! [`crate::StreamSender`] as over fRPC, bridged to the HTTP/2 stream (`call.rs` runs a call,
+//! `stream.rs` carries its messages both ways): its replies go out as it sends them, its
+//! status ends the stream, the metadata it set before its first reply goes in the headers and
+//! what it sets after in the trailers. A request message over the size limit is
+//! `RESOURCE_EXHAUSTED`. `grpc.health.v1.Health` (`Check` and `Watch`) is frpc's health
+//! service under gRPC's name. On a shared port ([`crate::Builder::grpc`]) connections follow
+//! the server's graceful shutdown (a GOAWAY, then the calls in flight finish); a standalone
+//! server has layers of its own ([`GrpcServer::layer`], [`GrpcServer::interceptor`]).
 //!
 //! ```no_run
 //! # async fn demo(service: impl frpc::codegen::Service) -> Result<(), frpc::Error> {

@@ -46,6 +46,11 @@
 //! ones. A table entry is only removed by the handles of the stream that made it, so an id
 //! reused by a newer stream is never forgotten by an older stream's handles.
 //!
+//! **Bridged streams** (`bridge`, the gRPC face). A handler's [`Streaming`] and
+//! [`StreamSender`] have a second backend: a source of request contents and a channel of
+//! replies another protocol carries. None of the above applies to them (no table, credit or
+//! packets); an fRPC stream pays one enum match per message for it.
+//!
 //! **Lifetime.** A client stream's handles hold the client's keep-alive: the connection stays
 //! open while any of them lives, even once every `Client` clone is gone. With the client's
 //! `stream_idle_timeout`, each message a client stream waits for (received, or room to send)
