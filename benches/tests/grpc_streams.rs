@@ -425,6 +425,10 @@ async fn layers_and_interceptors_apply_on_a_standalone_grpc_server() {
     assert_eq!(next(&mut statuses).await, frpc::health::ServingStatus::Serving);
 }
 
+/// How a new call after a GOAWAY fails: the server refused its stream (hyper's client says
+/// CANCELLED, "connection closed"), or the channel found nobody listening (UNAVAILABLE).
+const REFUSED: [tonic::Code; 2] = [tonic::Code::Unavailable, tonic::Code::Cancelled];
+
 #[tokio::test]
 async fn a_shutdown_lets_grpc_streams_in_flight_finish_on_the_shared_port() {
     let (tx, mut events) = mpsc::unbounded_channel();
@@ -480,8 +484,58 @@ async fn a_shutdown_lets_grpc_streams_in_flight_finish_on_the_shared_port() {
     assert_eq!(status.message(), "the server is shutting down");
     // No new calls: the connection got a GOAWAY, and the listener is closed.
     let status = client.count(count(1, "")).await.unwrap_err();
-    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert!(REFUSED.contains(&status.code()), "{status:?}");
     serving.await.unwrap().unwrap();
     // The fRPC connection on the same port closed with the server.
     frpc_client.client().closed().await;
+}
+
+#[tokio::test]
+async fn a_standalone_grpc_server_shuts_down_gracefully_within_its_grace() {
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::grpc::GrpcServer::new()
+        .shutdown_grace(Duration::from_millis(500))
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve_listener_with_shutdown(listener, async {
+        let _ = stopped.await;
+    }));
+    let mut client = client(addr).await;
+
+    // In flight: an upload, and a bidi call whose handler never returns.
+    let (sum_tx, sum_rx) = mpsc::channel(1);
+    let mut summing = client.clone();
+    let sum = tokio::spawn(async move {
+        summing
+            .sum(tokio_stream::wrappers::ReceiverStream::new(sum_rx))
+            .await
+    });
+    sum_tx.send(item("before", 1)).await.unwrap();
+    let (chat_tx, chat_rx) = mpsc::channel(1);
+    chat_tx.send(item("hang", 1)).await.unwrap();
+    let mut hanging = client.clone();
+    let chat = tokio::spawn(async move {
+        hanging
+            .chat(tokio_stream::wrappers::ReceiverStream::new(chat_rx))
+            .await
+    });
+    assert_eq!(events.recv().await.unwrap(), "chat hang false");
+
+    stop.send(()).unwrap();
+    // The upload finishes within the grace.
+    sum_tx.send(item("after", 2)).await.unwrap();
+    drop(sum_tx);
+    let total = sum.await.unwrap().unwrap().into_inner();
+    assert_eq!((total.sum, total.count), (3, 2));
+    // No new calls.
+    let status = client.count(count(1, "")).await.unwrap_err();
+    assert!(REFUSED.contains(&status.code()), "{status:?}");
+    // The hanging call holds the shutdown until the grace is over; then its connection
+    // closes, its handler's context is cancelled, and the server returns.
+    serving.await.unwrap().unwrap();
+    assert_eq!(events.recv().await.unwrap(), "chat cancelled");
+    assert!(chat.await.unwrap().is_err());
+    drop(chat_tx);
 }

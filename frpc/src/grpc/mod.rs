@@ -18,7 +18,8 @@
 //! `RESOURCE_EXHAUSTED`. `grpc.health.v1.Health` (`Check` and `Watch`) is frpc's health
 //! service under gRPC's name. On a shared port ([`crate::Builder::grpc`]) connections follow
 //! the server's graceful shutdown (a GOAWAY, then the calls in flight finish); a standalone
-//! server has layers of its own ([`GrpcServer::layer`], [`GrpcServer::interceptor`]).
+//! server has layers of its own ([`GrpcServer::layer`], [`GrpcServer::interceptor`]) and a
+//! graceful shutdown ([`GrpcServer::serve_listener_with_shutdown`]).
 //!
 //! ```no_run
 //! # async fn demo(service: impl frpc::codegen::Service) -> Result<(), frpc::Error> {
@@ -49,6 +50,7 @@ use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
 
 mod call;
+mod shutdown;
 mod stream;
 
 /// tonic's default limit on a received message (4 MiB), kept as ours.
@@ -97,6 +99,8 @@ pub struct GrpcServer {
     stack: Option<Stack>,
     /// This server's own layers, the first the outermost, to build `stack` from.
     layers: Vec<SharedLayer>,
+    /// How long calls in flight may go on once a shutdown began ([`GrpcServer::shutdown_grace`]).
+    grace: Duration,
     /// The distinct descriptor sets the services embed (frpc-codegen's `FILE_DESCRIPTOR_SET`).
     descriptors: Vec<&'static [u8]>,
     /// `grpc.reflection.v1` over them (tonic-reflection), once a service has descriptors.
@@ -140,6 +144,7 @@ impl GrpcServer {
             limits: crate::config::ConnectionConfig::default().decode,
             stack: None,
             layers: Vec::new(),
+            grace: crate::config::ServerConfig::default().shutdown_grace,
             descriptors: Vec::new(),
             reflection: None,
         }
