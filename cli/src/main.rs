@@ -20,7 +20,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Calls a unary method with a JSON request and prints the JSON reply.
+    /// Calls a method with JSON requests and prints each JSON reply on a line of its own.
+    ///
+    /// Unary and server-streaming methods take one request; client and bidi streams read one
+    /// request per line of standard input (or each JSON value of the argument).
     Call {
         #[command(flatten)]
         connect: ConnectArgs,
@@ -62,9 +65,11 @@ enum Command {
     },
 }
 
-/// What a command leaves: text to print, or a health verdict already printed.
+/// What a command leaves: text to print, nothing more (it printed as it went), or a health
+/// verdict already printed.
 enum Outcome {
     Print(String),
+    Done,
     Healthy(bool),
 }
 
@@ -147,7 +152,11 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
             schema,
             method,
             request,
-        } => commands::call(&connect.connect()?, &schema.schema(), &method, request.as_deref()).await,
+        } => {
+            let connect = connect.connect()?;
+            commands::call(&connect, &schema.schema(), &method, request.as_deref(), print).await?;
+            return Ok(Outcome::Done);
+        }
         Command::List { connect, schema } => commands::list(&connect.connect()?, &schema.schema()).await,
         Command::Describe {
             connect,
@@ -180,7 +189,7 @@ fn main() -> ExitCode {
             println!("{out}");
             ExitCode::SUCCESS
         }
-        Ok(Outcome::Healthy(true)) => ExitCode::SUCCESS,
+        Ok(Outcome::Done | Outcome::Healthy(true)) => ExitCode::SUCCESS,
         Ok(Outcome::Healthy(false)) => ExitCode::from(2),
         Err(err) => {
             eprintln!("{err}");
