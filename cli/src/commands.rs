@@ -27,6 +27,17 @@ pub struct Connect {
     pub timeout: Option<Duration>,
     /// Request metadata, `key:value`.
     pub headers: Vec<String>,
+    /// TLS: `None` for plain TCP.
+    pub tls: Option<Tls>,
+}
+
+/// How to connect over TLS.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    /// A PEM file of the certificates to trust (default: the system's roots).
+    pub ca: Option<PathBuf>,
+    /// The name the server's certificate must carry (default: the host of the address).
+    pub server_name: Option<String>,
 }
 
 impl Connect {
@@ -36,7 +47,14 @@ impl Connect {
             .connection(ConnectionConfig::default().framing(self.framing))
             .extensions(!self.no_extensions)
             .timeout(self.timeout);
-        let mut client = frpc::Client::connect_with(self.addr.as_str(), config).await?;
+        let mut client = match &self.tls {
+            None => frpc::Client::connect_with(self.addr.as_str(), config).await?,
+            Some(tls) => {
+                let name = crate::tls::server_name(&self.addr, tls.server_name.as_deref());
+                let rustls = crate::tls::client_config(tls.ca.as_deref())?;
+                frpc::Client::connect_tls(self.addr.as_str(), name, rustls, config).await?
+            }
+        };
         if !self.headers.is_empty() {
             let mut metadata = Metadata::new();
             for header in &self.headers {

@@ -9,3 +9,4 @@ pub mod error;
 pub mod json;
 pub mod schema;
 pub mod stream;
+pub mod tls;

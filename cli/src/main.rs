@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use frpc::Framing;
-use frpc_cli::commands::{self, CliError, Connect, Schema};
+use frpc_cli::commands::{self, CliError, Connect, Schema, Tls};
 
 /// A command-line client for fRPC servers (frpc-rs and Go fRPC).
 #[derive(Debug, Parser)]
@@ -97,6 +97,15 @@ struct ConnectArgs {
     /// Plain fRPC: offer no frpc extensions (no status codes, metadata or reflection).
     #[arg(long)]
     no_extensions: bool,
+    /// Connect over TLS, checking the server's certificate against the system's roots.
+    #[arg(long)]
+    tls: bool,
+    /// Connect over TLS, trusting the certificates of this PEM file (implies --tls).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// The name the server's certificate must carry (default: the host of the address).
+    #[arg(long, value_name = "NAME")]
+    server_name: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +135,10 @@ impl ConnectArgs {
             no_extensions: self.no_extensions,
             timeout,
             headers: self.headers.clone(),
+            tls: (self.tls || self.ca.is_some()).then(|| Tls {
+                ca: self.ca.clone(),
+                server_name: self.server_name.clone(),
+            }),
         })
     }
 }

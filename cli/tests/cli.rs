@@ -359,3 +359,59 @@ async fn health_of_servers_without_the_service() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("health service"));
     }
 }
+
+/// `--ca` (and `--tls`): calls over TLS to a server whose certificate the file vouches for;
+/// without the file the system's roots refuse the self-signed certificate.
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_over_tls() {
+    use frpc::tls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let ca = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("frpc-cli-tls-ca.pem");
+    std::fs::write(&ca, cert.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    let config = std::sync::Arc::new(config);
+    let server = RustServer::start_with(Framing::Frisbee, move |builder| builder.tls(config)).await;
+    let addr = server.addr().to_string();
+    let ca = ca.to_str().unwrap();
+
+    let echo = [
+        "call",
+        &addr,
+        "capture.EchoService/Echo",
+        r#"{"Message":"sealed"}"#,
+    ];
+    let mut line = args(&echo);
+    line.extend(args(&["--ca", ca, "--server-name", "localhost"]));
+    assert_echo(&json(&frpc(line, None).await), "sealed");
+    let mut line = args(&["call", &addr, "capture.EchoService/Search", "{}", "--tls"]);
+    line.extend(args(&["--ca", ca, "--server-name", "localhost"]));
+    assert_eq!(messages(&frpc(line, None).await), ["r0", "r1"]);
+
+    // The certificate names localhost, not the address.
+    let mut line = args(&echo);
+    line.extend(args(&["--ca", ca]));
+    let out = frpc(line, None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("certificate"),
+        "{out:?}"
+    );
+    // The system's roots do not know the self-signed certificate.
+    let mut line = args(&echo);
+    line.extend(args(&["--tls", "--server-name", "localhost"]));
+    let out = frpc(line, None).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("certificate") || err.contains("root"), "{err}");
+    // Plain TCP to a TLS port fails rather than hangs.
+    let mut line = args(&echo);
+    line.extend(args(&["--timeout", "2"]));
+    assert_ne!(frpc(line, None).await.status.code(), Some(0));
+}
