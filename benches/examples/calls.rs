@@ -45,9 +45,9 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     })
 }
 
-async fn run(mut client: impl Caller, calls: u64) {
+async fn run(mut client: impl Caller<Body>, calls: u64) {
     let body = Body::random(Payload::String, 32);
     for _ in 0..calls {
-        client.call(&body).await;
+        client.call(&body).await.expect("call");
     }
 }

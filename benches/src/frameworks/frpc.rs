@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use crate::frameworks::echo;
-use crate::workload::{self, Body, Caller, Callers, Limit, Outcome};
+use crate::workload::{self, Body, Caller, Callers, Failure, Limit, Outcome};
 
 /// The frpc service and client, generated from `proto/benchmark.proto` by frpc-codegen.
 #[allow(missing_docs)]
@@ -127,12 +127,12 @@ impl Client {
 impl<T: frpc::Caller> Client<T> {
     /// Keeps `inflight` calls outstanding on the one connection, issued as `callers` says.
     pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
-        workload::slots(self, body, inflight, callers, limit).await
+        workload::drive(self, body, inflight, callers, limit).await
     }
 }
 
-impl<T: frpc::Caller> Caller for Client<T> {
-    async fn call(&mut self, body: &Body) {
+impl<T: frpc::Caller> Caller<Body> for Client<T> {
+    async fn call(&mut self, body: &Body) -> Result<(), Failure> {
         match body {
             Body::Text(message) => {
                 let request = pb::Request {
@@ -147,5 +147,6 @@ impl<T: frpc::Caller> Caller for Client<T> {
                 debug_assert_eq!(reply.data.len(), data.len());
             }
         }
+        Ok(())
     }
 }
