@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use frpc::Framing;
+use frpc_cli::bench::{self, Load};
 use frpc_cli::commands::{self, CliError, Connect, Schema, Tls};
 
 /// A command-line client for fRPC servers (frpc-rs and Go fRPC).
@@ -50,6 +51,34 @@ enum Command {
         schema: SchemaArgs,
         /// `package.Service` or `package.Message`.
         name: String,
+    },
+    /// Load-tests a unary method: `-c` calls in flight until `-n` calls are made or
+    /// `--duration` passes; prints RPC/s, latency percentiles and the calls by status code.
+    Bench {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[command(flatten)]
+        schema: SchemaArgs,
+        /// The method: `package.Service/Method`.
+        method: String,
+        /// The request in proto3 JSON, `@file`, or `-` (the default) for standard input; every
+        /// call sends it.
+        request: Option<String>,
+        /// Calls in flight at once.
+        #[arg(short = 'c', long, default_value_t = 16)]
+        concurrency: usize,
+        /// Calls in all (default 1000 without --duration).
+        #[arg(short = 'n', long)]
+        total: Option<u64>,
+        /// Seconds to run (fractions allowed); with -n, whichever ends first.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Connections the calls are spread over.
+        #[arg(long, default_value_t = 1)]
+        connections: usize,
+        /// Prints the summary as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Checks a server's health (frpc's health service): prints SERVING, NOT_SERVING, … and
     /// exits 0 only when serving (2 when not).
@@ -176,6 +205,41 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
             schema,
             name,
         } => commands::describe(&connect.connect()?, &schema.schema(), &name).await,
+        Command::Bench {
+            connect,
+            schema,
+            method,
+            request,
+            concurrency,
+            total,
+            duration,
+            connections,
+            json,
+        } => {
+            let duration = match duration {
+                Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+                Some(secs) => {
+                    return Err(CliError::Other(format!(
+                        "--duration {secs}: give seconds above 0"
+                    )));
+                }
+                None => None,
+            };
+            let load = Load {
+                concurrency,
+                connections,
+                total,
+                duration,
+                progress: !json,
+            };
+            let connect = connect.connect()?;
+            let summary =
+                bench::bench(&connect, &schema.schema(), &method, request.as_deref(), &load).await?;
+            Ok(match json {
+                true => summary.json().to_string(),
+                false => summary.text(),
+            })
+        }
         Command::Health {
             connect,
             service,
@@ -190,7 +254,12 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // A load run spreads its calls over every core; the other commands need one thread.
+    let mut runtime = match cli.command {
+        Command::Bench { .. } => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: cannot start the runtime: {err}");

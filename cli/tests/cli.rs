@@ -415,3 +415,80 @@ async fn calls_over_tls() {
     line.extend(args(&["--timeout", "2"]));
     assert_ne!(frpc(line, None).await.status.code(), Some(0));
 }
+
+/// `frpc bench` against a server at `addr`: exactly `-n` calls, errors counted by code, and a
+/// `--duration` run.
+async fn bench(addr: &str, framing: Framing, schema: &[&str]) {
+    let run = |method: &str, load: &[&str]| {
+        let mut line = args(&[
+            "bench",
+            addr,
+            method,
+            "{}",
+            "--json",
+            "--framing",
+            framing_arg(framing),
+        ]);
+        line.extend(args(schema));
+        line.extend(args(load));
+        line
+    };
+    let out = json(
+        &frpc(
+            run(
+                "capture.EchoService/Echo",
+                &["-c", "8", "-n", "301", "--connections", "2"],
+            ),
+            None,
+        )
+        .await,
+    );
+    assert_eq!(
+        (out["count"].as_u64(), out["ok"].as_u64()),
+        (Some(301), Some(301)),
+        "{out}"
+    );
+    assert_eq!(out["codes"], serde_json::json!({"OK": 301}));
+    let latency = &out["latency_us"];
+    assert!(latency["p50"].as_u64() <= latency["p99"].as_u64(), "{latency}");
+    assert!(latency["p99"].as_u64() <= latency["max"].as_u64() && latency["max"].as_u64() > Some(0));
+    assert!(out["rps"].as_f64() > Some(0.0));
+
+    let out = json(&frpc(run("capture.EchoService/Testy", &["-c", "3", "-n", "20"]), None).await);
+    // Both servers' Testy fails with text only: UNKNOWN.
+    assert_eq!(out["errors"], serde_json::json!({"UNKNOWN": 20}), "{out}");
+    assert_eq!(out["ok"].as_u64(), Some(0));
+
+    let out = json(&frpc(run("capture.EchoService/Echo", &["--duration", "0.3"]), None).await);
+    assert!(
+        out["count"].as_u64() > Some(0) && out["total_secs"].as_f64() >= Some(0.3),
+        "{out}"
+    );
+    assert_eq!(out["errors"], serde_json::json!({}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bench_frpc_and_go() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = RustServer::start(framing).await;
+        bench(&server.addr().to_string(), framing, &[]).await;
+        let go = GoServer::start(framing).await;
+        bench(&go.addr().to_string(), framing, &["--proto", CAPTURE_PROTO]).await;
+    }
+    // The text summary, and a streaming method refused.
+    let server = RustServer::start(Framing::Frisbee).await;
+    let addr = server.addr().to_string();
+    let out = frpc(
+        args(&["bench", &addr, "capture.EchoService/Echo", "{}", "-n", "10"]),
+        None,
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(
+        text.contains("Count:        10\n") && text.contains("p99:") && text.contains("[OK] 10"),
+        "{text}"
+    );
+    let out = frpc(args(&["bench", &addr, "capture.EchoService/Search", "{}"]), None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unary methods"));
+}
