@@ -1,7 +1,8 @@
 //! RED metrics (feature `metrics`): [`tower::Layer`]s recording, per service and method, every
 //! call's outcome and duration through the [`metrics`](::metrics) facade, so any exporter
 //! (Prometheus, StatsD, OpenTelemetry) picks them up: [`MetricsLayer`] on servers,
-//! [`ClientMetricsLayer`] on a [`Channel`](crate::Channel)'s unary calls.
+//! [`ClientMetricsLayer`] on a [`Channel`](crate::Channel) ([`Channel::with_metrics`]: its unary
+//! calls and its streams).
 //!
 //! Names follow the OpenTelemetry RPC semantic conventions:
 //!
@@ -9,8 +10,12 @@
 //! |---|---|---|
 //! | `rpc.server.duration` | histogram, seconds | from the call reaching the layer to its answer (a stream: to its end) |
 //! | `rpc.server.requests` | counter | calls answered, errors included |
-//! | `rpc.client.duration` | histogram, seconds | a unary call through the channel's layers |
-//! | `rpc.client.requests` | counter | unary calls made, failures included |
+//! | `rpc.server.requests_per_rpc` | histogram | a stream's messages received (streams only: a unary call has one) |
+//! | `rpc.server.responses_per_rpc` | histogram | a stream's messages sent (streams only) |
+//! | `rpc.client.duration` | histogram, seconds | a unary call through the channel's layers; a stream from its opening to its last handle's drop |
+//! | `rpc.client.requests` | counter | calls and streams made, failures included |
+//! | `rpc.client.requests_per_rpc` | histogram | a stream's messages sent (streams only) |
+//! | `rpc.client.responses_per_rpc` | histogram | a stream's messages received (streams only) |
 //!
 //! each with the labels `rpc.system="frpc"`, `rpc.service` (the full name, `pkg.Service`),
 //! `rpc.method` and `rpc.frpc.status_code`, the status code's number as gRPC numbers it
@@ -18,8 +23,12 @@
 //! the calls whose code is not `"0"`. A Prometheus exporter writes the names with underscores
 //! (`rpc_server_requests`, `rpc_server_duration_count`, `rpc_service="demo.Greeter"`).
 //!
-//! Without a recorder installed the facade does nothing, and without the feature this module
-//! and its dependency are not compiled at all.
+//! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`).
+//!
+//! Without a recorder installed the facade does nothing, and without the feature this module,
+//! its dependency and the streams' message counters are not compiled at all. With the feature
+//! on, every stream counts its messages (a relaxed atomic add per message, and one small
+//! allocation per stream) whether a layer reads them or not.
 //!
 //! ```
 //! let server = frpc::Server::builder().layer(frpc::metrics::MetricsLayer::new());
@@ -35,6 +44,8 @@ use std::time::Instant;
 use tower::{Layer, Service as TowerService};
 
 use crate::caller::{Reply, Request};
+use crate::calls::stream::{MessageCounts, StreamObserver};
+use crate::channel::Channel;
 use crate::middleware::{BoxError, CallRequest, CallResponse, status_from_error};
 use crate::status::{Code, Error};
 
@@ -46,6 +57,14 @@ pub const SERVER_REQUESTS: &str = "rpc.server.requests";
 pub const CLIENT_DURATION: &str = "rpc.client.duration";
 /// The counter of a client's unary calls.
 pub const CLIENT_REQUESTS: &str = "rpc.client.requests";
+/// The histogram of a server stream's messages received.
+pub const SERVER_REQUESTS_PER_RPC: &str = "rpc.server.requests_per_rpc";
+/// The histogram of a server stream's messages sent.
+pub const SERVER_RESPONSES_PER_RPC: &str = "rpc.server.responses_per_rpc";
+/// The histogram of a client stream's messages sent.
+pub const CLIENT_REQUESTS_PER_RPC: &str = "rpc.client.requests_per_rpc";
+/// The histogram of a client stream's messages received.
+pub const CLIENT_RESPONSES_PER_RPC: &str = "rpc.client.responses_per_rpc";
 
 /// A layer recording [`SERVER_DURATION`] and [`SERVER_REQUESTS`] for every call it wraps
 /// (`Builder::layer(MetricsLayer::new())`, or on one service with
@@ -91,6 +110,7 @@ where
 
     fn call(&mut self, request: CallRequest) -> Self::Future {
         let (service, method) = (request.service(), request.method());
+        let counts = request.message_counts();
         let started = Instant::now();
         let answer = self.inner.call(request);
         Box::pin(async move {
@@ -100,28 +120,47 @@ where
                 Err(status) => status.code(),
             };
             let seconds = started.elapsed().as_secs_f64();
-            record([SERVER_REQUESTS, SERVER_DURATION], service, method, code, seconds);
+            let labels = labels(service, method, code);
+            record([SERVER_REQUESTS, SERVER_DURATION], &labels, seconds);
+            if let Some(counts) = counts {
+                let per_rpc = [SERVER_REQUESTS_PER_RPC, SERVER_RESPONSES_PER_RPC];
+                record_messages(per_rpc, &labels, [counts.received(), counts.sent()]);
+            }
             // The status itself, so the layers above and the client see what the handler said.
             result.map_err(|status| Box::new(status) as BoxError)
         })
     }
 }
 
-/// Records one call: `names` are its counter and its histogram.
-fn record(names: [&'static str; 2], service: &str, method: &str, code: Code, seconds: f64) {
-    let labels = [
+type Labels = [(&'static str, String); 4];
+
+/// The labels of one call.
+fn labels(service: &str, method: &str, code: Code) -> Labels {
+    [
         ("rpc.system", "frpc".to_owned()),
         ("rpc.service", service.to_owned()),
         ("rpc.method", method.to_owned()),
         ("rpc.frpc.status_code", (code as u8).to_string()),
-    ];
-    ::metrics::counter!(names[0], &labels).increment(1);
-    ::metrics::histogram!(names[1], &labels).record(seconds);
+    ]
 }
 
-/// A layer for a [`Channel`](crate::Channel) (`channel.with_layer(..)`) recording
-/// [`CLIENT_REQUESTS`] and [`CLIENT_DURATION`] for every unary call, with the labels of the
-/// server's metrics. A client call knows its operation number, not its names: give the
+/// Records one call: `names` are its counter and its histogram.
+fn record(names: [&'static str; 2], labels: &Labels, seconds: f64) {
+    ::metrics::counter!(names[0], labels).increment(1);
+    ::metrics::histogram!(names[1], labels).record(seconds);
+}
+
+/// Records a stream's messages: `names` are the histograms of requests and responses.
+fn record_messages(names: [&'static str; 2], labels: &Labels, counts: [u64; 2]) {
+    for (name, count) in names.into_iter().zip(counts) {
+        ::metrics::histogram!(name, labels).record(count as f64);
+    }
+}
+
+/// A layer for a [`Channel`](crate::Channel) recording [`CLIENT_REQUESTS`] and
+/// [`CLIENT_DURATION`] for every call, with the labels of the server's metrics: give it to
+/// [`Channel::with_metrics`] for unary calls and streams alike (`channel.with_layer(..)` sees
+/// unary calls only, as every channel layer does). A client call knows its operation number, not its names: give the
 /// service's full name (the generated `SERVICE_NAME`) and the methods to name (the generated
 /// operation constants); an unnamed method is labelled with its operation number.
 ///
@@ -211,17 +250,46 @@ where
                 Ok(reply) => reply_code(reply),
                 Err(error) => error.downcast_ref::<Error>().map_or(Code::Unknown, Error::code),
             };
-            let (service, method) = (&names.service, names.method(op));
-            let seconds = started.elapsed().as_secs_f64();
+            let labels = labels(&names.service, &names.method(op), code);
             record(
                 [CLIENT_REQUESTS, CLIENT_DURATION],
-                service,
-                &method,
-                code,
-                seconds,
+                &labels,
+                started.elapsed().as_secs_f64(),
             );
             result
         })
+    }
+}
+
+impl StreamObserver for Names {
+    fn ended(&self, op: u16, started: Instant, counts: &MessageCounts) {
+        let code = counts.code().unwrap_or(Code::Cancelled);
+        let labels = labels(&self.service, &self.method(op), code);
+        record(
+            [CLIENT_REQUESTS, CLIENT_DURATION],
+            &labels,
+            started.elapsed().as_secs_f64(),
+        );
+        let per_rpc = [CLIENT_REQUESTS_PER_RPC, CLIENT_RESPONSES_PER_RPC];
+        record_messages(per_rpc, &labels, [counts.sent(), counts.received()]);
+    }
+}
+
+impl Channel {
+    /// The channel with `layer` on its unary calls (as [`Channel::with_layer`] puts it) and
+    /// recording its streams too (which bypass the channel's layers): the client's
+    /// [RED metrics](crate::metrics) for every call this channel makes.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), frpc::Error> {
+    /// use frpc::metrics::ClientMetricsLayer;
+    /// let channel = frpc::Endpoint::from_static("127.0.0.1:8080").connect().await?;
+    /// let channel = channel.with_metrics(ClientMetricsLayer::new("demo.Greeter").method(10, "Greet"));
+    /// # drop(channel); Ok(()) }
+    /// ```
+    pub fn with_metrics(&self, layer: ClientMetricsLayer) -> Channel {
+        let observer: Arc<dyn StreamObserver> = layer.names.clone();
+        self.with_layer(layer).with_stream_observer(observer)
     }
 }
 

@@ -1,17 +1,13 @@
 //! The client loops: a [`Caller`] makes one call at a time, and [`drive`] keeps several of them
 //! outstanding on one connection, from tasks of their own or joined on one task ([`Callers`]).
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
 
 use tokio::time::Instant;
 
-use crate::outcome::{Limit, Outcome};
-
-/// What failed a call: a status code's name (`UNAVAILABLE`), or any short label.
-pub type Failure = Cow<'static, str>;
+use crate::outcome::{Failure, Limit, Outcome};
 
 /// One call of an RPC client, with a request of type `Req` made once per run.
 pub trait Caller<Req>: Clone + Send + 'static {

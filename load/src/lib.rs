@@ -31,5 +31,5 @@ pub mod cpu;
 mod drive;
 mod outcome;
 
-pub use drive::{Caller, Callers, Failure, drive};
-pub use outcome::{Limit, Outcome, Window};
+pub use drive::{Caller, Callers, drive};
+pub use outcome::{Failure, Limit, Outcome, Window};

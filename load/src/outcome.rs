@@ -1,6 +1,7 @@
 //! What a load run measures: the [`Window`] calls count in, when a caller stops ([`Limit`]),
 //! and what the calls did ([`Outcome`]).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +11,9 @@ use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
 use crate::cpu::CpuUse;
-use crate::drive::Failure;
+
+/// What failed a call: a status code's name (`UNAVAILABLE`), or any short label.
+pub type Failure = Cow<'static, str>;
 
 /// What a run did (or one client, or one in-flight slot).
 #[derive(Debug, Clone)]
