@@ -67,15 +67,26 @@ pub async fn serve(
     concurrency: frpc::Concurrency,
     wire: Wire,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve_with(listener, framing, concurrency, wire, |builder| builder).await
+}
+
+/// [`serve`] with the builder's last touches (layers) from `finish`.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    framing: frpc::Framing,
+    concurrency: frpc::Concurrency,
+    wire: Wire,
+    finish: impl FnOnce(frpc::Builder) -> frpc::Builder,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let config = frpc::ServerConfig::default()
         .extensions(wire.extensions())
         .protobuf(wire.protobuf());
-    let server = frpc::Server::builder()
+    let builder = frpc::Server::builder()
         .config(config)
         .framing(framing)
         .concurrency(concurrency)
-        .add_service(pb::BenchmarkServiceServer::new(Bench))
-        .build()?;
+        .add_service(pb::BenchmarkServiceServer::new(Bench));
+    let server = finish(builder).build()?;
     server.serve_listener(listener).await?;
     Ok(())
 }
@@ -88,12 +99,21 @@ pub struct Client<T = frpc::Client>(pb::BenchmarkServiceClient<T>);
 impl Client<frpc::Channel> {
     /// Connects a one-endpoint channel to `addr`, offering frpc's extensions.
     pub async fn connect_channel(addr: SocketAddr, framing: frpc::Framing) -> Client<frpc::Channel> {
+        Client::connect_channel_with(addr, framing, |channel| channel).await
+    }
+
+    /// [`Client::connect_channel`], the channel finished (layered) by `finish`.
+    pub async fn connect_channel_with(
+        addr: SocketAddr,
+        framing: frpc::Framing,
+        finish: impl FnOnce(frpc::Channel) -> frpc::Channel,
+    ) -> Client<frpc::Channel> {
         let channel = frpc::Endpoint::from(addr)
             .framing(framing)
             .connect()
             .await
             .expect("frpc channel connect");
-        Client(pb::BenchmarkServiceClient::new(channel))
+        Client(pb::BenchmarkServiceClient::new(finish(channel)))
     }
 }
 

@@ -1,7 +1,7 @@
 //! RED metrics (feature `metrics`): [`tower::Layer`]s recording, per service and method, every
 //! call's outcome and duration through the [`metrics`](::metrics) facade, so any exporter
 //! (Prometheus, StatsD, OpenTelemetry) picks them up: [`MetricsLayer`] on servers,
-//! [`ClientMetricsLayer`] on a [`Channel`](crate::Channel) ([`Channel::with_metrics`]: its unary
+//! [`ClientMetricsLayer`] on a [`Channel`] ([`Channel::with_metrics`]: its unary
 //! calls and its streams).
 //!
 //! Names follow the OpenTelemetry RPC semantic conventions:
@@ -24,6 +24,11 @@
 //! (`rpc_server_requests`, `rpc_server_duration_count`, `rpc_service="demo.Greeter"`).
 //!
 //! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`).
+//!
+//! Each layer asks the recorder for the handles of a label set (method and status code) once
+//! and keeps them, so a call costs a read lock and a hash lookup rather than a registry
+//! lookup: **install the recorder before the first call** (calls made before it stay with
+//! handles that record nothing).
 //!
 //! Without a recorder installed the facade does nothing, and without the feature this module,
 //! its dependency and the streams' message counters are not compiled at all. With the feature
@@ -49,6 +54,10 @@ use crate::channel::Channel;
 use crate::middleware::{BoxError, CallRequest, CallResponse, status_from_error};
 use crate::status::{Code, Error};
 
+mod handles;
+
+use handles::{Cache, Names, labels};
+
 /// The histogram of call durations, in seconds.
 pub const SERVER_DURATION: &str = "rpc.server.duration";
 /// The counter of calls answered.
@@ -66,17 +75,47 @@ pub const CLIENT_REQUESTS_PER_RPC: &str = "rpc.client.requests_per_rpc";
 /// The histogram of a client stream's messages received.
 pub const CLIENT_RESPONSES_PER_RPC: &str = "rpc.client.responses_per_rpc";
 
-/// A layer recording [`SERVER_DURATION`] and [`SERVER_REQUESTS`] for every call it wraps
-/// (`Builder::layer(MetricsLayer::new())`, or on one service with
+/// The server's metrics.
+static SERVER: Names = Names {
+    requests: SERVER_REQUESTS,
+    duration: SERVER_DURATION,
+    requests_per_rpc: SERVER_REQUESTS_PER_RPC,
+    responses_per_rpc: SERVER_RESPONSES_PER_RPC,
+};
+
+/// A client's metrics.
+static CLIENT: Names = Names {
+    requests: CLIENT_REQUESTS,
+    duration: CLIENT_DURATION,
+    requests_per_rpc: CLIENT_REQUESTS_PER_RPC,
+    responses_per_rpc: CLIENT_RESPONSES_PER_RPC,
+};
+
+/// A layer recording [`SERVER_DURATION`] and [`SERVER_REQUESTS`] (and a stream's messages) for
+/// every call it wraps (`Builder::layer(MetricsLayer::new())`, or on one service with
 /// [`LayeredService::layer`](crate::LayeredService::layer)). Put it outermost to count calls
-/// that inner layers (interceptors, limits) refuse.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MetricsLayer;
+/// that inner layers (interceptors, limits) refuse. Its clones share the metric handles it
+/// registered (see the module docs).
+#[derive(Debug, Clone)]
+pub struct MetricsLayer {
+    handles: Arc<Cache<ServerKey>>,
+}
+
+/// A server call's label set: service, method, status code.
+type ServerKey = (&'static str, &'static str, u8);
 
 impl MetricsLayer {
     /// A metrics layer.
     pub fn new() -> MetricsLayer {
-        MetricsLayer
+        MetricsLayer {
+            handles: Arc::new(Cache::new(&SERVER)),
+        }
+    }
+}
+
+impl Default for MetricsLayer {
+    fn default() -> Self {
+        MetricsLayer::new()
     }
 }
 
@@ -84,7 +123,10 @@ impl<S> Layer<S> for MetricsLayer {
     type Service = Metrics<S>;
 
     fn layer(&self, inner: S) -> Metrics<S> {
-        Metrics { inner }
+        Metrics {
+            inner,
+            handles: self.handles.clone(),
+        }
     }
 }
 
@@ -92,6 +134,7 @@ impl<S> Layer<S> for MetricsLayer {
 #[derive(Debug, Clone)]
 pub struct Metrics<S> {
     inner: S,
+    handles: Arc<Cache<ServerKey>>,
 }
 
 impl<S> TowerService<CallRequest> for Metrics<S>
@@ -111,6 +154,7 @@ where
     fn call(&mut self, request: CallRequest) -> Self::Future {
         let (service, method) = (request.service(), request.method());
         let counts = request.message_counts();
+        let handles = self.handles.clone();
         let started = Instant::now();
         let answer = self.inner.call(request);
         Box::pin(async move {
@@ -120,49 +164,30 @@ where
                 Err(status) => status.code(),
             };
             let seconds = started.elapsed().as_secs_f64();
-            let labels = labels(service, method, code);
-            record([SERVER_REQUESTS, SERVER_DURATION], &labels, seconds);
-            if let Some(counts) = counts {
-                let per_rpc = [SERVER_REQUESTS_PER_RPC, SERVER_RESPONSES_PER_RPC];
-                record_messages(per_rpc, &labels, [counts.received(), counts.sent()]);
-            }
+            let key = (service, method, code as u8);
+            handles.with(
+                key,
+                || labels(service, method, code),
+                |handles, names| {
+                    handles.call(seconds);
+                    if let Some(counts) = counts {
+                        handles.messages(names, [counts.received(), counts.sent()]);
+                    }
+                },
+            );
             // The status itself, so the layers above and the client see what the handler said.
             result.map_err(|status| Box::new(status) as BoxError)
         })
     }
 }
 
-type Labels = [(&'static str, String); 4];
-
-/// The labels of one call.
-fn labels(service: &str, method: &str, code: Code) -> Labels {
-    [
-        ("rpc.system", "frpc".to_owned()),
-        ("rpc.service", service.to_owned()),
-        ("rpc.method", method.to_owned()),
-        ("rpc.frpc.status_code", (code as u8).to_string()),
-    ]
-}
-
-/// Records one call: `names` are its counter and its histogram.
-fn record(names: [&'static str; 2], labels: &Labels, seconds: f64) {
-    ::metrics::counter!(names[0], labels).increment(1);
-    ::metrics::histogram!(names[1], labels).record(seconds);
-}
-
-/// Records a stream's messages: `names` are the histograms of requests and responses.
-fn record_messages(names: [&'static str; 2], labels: &Labels, counts: [u64; 2]) {
-    for (name, count) in names.into_iter().zip(counts) {
-        ::metrics::histogram!(name, labels).record(count as f64);
-    }
-}
-
-/// A layer for a [`Channel`](crate::Channel) recording [`CLIENT_REQUESTS`] and
+/// A layer for a [`Channel`] recording [`CLIENT_REQUESTS`] and
 /// [`CLIENT_DURATION`] for every call, with the labels of the server's metrics: give it to
 /// [`Channel::with_metrics`] for unary calls and streams alike (`channel.with_layer(..)` sees
-/// unary calls only, as every channel layer does). A client call knows its operation number, not its names: give the
-/// service's full name (the generated `SERVICE_NAME`) and the methods to name (the generated
-/// operation constants); an unnamed method is labelled with its operation number.
+/// unary calls only, as every channel layer does). A client call knows its operation number,
+/// not its names: give the service's full name (the generated `SERVICE_NAME`) and the methods
+/// to name (the generated operation constants); an unnamed method is labelled with its
+/// operation number.
 ///
 /// ```
 /// let layer = frpc::metrics::ClientMetricsLayer::new("demo.Greeter").method(10, "Greet");
@@ -170,40 +195,69 @@ fn record_messages(names: [&'static str; 2], labels: &Labels, counts: [u64; 2]) 
 /// ```
 #[derive(Debug, Clone)]
 pub struct ClientMetricsLayer {
-    names: Arc<Names>,
+    recorder: Arc<ClientRecorder>,
 }
 
-/// The names a client's metrics label calls with.
-#[derive(Debug, Clone, Default)]
-struct Names {
+/// What a client's calls are labelled with, and the handles of each label set seen.
+#[derive(Debug)]
+struct ClientRecorder {
     service: String,
     methods: Vec<(u16, String)>,
+    handles: Cache<(u16, u8)>,
 }
 
-impl Names {
+impl ClientRecorder {
+    fn new(service: String, methods: Vec<(u16, String)>) -> ClientRecorder {
+        ClientRecorder {
+            service,
+            methods,
+            handles: Cache::new(&CLIENT),
+        }
+    }
+
     fn method(&self, op: u16) -> String {
         let named = self.methods.iter().find(|(known, _)| *known == op);
         named.map_or_else(|| op.to_string(), |(_, name)| name.clone())
+    }
+
+    /// Records a call or stream of `op` that ended with `code` after `seconds`; a stream's
+    /// messages too (sent, received).
+    fn record(&self, op: u16, code: Code, seconds: f64, messages: Option<[u64; 2]>) {
+        let labels = || labels(&self.service, &self.method(op), code);
+        self.handles.with((op, code as u8), labels, |handles, names| {
+            handles.call(seconds);
+            if let Some(messages) = messages {
+                handles.messages(names, messages);
+            }
+        });
+    }
+}
+
+impl StreamObserver for ClientRecorder {
+    fn ended(&self, op: u16, started: Instant, counts: &MessageCounts) {
+        let code = counts.code().unwrap_or(Code::Cancelled);
+        let seconds = started.elapsed().as_secs_f64();
+        self.record(op, code, seconds, Some([counts.sent(), counts.received()]));
     }
 }
 
 impl ClientMetricsLayer {
     /// A layer labelling calls with `service` (`pkg.Service`).
     pub fn new(service: impl Into<String>) -> ClientMetricsLayer {
-        let service = service.into();
         ClientMetricsLayer {
-            names: Arc::new(Names {
-                service,
-                methods: Vec::new(),
-            }),
+            recorder: Arc::new(ClientRecorder::new(service.into(), Vec::new())),
         }
     }
 
     /// Labels the calls of operation `op` with the method name `name`.
     #[must_use]
-    pub fn method(mut self, op: u16, name: impl Into<String>) -> ClientMetricsLayer {
-        Arc::make_mut(&mut self.names).methods.push((op, name.into()));
-        self
+    pub fn method(self, op: u16, name: impl Into<String>) -> ClientMetricsLayer {
+        let mut methods = self.recorder.methods.clone();
+        methods.push((op, name.into()));
+        let service = self.recorder.service.clone();
+        ClientMetricsLayer {
+            recorder: Arc::new(ClientRecorder::new(service, methods)),
+        }
     }
 }
 
@@ -213,7 +267,7 @@ impl<S> Layer<S> for ClientMetricsLayer {
     fn layer(&self, inner: S) -> ClientMetrics<S> {
         ClientMetrics {
             inner,
-            names: self.names.clone(),
+            recorder: self.recorder.clone(),
         }
     }
 }
@@ -222,7 +276,7 @@ impl<S> Layer<S> for ClientMetricsLayer {
 #[derive(Debug, Clone)]
 pub struct ClientMetrics<S> {
     inner: S,
-    names: Arc<Names>,
+    recorder: Arc<ClientRecorder>,
 }
 
 impl<S> TowerService<Request> for ClientMetrics<S>
@@ -240,7 +294,7 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let names = self.names.clone();
+        let recorder = self.recorder.clone();
         let op = request.op;
         let started = Instant::now();
         let answer = self.inner.call(request);
@@ -250,28 +304,9 @@ where
                 Ok(reply) => reply_code(reply),
                 Err(error) => error.downcast_ref::<Error>().map_or(Code::Unknown, Error::code),
             };
-            let labels = labels(&names.service, &names.method(op), code);
-            record(
-                [CLIENT_REQUESTS, CLIENT_DURATION],
-                &labels,
-                started.elapsed().as_secs_f64(),
-            );
+            recorder.record(op, code, started.elapsed().as_secs_f64(), None);
             result
         })
-    }
-}
-
-impl StreamObserver for Names {
-    fn ended(&self, op: u16, started: Instant, counts: &MessageCounts) {
-        let code = counts.code().unwrap_or(Code::Cancelled);
-        let labels = labels(&self.service, &self.method(op), code);
-        record(
-            [CLIENT_REQUESTS, CLIENT_DURATION],
-            &labels,
-            started.elapsed().as_secs_f64(),
-        );
-        let per_rpc = [CLIENT_REQUESTS_PER_RPC, CLIENT_RESPONSES_PER_RPC];
-        record_messages(per_rpc, &labels, [counts.sent(), counts.received()]);
     }
 }
 
@@ -288,7 +323,7 @@ impl Channel {
     /// # drop(channel); Ok(()) }
     /// ```
     pub fn with_metrics(&self, layer: ClientMetricsLayer) -> Channel {
-        let observer: Arc<dyn StreamObserver> = layer.names.clone();
+        let observer: Arc<dyn StreamObserver> = layer.recorder.clone();
         self.with_layer(layer).with_stream_observer(observer)
     }
 }
