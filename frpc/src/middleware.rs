@@ -176,7 +176,7 @@ impl CallRequest {
     #[cfg(feature = "metrics")]
     pub(crate) fn message_counts(&self) -> Option<Arc<crate::calls::stream::MessageCounts>> {
         let slot = self.stream.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_ref().map(ServerStream::message_counts)
+        slot.as_ref().and_then(ServerStream::message_counts)
     }
 
     /// The service's full proto name (`package.Service`).

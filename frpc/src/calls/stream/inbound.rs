@@ -192,10 +192,10 @@ impl<T: Message> Streaming<T> {
         }
     }
 
-    /// The stream is over on the peer's side.
-    pub(super) fn finish(&mut self) {
+    /// The stream is over, and well (see [`FrpcStreaming::finish_ok`]).
+    pub(super) fn finish_ok(&mut self) {
         if let Receiving::Frpc(stream) = &mut self.0 {
-            stream.finish();
+            stream.finish_ok();
         }
     }
 }

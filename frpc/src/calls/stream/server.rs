@@ -62,10 +62,14 @@ impl StreamEnd {
 }
 
 impl ServerStream {
-    /// What the stream carries, counted as it goes (read by `crate::metrics` after its end).
+    /// What the stream carries, counted as it goes (read by `crate::metrics` after its end);
+    /// `None` for a bridged stream (a gRPC call's), which is not counted.
     #[cfg(feature = "metrics")]
-    pub(crate) fn message_counts(&self) -> Arc<super::counts::MessageCounts> {
-        self.guard.counts.clone()
+    pub(crate) fn message_counts(&self) -> Option<Arc<super::counts::MessageCounts>> {
+        match &self.0 {
+            Opened::Frpc { guard, .. } => Some(guard.counts.clone()),
+            Opened::Bridged(_) => None,
+        }
     }
 
     /// A handle that ends the stream if its handler does not (see [`StreamEnd`]).
