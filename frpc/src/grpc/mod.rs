@@ -43,6 +43,9 @@ use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
 use crate::types::{BoxFuture, MethodKind};
 
+mod client;
+pub use client::GrpcChannel;
+
 /// tonic's default limit on a received message (4 MiB), kept as ours.
 const DEFAULT_MAX_DECODING: usize = 4 * 1024 * 1024;
 
