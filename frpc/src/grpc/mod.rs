@@ -44,6 +44,8 @@ use crate::status::{Code, Error, Status};
 use crate::types::{BoxFuture, MethodKind};
 
 mod client;
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
 pub use client::GrpcChannel;
 
 /// tonic's default limit on a received message (4 MiB), kept as ours.
