@@ -67,6 +67,27 @@ pub async fn serve(
     concurrency: frpc::Concurrency,
     wire: Wire,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve_on(listener, framing, concurrency, wire, false).await
+}
+
+/// [`serve`] on a port shared with gRPC clients (`Builder::grpc(true)`): fRPC clients as
+/// before, gRPC clients (HTTP/2) to frpc's gRPC face.
+pub async fn serve_shared(
+    listener: tokio::net::TcpListener,
+    framing: frpc::Framing,
+    concurrency: frpc::Concurrency,
+    wire: Wire,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve_on(listener, framing, concurrency, wire, true).await
+}
+
+async fn serve_on(
+    listener: tokio::net::TcpListener,
+    framing: frpc::Framing,
+    concurrency: frpc::Concurrency,
+    wire: Wire,
+    grpc: bool,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let config = frpc::ServerConfig::default()
         .extensions(wire.extensions())
         .protobuf(wire.protobuf());
@@ -74,6 +95,7 @@ pub async fn serve(
         .config(config)
         .framing(framing)
         .concurrency(concurrency)
+        .grpc(grpc)
         .add_service(pb::BenchmarkServiceServer::new(Bench))
         .build()?;
     server.serve_listener(listener).await?;
