@@ -67,17 +67,28 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// A handle whose unary calls leave their response metadata in `slot`.
     fn with_response_metadata(&self, slot: &MetadataSlot) -> Self;
 
-    /// Makes one unary call (generated code calls this): `encode` writes the request in
-    /// protobuf (`true`) or polyglot, as the connection the call goes to negotiated. `path` is
-    /// the method's gRPC path (`/package.Service/Method`; empty when the caller does not know
-    /// it): fRPC goes by `op`, gRPC by `path`.
+    /// Makes one unary call by operation number: `encode` writes the request in protobuf
+    /// (`true`) or polyglot, as the connection the call goes to negotiated.
     #[doc(hidden)]
     fn call(
         &self,
         op: u16,
-        path: &'static str,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl Future<Output = Result<Reply, Error>> + Send;
+
+    /// Makes one unary call to the method with operation number `op` and gRPC path `path`
+    /// (`/package.Service/Method`; generated clients call this): fRPC goes by `op`, gRPC by
+    /// `path`.
+    #[doc(hidden)]
+    fn call_at(
+        &self,
+        op: u16,
+        path: &'static str,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send {
+        let _ = path;
+        self.call(op, encode)
+    }
 
     /// The connection a stream opens on, as a handle carrying this one's timeout and metadata.
     #[doc(hidden)]
@@ -100,7 +111,6 @@ impl Caller for Client {
     fn call(
         &self,
         op: u16,
-        _path: &'static str,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
         unary(self, op, encode(self.protobuf_accepted()))

@@ -247,7 +247,7 @@ pub async fn call_unary_at<Req: Message, Resp: Message>(
     // and protobuf only if the reply's type reads it too: the server answers in the request's
     // encoding.
     let reply = client
-        .call(op, path, |protobuf| {
+        .call_at(op, path, |protobuf| {
             codec::encode(request, Resp::PROTOBUF && protobuf)
         })
         .await?;

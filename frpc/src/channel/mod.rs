@@ -487,7 +487,6 @@ impl Caller for Channel {
     fn call(
         &self,
         op: u16,
-        _path: &'static str,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
         self.unary(op, encode)

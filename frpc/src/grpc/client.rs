@@ -209,7 +209,16 @@ impl Caller for GrpcChannel {
         }
     }
 
+    /// Without a gRPC path there is no method to call: [`Error::Config`].
     fn call(
+        &self,
+        _op: u16,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send {
+        self.unary("", encode(true))
+    }
+
+    fn call_at(
         &self,
         _op: u16,
         path: &'static str,
