@@ -51,10 +51,7 @@ fn rpc(c: &mut Criterion) {
 async fn calls(pool: &Mutex<Vec<Client>>, body: &Body, iters: u64) -> Duration {
     let mut pool = pool.lock().await;
     let per_client = iters.div_ceil(pool.len() as u64).max(1);
-    let limit = Limit {
-        window: Window::new(Duration::ZERO, Duration::from_secs(3600)),
-        calls: per_client,
-    };
+    let limit = Limit::per_slot(Window::new(Duration::ZERO, Duration::from_secs(3600)), per_client);
     let started = std::time::Instant::now();
     let (clients, outcome) = pool::drive(std::mem::take(&mut *pool), body, 1, Callers::Tasks, limit).await;
     let elapsed = started.elapsed();

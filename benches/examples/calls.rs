@@ -10,8 +10,15 @@
 //! valgrind --tool=callgrind target/release/examples/calls protobuf 20000  # protobuf
 //! valgrind --tool=callgrind target/release/examples/calls channel 20000   # polyglot, through
 //!                                                                          # a Channel
-//! valgrind --tool=callgrind target/release/examples/calls shared 20000    # polyglot, on a port
-//!                                                                          # shared with gRPC
+//! valgrind --tool=callgrind target/release/examples/calls metrics 20000   # `channel`, with
+//!                              # MetricsLayer on the server and Channel::with_metrics, recorded
+//!                              # by metrics-exporter-prometheus's recorder
+//! valgrind --tool=callgrind target/release/examples/calls metrics-idle 20000  # the same
+//!                              # layers, no recorder installed
+//! valgrind --tool=callgrind target/release/examples/calls layers 20000   # `channel` with a
+//!                              # do-nothing layer on each side: what any layer costs
+//! valgrind --tool=callgrind target/release/examples/calls shared 20000    # `on`, on a port
+//!                              # shared with gRPC
 //! ```
 //!
 //! `shared` is `on` with the server built with `grpc(true)`: what the fRPC face pays for
@@ -20,29 +27,62 @@
 //! Run each with two call counts: the difference of the totals over the difference of the
 //! counts is the cost of one call, start-up excluded.
 
-use frpc_bench::frameworks::frpc::{Client, Wire, serve, serve_shared};
+use frpc::metrics::{ClientMetricsLayer, MetricsLayer};
+use frpc_bench::frameworks::frpc::{Client, Wire, serve_with};
 use frpc_bench::workload::{Body, Caller, Payload};
+use tower::util::MapRequestLayer;
 
 fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut args = std::env::args().skip(1);
-    let (wire, channel, shared, name) = match args.next().as_deref() {
-        Some("on") => (Wire::Polyglot, false, false, "extensions on, polyglot"),
-        Some("off") => (Wire::Plain, false, false, "extensions off"),
-        Some("protobuf") => (Wire::Protobuf, false, false, "extensions on, protobuf"),
+    use Metrics::{Idle, Layers, Off, Recorded};
+    let mode = args.next();
+    // The fRPC face on a port shared with gRPC.
+    let shared = mode.as_deref() == Some("shared");
+    let (wire, channel, metrics, name) = match mode.as_deref() {
+        Some("on") => (Wire::Polyglot, false, Off, "extensions on, polyglot"),
+        Some("off") => (Wire::Plain, false, Off, "extensions off"),
+        Some("protobuf") => (Wire::Protobuf, false, Off, "extensions on, protobuf"),
         Some("channel") => (
             Wire::Polyglot,
             true,
-            false,
+            Off,
             "extensions on, polyglot, through a Channel",
         ),
         Some("shared") => (
             Wire::Polyglot,
             false,
-            true,
+            Off,
             "extensions on, polyglot, port shared with gRPC",
         ),
-        _ => return Err("usage: calls on|off|protobuf|channel|shared [CALLS]".into()),
+        Some("metrics") => (
+            Wire::Polyglot,
+            true,
+            Recorded,
+            "through a Channel, metrics recorded",
+        ),
+        Some("layers") => (
+            Wire::Polyglot,
+            true,
+            Layers,
+            "through a Channel, do-nothing layers",
+        ),
+        Some("metrics-idle") => (
+            Wire::Polyglot,
+            true,
+            Idle,
+            "through a Channel, metrics layers, no recorder",
+        ),
+        _ => {
+            return Err(
+                "usage: calls on|off|protobuf|channel|shared|metrics|metrics-idle|layers [CALLS]".into(),
+            );
+        }
     };
+    if metrics == Recorded {
+        // The exporter's recorder, without its HTTP listener: what a scrape would read.
+        metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+    }
+
     let calls: u64 = args.next().map_or(Ok(20_000), |n| n.parse())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -51,23 +91,54 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let framing = frpc::Framing::Frisbee;
-        let inline = frpc::Concurrency::Inline;
-        match shared {
-            false => tokio::spawn(serve(listener, framing, inline, wire)),
-            true => tokio::spawn(serve_shared(listener, framing, inline, wire)),
+        let layers = move |builder: frpc::Builder| match metrics {
+            Off if shared => builder.grpc(true),
+            Off => builder,
+            Layers => builder.layer(MapRequestLayer::new(std::convert::identity::<frpc::CallRequest>)),
+            Idle | Recorded => builder.layer(MetricsLayer::new()),
+        };
+        tokio::spawn(serve_with(
+            listener,
+            framing,
+            frpc::Concurrency::Inline,
+            wire,
+            layers,
+        ));
+        let client_layers = move |channel: frpc::Channel| match metrics {
+            Off => channel,
+            Layers => channel.with_layer(MapRequestLayer::new(
+                std::convert::identity::<frpc::channel::Request>,
+            )),
+            Idle | Recorded => channel
+                .with_metrics(ClientMetricsLayer::new("benchmark.BenchmarkService").method(10, "Benchmark")),
         };
         match channel {
             false => run(Client::connect(addr, framing, wire).await, calls).await,
-            true => run(Client::connect_channel(addr, framing).await, calls).await,
+            true => {
+                run(
+                    Client::connect_channel_with(addr, framing, client_layers).await,
+                    calls,
+                )
+                .await
+            }
         }
         println!("{calls} calls, {name}");
         Ok(())
     })
 }
 
-async fn run(mut client: impl Caller, calls: u64) {
+/// The layers on both sides: none, do-nothing ones, metrics without a recorder, or recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Metrics {
+    Off,
+    Layers,
+    Idle,
+    Recorded,
+}
+
+async fn run(mut client: impl Caller<Body>, calls: u64) {
     let body = Body::random(Payload::String, 32);
     for _ in 0..calls {
-        client.call(&body).await;
+        client.call(&body).await.expect("call");
     }
 }

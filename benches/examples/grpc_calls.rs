@@ -43,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let mut client = tonic::Client::connect(addr).await;
         let body = Body::random(Payload::String, size);
         for _ in 0..calls {
-            client.call(&body).await;
+            client.call(&body).await.expect("call");
         }
         println!(
             "{calls} calls of {size} B to the {} server",

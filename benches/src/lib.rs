@@ -3,12 +3,12 @@
 //! processes; `benches/rpc.rs` runs a few cells under criterion.
 //!
 //! - [`frameworks`]: the servers and load-generating clients, one file per framework.
-//! - [`workload`]: cells, the measured window, the client loops.
+//! - [`workload`]: cells and messages; the measured window and the client loops come from
+//!   the `frpc-load` crate (shared with `frpc bench`), as does [`cpu`], CPU time per process.
 //! - [`pool`]: a cell's clients, connected, warmed up and driven together.
 //! - [`matrix`]: the matrix run's options and cells, samples interleaved across frameworks.
 //! - [`serve`]: the `serve` subcommand and the child processes that run it.
 //! - [`load`]: the `load` subcommand, one cell against any server of the proto.
-//! - [`cpu`]: CPU time per process from procfs, the server's and the clients' per call.
 //! - [`stats`]: median, quartiles, paired ratios, changes beyond the spread.
 //! - [`report`]: rows with medians and spreads, the table, JSON and CSV.
 //! - [`compare`]: `--baseline`, a run compared with an earlier one.
@@ -17,7 +17,6 @@
 
 pub mod chart;
 pub mod compare;
-pub mod cpu;
 pub mod frameworks;
 pub mod load;
 pub mod matrix;
@@ -27,3 +26,5 @@ pub mod serve;
 pub mod stats;
 pub mod stream;
 pub mod workload;
+
+pub use frpc_load::cpu;

@@ -16,10 +16,7 @@ async fn every_probe_peer_completes_calls_in_both_framings() {
             let addr = listener.local_addr().unwrap();
             let serving = tokio::spawn(frameworks::serve(server, listener, framing));
             let mut peer = Client::connect(client, addr, framing).await;
-            let limit = Limit {
-                window: Window::new(Duration::ZERO, Duration::from_secs(60)),
-                calls: 20,
-            };
+            let limit = Limit::per_slot(Window::new(Duration::ZERO, Duration::from_secs(60)), 20);
             let body = Body::random(Payload::String, 32);
             let outcome = peer.drive(&body, 4, Callers::Joined, limit).await;
             assert_eq!(outcome.calls, 80, "{name} over {framing:?}");

@@ -1,57 +1,18 @@
 //! The `frpc` subcommands as functions: each connects, does its one thing and returns what to
 //! print, or a [`CliError`] that says what went wrong and which exit status to leave with.
 
-use std::io::Read as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use frpc::{Caller as _, ClientConfig, ConnectionConfig, Framing, Metadata};
-use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor, SerializeOptions};
+use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 
 use crate::dynamic::{self, Decoded};
+pub use crate::error::CliError;
+use crate::error::other;
+pub use crate::json::{parse_request, request_text, to_json};
 use crate::schema;
-
-/// Why a command failed, and the process's exit status for it.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    /// The server answered the call with an error status.
-    #[error("ERROR: {code} ({number}): {message}", number = *.code as u8)]
-    Status {
-        /// The status code.
-        code: frpc::Code,
-        /// The server's message.
-        message: String,
-    },
-    /// Anything else: bad arguments, schemas, connections.
-    #[error("error: {0}")]
-    Other(String),
-}
-
-impl CliError {
-    /// The exit status: 64 + the status code for a remote error (as grpcurl does), 1 otherwise.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            CliError::Status { code, .. } => 64 + *code as i32,
-            CliError::Other(_) => 1,
-        }
-    }
-}
-
-fn other(err: impl std::fmt::Display) -> CliError {
-    CliError::Other(err.to_string())
-}
-
-impl From<frpc::Error> for CliError {
-    fn from(err: frpc::Error) -> CliError {
-        match err.status() {
-            Some(status) => CliError::Status {
-                code: status.code(),
-                message: status.message().to_string(),
-            },
-            None => CliError::Other(err.to_string()),
-        }
-    }
-}
+use crate::stream::{self, Requests};
 
 /// How to reach the server (the options every subcommand shares).
 #[derive(Debug, Clone)]
@@ -66,6 +27,17 @@ pub struct Connect {
     pub timeout: Option<Duration>,
     /// Request metadata, `key:value`.
     pub headers: Vec<String>,
+    /// TLS: `None` for plain TCP.
+    pub tls: Option<Tls>,
+}
+
+/// How to connect over TLS.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    /// A PEM file of the certificates to trust (default: the system's roots).
+    pub ca: Option<PathBuf>,
+    /// The name the server's certificate must carry (default: the host of the address).
+    pub server_name: Option<String>,
 }
 
 impl Connect {
@@ -75,7 +47,14 @@ impl Connect {
             .connection(ConnectionConfig::default().framing(self.framing))
             .extensions(!self.no_extensions)
             .timeout(self.timeout);
-        let mut client = frpc::Client::connect_with(self.addr.as_str(), config).await?;
+        let mut client = match &self.tls {
+            None => frpc::Client::connect_with(self.addr.as_str(), config).await?,
+            Some(tls) => {
+                let name = crate::tls::server_name(&self.addr, tls.server_name.as_deref());
+                let rustls = crate::tls::client_config(tls.ca.as_deref())?;
+                frpc::Client::connect_tls(self.addr.as_str(), name, rustls, config).await?
+            }
+        };
         if !self.headers.is_empty() {
             let mut metadata = Metadata::new();
             for header in &self.headers {
@@ -122,49 +101,6 @@ pub async fn reflect(client: &frpc::Client) -> Result<DescriptorPool, CliError> 
     schema::from_reflection(&set).map_err(other)
 }
 
-/// The request text: the argument itself, `@file`, or standard input for `-` or none.
-pub fn request_text(arg: Option<&str>) -> Result<String, CliError> {
-    match arg {
-        Some(path) if path.starts_with('@') => {
-            std::fs::read_to_string(&path[1..]).map_err(|e| other(format!("cannot read {}: {e}", &path[1..])))
-        }
-        Some(text) if text != "-" => Ok(text.to_string()),
-        _ => {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).map_err(other)?;
-            Ok(text)
-        }
-    }
-}
-
-/// Parses proto3 JSON into a message of the method's input type (empty text: the empty message).
-pub fn parse_request(method: &MethodDescriptor, text: &str) -> Result<DynamicMessage, CliError> {
-    let desc = method.input();
-    if text.trim().is_empty() {
-        return Ok(DynamicMessage::new(desc));
-    }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let message = DynamicMessage::deserialize(desc.clone(), &mut de).map_err(|e| {
-        other(format!(
-            "the request is not a valid `{}` in JSON: {e}",
-            desc.full_name()
-        ))
-    })?;
-    de.end().map_err(other)?;
-    Ok(message)
-}
-
-/// A message as one line of proto3 JSON (default values included, as grpcurl prints them).
-pub fn to_json(message: &DynamicMessage) -> String {
-    let options = SerializeOptions::new().skip_default_fields(false);
-    let mut out = serde_json::Serializer::new(Vec::new());
-    // Serializing into memory cannot fail, and prost-reflect's JSON is valid UTF-8.
-    message
-        .serialize_with_options(&mut out, &options)
-        .expect("JSON into memory");
-    String::from_utf8(out.into_inner()).expect("JSON is UTF-8")
-}
-
 /// Makes one unary call with a dynamic request, in polyglot (what every fRPC server reads),
 /// and returns the reply.
 pub async fn call_unary(
@@ -172,13 +108,6 @@ pub async fn call_unary(
     method: &MethodDescriptor,
     request: &DynamicMessage,
 ) -> Result<DynamicMessage, CliError> {
-    if method.is_client_streaming() || method.is_server_streaming() {
-        return Err(other(format!(
-            "`{}` is {}: this version of frpc calls unary methods only",
-            method.full_name(),
-            schema::kind(method)
-        )));
-    }
     let body = dynamic::encode(request).map_err(other)?;
     let reply = client.call(schema::operation(method), |_| body).await?;
     match dynamic::decode(&method.output(), &reply.body).map_err(other)? {
@@ -190,19 +119,30 @@ pub async fn call_unary(
     }
 }
 
-/// `frpc call`: the reply as JSON.
+/// `frpc call`: each reply as a line of JSON, handed to `print` as it arrives. A unary or
+/// server-streaming method takes one request (the argument, `@file`, or all of standard
+/// input); client and bidi streams take one per JSON value of the argument or file, or one per
+/// line of standard input, sent as it is read.
 pub async fn call(
     connect: &Connect,
     schema: &Schema,
     method: &str,
     request: Option<&str>,
-) -> Result<String, CliError> {
+    mut print: impl FnMut(&str),
+) -> Result<(), CliError> {
     let client = connect.client().await?;
     let pool = schema.pool(&client).await?;
     let method = schema::method(&pool, method).map_err(other)?;
-    let request = parse_request(&method, &request_text(request)?)?;
-    let reply = call_unary(&client, &method, &request).await?;
-    Ok(to_json(&reply))
+    if !method.is_client_streaming() && !method.is_server_streaming() {
+        let request = parse_request(&method, &request_text(request)?)?;
+        print(&to_json(&call_unary(&client, &method, &request).await?));
+        return Ok(());
+    }
+    let requests = match request {
+        None | Some("-") if method.is_client_streaming() => Requests::stdin(&method),
+        _ => Requests::from_text(&method, &request_text(request)?)?,
+    };
+    stream::call(&client, &method, requests, print).await
 }
 
 /// `frpc list`: every service the server reflects, one per line.
@@ -277,9 +217,14 @@ pub fn status_name(status: frpc::health::ServingStatus) -> &'static str {
     }
 }
 
+/// How long `frpc health` waits for a first answer when no `--timeout` is given: servers
+/// without the health service that do not answer unknown operations (Go fRPC's) stay silent.
+pub const HEALTH_PATIENCE: Duration = Duration::from_secs(5);
+
 /// `frpc health`: the serving status of `service` (`""`: the whole server), handed to `print`;
 /// with `watch`, every change until the server ends the watch. Returns whether the last
-/// status was `SERVING`.
+/// status was `SERVING`. The first answer must come within the timeout ([`HEALTH_PATIENCE`]
+/// by default); a watch then runs as long as the server keeps it.
 pub async fn health(
     connect: &Connect,
     service: &str,
@@ -287,17 +232,37 @@ pub async fn health(
     mut print: impl FnMut(&str),
 ) -> Result<bool, CliError> {
     use frpc::health::{HealthClient, ServingStatus};
-    let health = HealthClient::new(connect.client().await?);
-    if !watch {
-        let status = health.check(service).await?;
-        print(status_name(status));
-        return Ok(status == ServingStatus::Serving);
-    }
-    let mut updates = health.watch(service).await?;
-    let mut last = ServingStatus::Unknown;
-    while let Some(update) = updates.message().await? {
-        last = update;
-        print(status_name(last));
+    let patience = connect.timeout.unwrap_or(HEALTH_PATIENCE);
+    let untimed = Connect {
+        timeout: None,
+        ..connect.clone()
+    };
+    let health = HealthClient::new(untimed.client().await?);
+    let silent = || CliError::Status {
+        code: frpc::Code::DeadlineExceeded,
+        message: format!(
+            "no answer within {patience:?}: does {} serve frpc's health service? \
+             (Go fRPC servers have none)",
+            connect.addr
+        ),
+    };
+    let first = async {
+        if !watch {
+            return Ok((health.check(service).await?, None));
+        }
+        let mut updates = health.watch(service).await?;
+        let first = updates.message().await?;
+        Ok::<_, CliError>((first.unwrap_or(ServingStatus::Unknown), Some(updates)))
+    };
+    let (mut last, updates) = tokio::time::timeout(patience, first)
+        .await
+        .map_err(|_| silent())??;
+    print(status_name(last));
+    if let Some(mut updates) = updates {
+        while let Some(update) = updates.message().await? {
+            last = update;
+            print(status_name(last));
+        }
     }
     Ok(last == ServingStatus::Serving)
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use frpc::Framing;
-use frpc_cli::commands::{self, CliError, Connect, Schema};
+use frpc_cli::bench::{self, Load};
+use frpc_cli::commands::{self, CliError, Connect, Schema, Tls};
 
 /// A command-line client for fRPC servers (frpc-rs and Go fRPC).
 #[derive(Debug, Parser)]
@@ -20,7 +21,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Calls a unary method with a JSON request and prints the JSON reply.
+    /// Calls a method with JSON requests and prints each JSON reply on a line of its own.
+    ///
+    /// Unary and server-streaming methods take one request; client and bidi streams read one
+    /// request per line of standard input (or each JSON value of the argument).
     Call {
         #[command(flatten)]
         connect: ConnectArgs,
@@ -48,6 +52,34 @@ enum Command {
         /// `package.Service` or `package.Message`.
         name: String,
     },
+    /// Load-tests a unary method: `-c` calls in flight until `-n` calls are made or
+    /// `--duration` passes; prints RPC/s, latency percentiles and the calls by status code.
+    Bench {
+        #[command(flatten)]
+        connect: ConnectArgs,
+        #[command(flatten)]
+        schema: SchemaArgs,
+        /// The method: `package.Service/Method`.
+        method: String,
+        /// The request in proto3 JSON, `@file`, or `-` (the default) for standard input; every
+        /// call sends it.
+        request: Option<String>,
+        /// Calls in flight at once.
+        #[arg(short = 'c', long, default_value_t = 16)]
+        concurrency: usize,
+        /// Calls in all (default 1000 without --duration).
+        #[arg(short = 'n', long)]
+        total: Option<u64>,
+        /// Seconds to run (fractions allowed); with -n, whichever ends first.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Connections the calls are spread over.
+        #[arg(long, default_value_t = 1)]
+        connections: usize,
+        /// Prints the summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Checks a server's health (frpc's health service): prints SERVING, NOT_SERVING, … and
     /// exits 0 only when serving (2 when not).
     Health {
@@ -62,9 +94,11 @@ enum Command {
     },
 }
 
-/// What a command leaves: text to print, or a health verdict already printed.
+/// What a command leaves: text to print, nothing more (it printed as it went), or a health
+/// verdict already printed.
 enum Outcome {
     Print(String),
+    Done,
     Healthy(bool),
 }
 
@@ -92,6 +126,15 @@ struct ConnectArgs {
     /// Plain fRPC: offer no frpc extensions (no status codes, metadata or reflection).
     #[arg(long)]
     no_extensions: bool,
+    /// Connect over TLS, checking the server's certificate against the system's roots.
+    #[arg(long)]
+    tls: bool,
+    /// Connect over TLS, trusting the certificates of this PEM file (implies --tls).
+    #[arg(long, value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// The name the server's certificate must carry (default: the host of the address).
+    #[arg(long, value_name = "NAME")]
+    server_name: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -121,6 +164,10 @@ impl ConnectArgs {
             no_extensions: self.no_extensions,
             timeout,
             headers: self.headers.clone(),
+            tls: (self.tls || self.ca.is_some()).then(|| Tls {
+                ca: self.ca.clone(),
+                server_name: self.server_name.clone(),
+            }),
         })
     }
 }
@@ -147,13 +194,52 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
             schema,
             method,
             request,
-        } => commands::call(&connect.connect()?, &schema.schema(), &method, request.as_deref()).await,
+        } => {
+            let connect = connect.connect()?;
+            commands::call(&connect, &schema.schema(), &method, request.as_deref(), print).await?;
+            return Ok(Outcome::Done);
+        }
         Command::List { connect, schema } => commands::list(&connect.connect()?, &schema.schema()).await,
         Command::Describe {
             connect,
             schema,
             name,
         } => commands::describe(&connect.connect()?, &schema.schema(), &name).await,
+        Command::Bench {
+            connect,
+            schema,
+            method,
+            request,
+            concurrency,
+            total,
+            duration,
+            connections,
+            json,
+        } => {
+            let duration = match duration {
+                Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+                Some(secs) => {
+                    return Err(CliError::Other(format!(
+                        "--duration {secs}: give seconds above 0"
+                    )));
+                }
+                None => None,
+            };
+            let load = Load {
+                concurrency,
+                connections,
+                total,
+                duration,
+                progress: !json,
+            };
+            let connect = connect.connect()?;
+            let summary =
+                bench::bench(&connect, &schema.schema(), &method, request.as_deref(), &load).await?;
+            Ok(match json {
+                true => summary.json().to_string(),
+                false => summary.text(),
+            })
+        }
         Command::Health {
             connect,
             service,
@@ -168,7 +254,12 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // A load run spreads its calls over every core; the other commands need one thread.
+    let mut runtime = match cli.command {
+        Command::Bench { .. } => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: cannot start the runtime: {err}");
@@ -180,7 +271,7 @@ fn main() -> ExitCode {
             println!("{out}");
             ExitCode::SUCCESS
         }
-        Ok(Outcome::Healthy(true)) => ExitCode::SUCCESS,
+        Ok(Outcome::Done | Outcome::Healthy(true)) => ExitCode::SUCCESS,
         Ok(Outcome::Healthy(false)) => ExitCode::from(2),
         Err(err) => {
             eprintln!("{err}");

@@ -233,3 +233,262 @@ async fn health_check_and_watch() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// The `Message` of each JSON line of `out`.
+fn messages(out: &Output) -> Vec<String> {
+    stdout(out)
+        .lines()
+        .map(|line| {
+            let reply: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            reply["Message"].as_str().expect("Message").to_string()
+        })
+        .collect()
+}
+
+/// Every streaming kind against a server at `addr` speaking `framing`, with the schema from
+/// `schema` (reflection when empty): Search (server stream), Upload (client stream) and
+/// EchoStream (bidi), and a stream that fails half-way.
+async fn streams(addr: &str, framing: Framing, schema: &[&str]) {
+    let call = |method: &str, request: Option<&str>| {
+        let mut line = args(&["call", addr, method, "--framing", framing_arg(framing)]);
+        line.extend(args(schema));
+        line.extend(request.map(str::to_string));
+        line
+    };
+    let out = frpc(call("capture.EchoService/Search", Some("{}")), None).await;
+    assert_eq!(messages(&out), ["r0", "r1"]);
+
+    // A server stream that fails: the replies before the error are printed, then the error.
+    let out = frpc(
+        call("capture.EchoService/Search", Some(r#"{"snippets":["fail"]}"#)),
+        None,
+    )
+    .await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1, "partial");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("partial"));
+    assert_eq!(out.status.code(), Some(66), "UNKNOWN");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("search failed"));
+
+    // Client and bidi streams: one request per line of standard input (blank lines skipped),
+    // or each JSON value of the argument.
+    let stdin = "{\"Message\":\"a\"}\n\n{\"Message\":\"b\"}\n{}\n";
+    let out = frpc(call("capture.EchoService/Upload", None), Some(stdin)).await;
+    assert_eq!(messages(&out), ["got 3"]);
+    let out = frpc(call("capture.EchoService/Upload", Some(r#"{} {}"#)), None).await;
+    assert_eq!(messages(&out), ["got 2"]);
+    let out = frpc(call("capture.EchoService/EchoStream", None), Some(stdin)).await;
+    assert_eq!(messages(&out), ["a", "b", ""]);
+    let out = frpc(call("capture.EchoService/EchoStream", None), Some("")).await;
+    assert_eq!(messages(&out), Vec::<String>::new());
+
+    let out = frpc(
+        call("capture.EchoService/Upload", None),
+        Some("{\"Message\":1}\n"),
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a valid `capture.Data`"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streaming_calls_to_frpc() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = RustServer::start(framing).await;
+        streams(&server.addr().to_string(), framing, &[]).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streaming_calls_to_go() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = GoServer::start(framing).await;
+        streams(&server.addr().to_string(), framing, &["--proto", CAPTURE_PROTO]).await;
+    }
+}
+
+/// A bidi stream is interactive: each reply is printed as soon as its request's line is read,
+/// while standard input stays open.
+#[tokio::test(flavor = "multi_thread")]
+async fn bidi_replies_while_the_input_is_open() {
+    use std::io::{BufRead as _, Write as _};
+    let server = RustServer::start(Framing::Frisbee).await;
+    let addr = server.addr().to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_frpc"))
+        .args(["call", &addr, "capture.EchoService/EchoStream"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let talk = tokio::task::spawn_blocking(move || {
+        let mut heard = Vec::new();
+        for word in ["one", "two"] {
+            writeln!(input, "{{\"Message\":\"{word}\"}}").unwrap();
+            input.flush().unwrap();
+            heard.push(lines.next().unwrap().unwrap());
+        }
+        drop(input);
+        (heard, child.wait().unwrap())
+    });
+    let (heard, status) = talk.await.unwrap();
+    assert!(
+        heard[0].contains("\"one\"") && heard[1].contains("\"two\""),
+        "{heard:?}"
+    );
+    assert!(status.success());
+}
+
+/// Without the health service: an frpc server answers UNIMPLEMENTED at once; a Go server stays
+/// silent, and the first answer's timeout ends the command.
+#[tokio::test(flavor = "multi_thread")]
+async fn health_of_servers_without_the_service() {
+    let server = RustServer::start(Framing::Frisbee).await;
+    for watch in [&[][..], &["--watch"]] {
+        let mut line = args(&["health", &server.addr().to_string()]);
+        line.extend(args(watch));
+        let out = frpc(line, None).await;
+        assert_eq!(out.status.code(), Some(64 + 12), "UNIMPLEMENTED");
+    }
+    let go = GoServer::start(Framing::Frisbee).await;
+    for watch in [&[][..], &["--watch"]] {
+        let mut line = args(&["health", &go.addr().to_string(), "--timeout", "0.3"]);
+        line.extend(args(watch));
+        let out = frpc(line, None).await;
+        assert_eq!(out.status.code(), Some(64 + 4), "DEADLINE_EXCEEDED");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("health service"));
+    }
+}
+
+/// `--ca` (and `--tls`): calls over TLS to a server whose certificate the file vouches for;
+/// without the file the system's roots refuse the self-signed certificate.
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_over_tls() {
+    use frpc::tls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let ca = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("frpc-cli-tls-ca.pem");
+    std::fs::write(&ca, cert.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    let config = std::sync::Arc::new(config);
+    let server = RustServer::start_with(Framing::Frisbee, move |builder| builder.tls(config)).await;
+    let addr = server.addr().to_string();
+    let ca = ca.to_str().unwrap();
+
+    let echo = [
+        "call",
+        &addr,
+        "capture.EchoService/Echo",
+        r#"{"Message":"sealed"}"#,
+    ];
+    let mut line = args(&echo);
+    line.extend(args(&["--ca", ca, "--server-name", "localhost"]));
+    assert_echo(&json(&frpc(line, None).await), "sealed");
+    let mut line = args(&["call", &addr, "capture.EchoService/Search", "{}", "--tls"]);
+    line.extend(args(&["--ca", ca, "--server-name", "localhost"]));
+    assert_eq!(messages(&frpc(line, None).await), ["r0", "r1"]);
+
+    // The certificate names localhost, not the address.
+    let mut line = args(&echo);
+    line.extend(args(&["--ca", ca]));
+    let out = frpc(line, None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("certificate"),
+        "{out:?}"
+    );
+    // The system's roots do not know the self-signed certificate.
+    let mut line = args(&echo);
+    line.extend(args(&["--tls", "--server-name", "localhost"]));
+    let out = frpc(line, None).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("certificate") || err.contains("root"), "{err}");
+    // Plain TCP to a TLS port fails rather than hangs.
+    let mut line = args(&echo);
+    line.extend(args(&["--timeout", "2"]));
+    assert_ne!(frpc(line, None).await.status.code(), Some(0));
+}
+
+/// `frpc bench` against a server at `addr`: exactly `-n` calls, errors counted by code, and a
+/// `--duration` run.
+async fn bench(addr: &str, framing: Framing, schema: &[&str]) {
+    let run = |method: &str, load: &[&str]| {
+        let mut line = args(&[
+            "bench",
+            addr,
+            method,
+            "{}",
+            "--json",
+            "--framing",
+            framing_arg(framing),
+        ]);
+        line.extend(args(schema));
+        line.extend(args(load));
+        line
+    };
+    let out = json(
+        &frpc(
+            run(
+                "capture.EchoService/Echo",
+                &["-c", "8", "-n", "301", "--connections", "2"],
+            ),
+            None,
+        )
+        .await,
+    );
+    assert_eq!(
+        (out["count"].as_u64(), out["ok"].as_u64()),
+        (Some(301), Some(301)),
+        "{out}"
+    );
+    assert_eq!(out["codes"], serde_json::json!({"OK": 301}));
+    let latency = &out["latency_us"];
+    assert!(latency["p50"].as_u64() <= latency["p99"].as_u64(), "{latency}");
+    assert!(latency["p99"].as_u64() <= latency["max"].as_u64() && latency["max"].as_u64() > Some(0));
+    assert!(out["rps"].as_f64() > Some(0.0));
+
+    let out = json(&frpc(run("capture.EchoService/Testy", &["-c", "3", "-n", "20"]), None).await);
+    // Both servers' Testy fails with text only: UNKNOWN.
+    assert_eq!(out["errors"], serde_json::json!({"UNKNOWN": 20}), "{out}");
+    assert_eq!(out["ok"].as_u64(), Some(0));
+
+    let out = json(&frpc(run("capture.EchoService/Echo", &["--duration", "0.3"]), None).await);
+    assert!(
+        out["count"].as_u64() > Some(0) && out["total_secs"].as_f64() >= Some(0.3),
+        "{out}"
+    );
+    assert_eq!(out["errors"], serde_json::json!({}));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bench_frpc_and_go() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = RustServer::start(framing).await;
+        bench(&server.addr().to_string(), framing, &[]).await;
+        let go = GoServer::start(framing).await;
+        bench(&go.addr().to_string(), framing, &["--proto", CAPTURE_PROTO]).await;
+    }
+    // The text summary, and a streaming method refused.
+    let server = RustServer::start(Framing::Frisbee).await;
+    let addr = server.addr().to_string();
+    let out = frpc(
+        args(&["bench", &addr, "capture.EchoService/Echo", "{}", "-n", "10"]),
+        None,
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(
+        text.contains("Count:        10\n") && text.contains("p99:") && text.contains("[OK] 10"),
+        "{text}"
+    );
+    let out = frpc(args(&["bench", &addr, "capture.EchoService/Search", "{}"]), None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unary methods"));
+}

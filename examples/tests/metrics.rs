@@ -36,31 +36,66 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     let code = err.code() as u8;
     assert_ne!(code, 0, "Testy fails: {err}");
 
-    // Through a channel with client metrics: Echo named, Testy left to its operation number.
-    let layer = ClientMetricsLayer::new(echo_service::SERVICE_NAME).method(echo_service::ECHO, "Echo");
+    // Through a channel with client metrics: Echo and the streams named, Testy left to its
+    // operation number.
+    let layer = ClientMetricsLayer::new(echo_service::SERVICE_NAME)
+        .method(echo_service::ECHO, "Echo")
+        .method(echo_service::SEARCH, "Search")
+        .method(echo_service::UPLOAD, "Upload")
+        .method(echo_service::ECHO_STREAM, "EchoStream");
     let channel = frpc::Endpoint::from(addr)
         .connect()
         .await
         .unwrap()
-        .with_layer(layer);
+        .with_metrics(layer);
     let through_channel = pb::EchoServiceClient::new(channel);
     through_channel.echo(pb::Request::default()).await.unwrap();
     through_channel
         .testy(pb::SearchResponse::default())
         .await
         .unwrap_err();
+    // Streams: 2 replies to one request; 3 requests to one reply; one dropped unfinished.
+    let mut search = through_channel
+        .search(pb::SearchResponse::default())
+        .await
+        .unwrap();
+    while search.message().await.unwrap().is_some() {}
+    drop(search);
+    let mut upload = through_channel.upload().await.unwrap();
+    for _ in 0..3 {
+        upload.send(pb::Data::default()).await.unwrap();
+    }
+    upload.close_and_recv().await.unwrap();
+    let mut echo = through_channel.echo_stream().await.unwrap();
+    echo.send(pb::Request::default()).await.unwrap();
+    echo.message().await.unwrap().unwrap();
+    drop(echo);
 
-    let text = metrics::scrape(metrics_addr).await.unwrap();
     let service = format!(
         "rpc_service=\"{}\"",
         pb::EchoServiceServer::<CaptureService>::NAME
     );
-    let count = |metric: &str, method: &str, code: u8| -> f64 {
+    let count_in = |text: &str, metric: &str, method: &str, code: u8| -> f64 {
         let method = format!("rpc_method=\"{method}\"");
         let code = format!("rpc_frpc_status_code=\"{code}\"");
         let labels = ["rpc_system=\"frpc\"", &service, &method, &code];
-        samples(&text, metric, &labels).map(|(_, value)| value).sum()
+        samples(text, metric, &labels).map(|(_, value)| value).sum()
     };
+    // The server records a stream once its handler's future is done, just after the stream's
+    // end went out: the client may see the end first, so scrape until both are in.
+    let streams_recorded = |text: &str| {
+        let recorded = |method| count_in(text, "rpc_server_requests", method, 0) == 1.0;
+        recorded("Search") && recorded("Upload")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let text = metrics::scrape(metrics_addr).await.unwrap();
+        if streams_recorded(&text) || std::time::Instant::now() > deadline {
+            break text;
+        }
+        tokio::task::yield_now().await;
+    };
+    let count = |metric: &str, method: &str, code: u8| count_in(&text, metric, method, code);
     assert_eq!(count("rpc_server_requests", "Echo", 0), 4.0, "{text}");
     assert_eq!(count("rpc_server_requests", "Testy", code), 2.0, "{text}");
     assert_eq!(count("rpc_server_requests", "Testy", 0), 0.0, "{text}");
@@ -71,4 +106,71 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     assert_eq!(count("rpc_client_requests", "Echo", 0), 1.0, "{text}");
     assert_eq!(count("rpc_client_requests", &testy, code), 1.0, "{text}");
     assert_eq!(count("rpc_client_duration_count", "Echo", 0), 1.0, "{text}");
+
+    // Messages per stream, on both sides (summaries: `_sum` adds the streams' counts).
+    assert_eq!(
+        count("rpc_server_responses_per_rpc_sum", "Search", 0),
+        2.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_server_requests_per_rpc_sum", "Search", 0),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_server_requests_per_rpc_sum", "Upload", 0),
+        3.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_server_responses_per_rpc_sum", "Upload", 0),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_server_requests_per_rpc_count", "Upload", 0),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(count("rpc_client_requests", "Search", 0), 1.0, "{text}");
+    assert_eq!(
+        count("rpc_client_responses_per_rpc_sum", "Search", 0),
+        2.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_client_requests_per_rpc_sum", "Upload", 0),
+        3.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_client_responses_per_rpc_sum", "Upload", 0),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(count("rpc_client_duration_count", "Upload", 0), 1.0, "{text}");
+    // Dropped before the server ended it: CANCELLED, with what it carried so far.
+    let cancelled = frpc::Code::Cancelled as u8;
+    assert_eq!(
+        count("rpc_client_requests", "EchoStream", cancelled),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_client_requests_per_rpc_sum", "EchoStream", cancelled),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_client_responses_per_rpc_sum", "EchoStream", cancelled),
+        1.0,
+        "{text}"
+    );
+    // Unary calls record no messages per call.
+    assert_eq!(
+        count("rpc_server_requests_per_rpc_count", "Echo", 0),
+        0.0,
+        "{text}"
+    );
 }

@@ -219,6 +219,24 @@ fn every_go_vector_fails_cleanly_at_every_cut_and_for_every_other_reader() {
 }
 
 #[test]
+fn take_rest_hands_out_what_is_left_and_ends_the_input() {
+    let input = bytes(|b| {
+        encode::put_u32(b, 7);
+        encode::put_str(b, "rest");
+    });
+    let mut dec = Decoder::from_bytes(&input);
+    assert_eq!(dec.u32().unwrap(), 7);
+    let rest = dec.take_rest();
+    assert_eq!(rest.as_ptr(), input[2..].as_ptr(), "a slice of the shared input");
+    assert_eq!(Decoder::new(&rest).str().unwrap(), "rest");
+    assert_eq!((dec.remaining(), dec.take_rest().len()), (0, 0));
+    // Over a plain slice the rest is a copy.
+    let mut plain = Decoder::new(&input);
+    plain.u32().unwrap();
+    assert_eq!(plain.take_rest(), rest);
+}
+
+#[test]
 fn hostile_lengths_are_refused_before_allocating() {
     let mut dec = Decoder::new(&[0x05, 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]);
     assert!(matches!(

@@ -80,6 +80,9 @@ pub struct Client {
     strict_metadata: bool,
     /// Where response metadata goes (see [`Client::with_response_metadata`]).
     response: Option<MetadataSlot>,
+    /// Told when each stream of this handle ends (a [`crate::Channel`] with metrics).
+    #[cfg(feature = "metrics")]
+    stream_observer: Option<Arc<dyn crate::calls::stream::StreamObserver>>,
 }
 
 impl fmt::Debug for Client {
@@ -243,6 +246,8 @@ impl Client {
             metadata: None,
             strict_metadata: config.strict_metadata,
             response: None,
+            #[cfg(feature = "metrics")]
+            stream_observer: None,
         }
     }
 
@@ -528,6 +533,15 @@ impl Client {
             idle: self.stream_idle_timeout,
             // The call's timeout bounds the whole stream, from its opening on.
             deadline: timeout.map(|limit| (tokio::time::Instant::now() + limit, limit)),
+            #[cfg(feature = "metrics")]
+            observed: self
+                .stream_observer
+                .clone()
+                .map(|observer| crate::calls::stream::Observed {
+                    observer,
+                    op,
+                    started: std::time::Instant::now(),
+                }),
         };
         let (conn, calls) = (&self.handle.conn, &self.handle.calls);
         calls.resolve(conn).await?;
@@ -614,6 +628,15 @@ impl Client {
         let take = conn.request_handback()?;
         conn.close(CloseReason::Local("connection taken over".into()));
         take.await
+    }
+
+    /// Tells `observer` about the end of every stream this handle opens.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn set_stream_observer(
+        &mut self,
+        observer: Option<Arc<dyn crate::calls::stream::StreamObserver>>,
+    ) {
+        self.stream_observer = observer;
     }
 
     /// Sets this handle's per-call options at once (a [`crate::Channel`] applies its own to the

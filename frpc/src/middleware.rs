@@ -172,6 +172,13 @@ impl CallRequest {
         }
     }
 
+    /// A streaming call's message counts, which go on counting while the handler runs.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn message_counts(&self) -> Option<Arc<crate::calls::stream::MessageCounts>> {
+        let slot = self.stream.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref().map(ServerStream::message_counts)
+    }
+
     /// The service's full proto name (`package.Service`).
     pub fn service(&self) -> &'static str {
         self.service

@@ -138,6 +138,23 @@ async fn unknown_operation_is_dropped_and_the_connection_stays_usable() {
     );
 }
 
+/// An frpc peer (extensions negotiated) gets UNIMPLEMENTED for an operation nothing serves,
+/// rather than a call that waits for its timeout; the plain peer above gets silence, as from Go.
+#[tokio::test]
+async fn unknown_operation_is_unimplemented_for_frpc_peers() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    assert!(client.negotiated().await);
+    let err = call(&client, 999, "x").await.unwrap_err();
+    assert_eq!(
+        err.status().map(|s| s.code()),
+        Some(frpc::Code::Unimplemented),
+        "{err}"
+    );
+    assert!(err.to_string().contains("unknown operation 999"), "{err}");
+    assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x");
+}
+
 #[tokio::test]
 async fn timeout_then_late_reply_is_discarded() {
     let server = start(Default::default()).await;

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 
 use crate::frameworks::echo;
-use crate::workload::{self, Body, Caller, Callers, Limit, Outcome};
+use crate::workload::{self, Body, Caller, Callers, Failure, Limit, Outcome};
 
 /// The frpc service and client, generated from `proto/benchmark.proto` by frpc-codegen.
 #[allow(missing_docs)]
@@ -67,7 +67,7 @@ pub async fn serve(
     concurrency: frpc::Concurrency,
     wire: Wire,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    serve_on(listener, framing, concurrency, wire, false).await
+    serve_with(listener, framing, concurrency, wire, |builder| builder).await
 }
 
 /// [`serve`] on a port shared with gRPC clients (`Builder::grpc(true)`): fRPC clients as
@@ -78,26 +78,26 @@ pub async fn serve_shared(
     concurrency: frpc::Concurrency,
     wire: Wire,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    serve_on(listener, framing, concurrency, wire, true).await
+    serve_with(listener, framing, concurrency, wire, |builder| builder.grpc(true)).await
 }
 
-async fn serve_on(
+/// [`serve`] with the builder's last touches (layers) from `finish`.
+pub async fn serve_with(
     listener: tokio::net::TcpListener,
     framing: frpc::Framing,
     concurrency: frpc::Concurrency,
     wire: Wire,
-    grpc: bool,
+    finish: impl FnOnce(frpc::Builder) -> frpc::Builder,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let config = frpc::ServerConfig::default()
         .extensions(wire.extensions())
         .protobuf(wire.protobuf());
-    let server = frpc::Server::builder()
+    let builder = frpc::Server::builder()
         .config(config)
         .framing(framing)
         .concurrency(concurrency)
-        .grpc(grpc)
-        .add_service(pb::BenchmarkServiceServer::new(Bench))
-        .build()?;
+        .add_service(pb::BenchmarkServiceServer::new(Bench));
+    let server = finish(builder).build()?;
     server.serve_listener(listener).await?;
     Ok(())
 }
@@ -110,12 +110,21 @@ pub struct Client<T = frpc::Client>(pb::BenchmarkServiceClient<T>);
 impl Client<frpc::Channel> {
     /// Connects a one-endpoint channel to `addr`, offering frpc's extensions.
     pub async fn connect_channel(addr: SocketAddr, framing: frpc::Framing) -> Client<frpc::Channel> {
+        Client::connect_channel_with(addr, framing, |channel| channel).await
+    }
+
+    /// [`Client::connect_channel`], the channel finished (layered) by `finish`.
+    pub async fn connect_channel_with(
+        addr: SocketAddr,
+        framing: frpc::Framing,
+        finish: impl FnOnce(frpc::Channel) -> frpc::Channel,
+    ) -> Client<frpc::Channel> {
         let channel = frpc::Endpoint::from(addr)
             .framing(framing)
             .connect()
             .await
             .expect("frpc channel connect");
-        Client(pb::BenchmarkServiceClient::new(channel))
+        Client(pb::BenchmarkServiceClient::new(finish(channel)))
     }
 }
 
@@ -149,12 +158,12 @@ impl Client {
 impl<T: frpc::Caller> Client<T> {
     /// Keeps `inflight` calls outstanding on the one connection, issued as `callers` says.
     pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
-        workload::slots(self, body, inflight, callers, limit).await
+        workload::drive(self, body, inflight, callers, limit).await
     }
 }
 
-impl<T: frpc::Caller> Caller for Client<T> {
-    async fn call(&mut self, body: &Body) {
+impl<T: frpc::Caller> Caller<Body> for Client<T> {
+    async fn call(&mut self, body: &Body) -> Result<(), Failure> {
         match body {
             Body::Text(message) => {
                 let request = pb::Request {
@@ -169,5 +178,6 @@ impl<T: frpc::Caller> Caller for Client<T> {
                 debug_assert_eq!(reply.data.len(), data.len());
             }
         }
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::frameworks::{MAX_MESSAGE, echo};
-use crate::workload::{self, Body, Caller, Callers, Limit, Outcome};
+use crate::workload::{self, Body, Caller, Callers, Failure, Limit, Outcome};
 
 /// The tonic service and client, generated from `proto/benchmark.proto` by tonic-prost-build.
 #[allow(missing_docs, clippy::all)]
@@ -83,12 +83,12 @@ impl Client {
 
     /// Keeps `inflight` calls outstanding on the one channel, issued as `callers` says.
     pub async fn drive(&mut self, body: &Body, inflight: usize, callers: Callers, limit: Limit) -> Outcome {
-        workload::slots(self, body, inflight, callers, limit).await
+        workload::drive(self, body, inflight, callers, limit).await
     }
 }
 
-impl Caller for Client {
-    async fn call(&mut self, body: &Body) {
+impl Caller<Body> for Client {
+    async fn call(&mut self, body: &Body) -> Result<(), Failure> {
         match body {
             Body::Text(message) => {
                 let request = pb::Request {
@@ -103,5 +103,6 @@ impl Caller for Client {
                 debug_assert_eq!(reply.get_ref().data.len(), data.len());
             }
         }
+        Ok(())
     }
 }

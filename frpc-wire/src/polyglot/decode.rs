@@ -148,6 +148,18 @@ impl<'a> Decoder<'a> {
         self.input.len() - self.pos
     }
 
+    /// Consumes every byte left, undecoded: a zero-copy slice when built with
+    /// [`Decoder::from_bytes`]. For messages whose fields are handled elsewhere (a proxy, or a
+    /// client working from descriptors at run time, like the `frpc` command line).
+    pub fn take_rest(&mut self) -> Bytes {
+        let rest = &self.input[self.pos..];
+        self.pos = self.input.len();
+        match self.shared {
+            Some(shared) => shared.slice_ref(rest),
+            None => Bytes::copy_from_slice(rest),
+        }
+    }
+
     /// The kind byte of the next value, without consuming it.
     pub fn peek(&self) -> Option<u8> {
         self.input.get(self.pos).copied()

@@ -173,6 +173,22 @@ impl<H: Handlers> ServerDispatch<H> {
         self.accepted.load(Ordering::Relaxed) & !ANSWERED
     }
 
+    /// A call to an operation nothing serves. Go drops them silently (the connection stays
+    /// usable), and so do we for peers without extensions; an frpc peer gets `UNIMPLEMENTED`,
+    /// as a gRPC client would, rather than a call that waits for its timeout.
+    async fn unknown(&self, conn: &Arc<Connection>, packet: Packet) {
+        let bits = self.extensions();
+        if bits == 0 || op::is_reserved(packet.op) {
+            return tracing::debug!(
+                op = packet.op,
+                id = packet.id,
+                "dropping a packet for an unknown operation"
+            );
+        }
+        let status = Status::unimplemented(format!("unknown operation {}", packet.op));
+        send_reply(conn, packet.id, packet.op, Err(status), Some((None, bits))).await;
+    }
+
     /// A packet on the extension operation: an OFFER (answered once, when extensions are on)
     /// or a CANCEL. Anything else, or anything malformed, is ignored.
     async fn extension(&self, conn: &Arc<Connection>, packet: Packet) {
@@ -534,12 +550,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
                 op = packet.op,
                 "a streaming method's number used as a packet operation"
             ),
-            // Go drops unknown operations silently; the connection stays usable.
-            None => tracing::debug!(
-                op = packet.op,
-                id = packet.id,
-                "dropping a packet for an unknown operation"
-            ),
+            None => self.unknown(conn, packet).await,
         }
     }
 

@@ -106,6 +106,9 @@ pub struct Channel {
     timeout: Option<Duration>,
     metadata: Option<Arc<Metadata>>,
     response: Option<MetadataSlot>,
+    /// Told when each stream ends ([`Channel::with_metrics`]).
+    #[cfg(feature = "metrics")]
+    stream_observer: Option<Arc<dyn crate::calls::stream::StreamObserver>>,
 }
 
 #[derive(Debug, Clone)]
@@ -150,6 +153,20 @@ impl Channel {
             timeout,
             metadata: None,
             response: None,
+            #[cfg(feature = "metrics")]
+            stream_observer: None,
+        }
+    }
+
+    /// The channel, telling `observer` about the end of every stream it opens.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn with_stream_observer(
+        &self,
+        observer: Arc<dyn crate::calls::stream::StreamObserver>,
+    ) -> Channel {
+        Channel {
+            stream_observer: Some(observer),
+            ..self.clone()
         }
     }
 
@@ -498,6 +515,8 @@ impl Caller for Channel {
             Inner::Balanced(balanced) => (balanced.stream_client().await?, self.timeout),
         };
         client.set_options(timeout, self.metadata.clone(), None);
+        #[cfg(feature = "metrics")]
+        client.set_stream_observer(self.stream_observer.clone());
         Ok(client)
     }
 }

@@ -195,7 +195,7 @@ impl<Resp: Message> ClientStreamingResponse<Resp> {
         match self.inbound.message().await? {
             Some(response) => {
                 // The server is done (its EOF follows): nothing to cancel.
-                self.inbound.finish();
+                self.inbound.finish_ok();
                 Ok(response)
             }
             None => Err(Error::closed("the server ended the stream without a response")),

@@ -116,6 +116,9 @@ pub(crate) struct ClientSide {
     pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) idle: Option<Duration>,
     pub(crate) deadline: Option<(tokio::time::Instant, Duration)>,
+    /// Told when the stream is over (a [`crate::Channel`] with metrics).
+    #[cfg(feature = "metrics")]
+    pub(crate) observed: Option<super::counts::Observed>,
 }
 
 impl ClientSide {

@@ -36,6 +36,9 @@ pub(super) struct StreamGuard {
     /// Set once a send had to wait for credit: the producer outruns its consumer, so its
     /// messages go through the writer's queue, batched, from then on (see `send_raw`).
     pub(super) bulk: AtomicBool,
+    /// Its messages each way and how it ended (read by `crate::metrics`).
+    #[cfg(feature = "metrics")]
+    pub(super) counts: Arc<super::counts::MessageCounts>,
 }
 
 impl StreamGuard {
@@ -59,6 +62,8 @@ impl StreamGuard {
             send_bytes: inbound.send_bytes.clone(),
             ended: AtomicBool::new(false),
             bulk: AtomicBool::new(false),
+            #[cfg(feature = "metrics")]
+            counts: Arc::default(),
         }
     }
 
@@ -88,5 +93,11 @@ impl Drop for StreamGuard {
             let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
         }
         self.table.remove(self.id, &self.end);
+        #[cfg(feature = "metrics")]
+        if let Some(observed) = &self.client.observed {
+            observed
+                .observer
+                .ended(observed.op, observed.started, &self.counts);
+        }
     }
 }

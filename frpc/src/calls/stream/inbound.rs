@@ -253,6 +253,20 @@ impl<T: Message> Streaming<T> {
     }
 
     pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
+        let poll = self.poll_content(cx);
+        #[cfg(feature = "metrics")]
+        if let Poll::Ready(result) = &poll {
+            let counts = &self.guard.counts;
+            match result {
+                Ok(Some(_)) => counts.count_received(),
+                Ok(None) => counts.end(Ok(())),
+                Err(err) => counts.end(Err(err)),
+            }
+        }
+        poll
+    }
+
+    fn poll_content(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
         if self.done {
             return Poll::Ready(Ok(None));
         }
@@ -312,6 +326,14 @@ impl<T: Message> Streaming<T> {
     pub(super) fn finish(&mut self) {
         self.done = true;
         self.guard.finished.store(true, Ordering::Relaxed);
+    }
+
+    /// The stream is over, and well: a client-streaming call's response came (its `EOF`
+    /// follows, and nobody reads it).
+    pub(super) fn finish_ok(&mut self) {
+        self.finish();
+        #[cfg(feature = "metrics")]
+        self.guard.counts.end(Ok(()));
     }
 
     /// The call's deadline passed: the stream is over here, and the server is told.

@@ -54,6 +54,8 @@
 mod bytes;
 mod client;
 mod common;
+#[cfg(feature = "metrics")]
+mod counts;
 mod guard;
 mod inbound;
 mod outbound;
@@ -63,6 +65,8 @@ mod table;
 pub(crate) use self::client::open;
 pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
 pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};
+#[cfg(feature = "metrics")]
+pub(crate) use self::counts::{MessageCounts, Observed, StreamObserver};
 pub use self::inbound::Streaming;
 pub use self::outbound::StreamSender;
 pub use self::server::ServerStream;

@@ -171,6 +171,11 @@ impl<T: Message> StreamSender<T> {
         if self.guard.is_cancelled() {
             return Err(Error::Cancelled);
         }
+        // Messages take credit; errors and `EOF` do not.
+        #[cfg(feature = "metrics")]
+        if credit {
+            self.guard.counts.count_sent();
+        }
         let packet = Packet::new(self.guard.id, op::STREAM, content);
         match self.guard.client.has_timers() {
             false => self.send_packet(packet, credit).await,

@@ -53,6 +53,12 @@ impl StreamEnd {
 }
 
 impl ServerStream {
+    /// What the stream carries, counted as it goes (read by `crate::metrics` after its end).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn message_counts(&self) -> Arc<super::counts::MessageCounts> {
+        self.guard.counts.clone()
+    }
+
     /// A handle that ends the stream if its handler does not (see [`StreamEnd`]).
     pub(crate) fn end_handle(&self) -> StreamEnd {
         StreamEnd {

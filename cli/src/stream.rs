@@ -1,0 +1,175 @@
+//! Streaming calls from the command line: a server stream prints one JSON object per line as the
+//! replies arrive; client and bidi streams send one request per JSON line of standard input (or
+//! of the request argument), and a bidi stream prints replies while it still sends.
+//!
+//! The messages travel as [`Raw`]: their polyglot fields are encoded and decoded from
+//! descriptors by [`crate::dynamic`], so the runtime's typed stream calls carry them unchanged.
+
+use bytes::{BufMut, Bytes};
+use frpc::wire::DecodeError;
+use frpc::wire::polyglot::{Decoder, Message};
+use prost_reflect::{DynamicMessage, MessageDescriptor, MethodDescriptor};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+
+use crate::dynamic::{self, Decoded};
+use crate::error::{CliError, other};
+use crate::json::{parse_request, to_json};
+use crate::schema;
+
+/// A message's polyglot fields (after the `08 00` envelope), encoded and decoded elsewhere.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Raw {
+    fields: Bytes,
+}
+
+/// The envelope that starts every encoded message value (`08 00`).
+const ENVELOPE_LEN: usize = 2;
+
+impl Raw {
+    /// Encodes a dynamic message as generated code would.
+    pub fn encode(message: &DynamicMessage) -> Result<Raw, CliError> {
+        let whole = dynamic::encode(message).map_err(other)?;
+        Ok(Raw {
+            fields: whole.slice(ENVELOPE_LEN..),
+        })
+    }
+
+    /// Decodes the fields as a message of type `desc`.
+    pub fn decode(&self, desc: &MessageDescriptor) -> Result<DynamicMessage, CliError> {
+        match dynamic::decode(desc, &self.to_polyglot()).map_err(other)? {
+            Decoded::Message(message) => Ok(message),
+            // `to_polyglot` always writes a message envelope.
+            Decoded::Error(text) => Err(other(format!("a message decoded as the error `{text}`"))),
+        }
+    }
+}
+
+impl Message for Raw {
+    fn fields_len(&self) -> usize {
+        self.fields.len()
+    }
+
+    fn encode_fields(&self, buf: &mut impl BufMut) {
+        buf.put_slice(&self.fields);
+    }
+
+    fn decode_fields(&mut self, dec: &mut Decoder<'_>) -> Result<(), DecodeError> {
+        self.fields = dec.take_rest();
+        Ok(())
+    }
+}
+
+/// Where a stream's requests come from: the JSON values of a text, or the lines of standard
+/// input as they are typed (blank lines skipped).
+#[derive(Debug)]
+pub enum Requests {
+    /// Parsed up front from the argument or a file, in order.
+    Given(std::vec::IntoIter<DynamicMessage>),
+    /// Read one line at a time.
+    Stdin {
+        /// The input's lines.
+        lines: Lines<BufReader<Stdin>>,
+        /// The method the lines are requests of.
+        method: MethodDescriptor,
+    },
+}
+
+impl Requests {
+    /// Every JSON value of `text` (whitespace or newlines between them) as a request of `method`.
+    pub fn from_text(method: &MethodDescriptor, text: &str) -> Result<Requests, CliError> {
+        let values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+        let mut messages = Vec::new();
+        for value in values {
+            let value = value.map_err(|e| other(format!("the requests are not JSON values: {e}")))?;
+            messages.push(parse_request(method, &value.to_string())?);
+        }
+        Ok(Requests::Given(messages.into_iter()))
+    }
+
+    /// The lines of standard input, each one request of `method`.
+    pub fn stdin(method: &MethodDescriptor) -> Requests {
+        Requests::Stdin {
+            lines: BufReader::new(tokio::io::stdin()).lines(),
+            method: method.clone(),
+        }
+    }
+
+    /// The next request, or `None` at the end.
+    pub async fn next(&mut self) -> Result<Option<DynamicMessage>, CliError> {
+        match self {
+            Requests::Given(messages) => Ok(messages.next()),
+            Requests::Stdin { lines, method } => loop {
+                let Some(line) = lines.next_line().await.map_err(other)? else {
+                    return Ok(None);
+                };
+                if !line.trim().is_empty() {
+                    return parse_request(method, &line).map(Some);
+                }
+            },
+        }
+    }
+}
+
+/// Makes a streaming call of `method`: `request` is the first (server streaming: the only)
+/// request's source; every reply goes to `print` as one line of JSON as it arrives.
+pub async fn call(
+    client: &frpc::Client,
+    method: &MethodDescriptor,
+    mut requests: Requests,
+    mut print: impl FnMut(&str),
+) -> Result<(), CliError> {
+    let op = schema::operation(method);
+    let output = method.output();
+    let mut show = |reply: Raw| -> Result<(), CliError> {
+        print(&to_json(&reply.decode(&output)?));
+        Ok(())
+    };
+    match (method.is_client_streaming(), method.is_server_streaming()) {
+        (false, true) => {
+            let request = match requests.next().await? {
+                Some(request) => request,
+                None => DynamicMessage::new(method.input()),
+            };
+            let request = Raw::encode(&request)?;
+            let mut replies = frpc::codegen::call_server_streaming::<Raw, Raw>(client, op, &request).await?;
+            while let Some(reply) = replies.message().await? {
+                show(reply)?;
+            }
+            Ok(())
+        }
+        (true, false) => {
+            let mut call = frpc::codegen::call_client_streaming::<Raw, Raw>(client, op).await?;
+            while let Some(request) = requests.next().await? {
+                call.send(Raw::encode(&request)?).await?;
+            }
+            show(call.close_and_recv().await?)
+        }
+        (true, true) => {
+            let call = frpc::codegen::call_bidi::<Raw, Raw>(client, op).await?;
+            let (sender, mut replies) = call.split();
+            let send = async move {
+                while let Some(request) = requests.next().await? {
+                    sender.send(Raw::encode(&request)?).await?;
+                }
+                // Dropping the sender ends the request stream.
+                Ok::<(), CliError>(())
+            };
+            let receive = async {
+                while let Some(reply) = replies.message().await? {
+                    show(reply)?;
+                }
+                Ok::<(), CliError>(())
+            };
+            tokio::pin!(send, receive);
+            // The server may end the stream before the requests run out: then it is over.
+            tokio::select! {
+                received = &mut receive => received,
+                sent = &mut send => {
+                    sent?;
+                    receive.await
+                }
+            }
+        }
+        (false, false) => Err(other(format!("`{}` is unary", method.full_name()))),
+    }
+}

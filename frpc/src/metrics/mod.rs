@@ -1,0 +1,340 @@
+//! RED metrics (feature `metrics`): [`tower::Layer`]s recording, per service and method, every
+//! call's outcome and duration through the [`metrics`](::metrics) facade, so any exporter
+//! (Prometheus, StatsD, OpenTelemetry) picks them up: [`MetricsLayer`] on servers,
+//! [`ClientMetricsLayer`] on a [`Channel`] ([`Channel::with_metrics`]: its unary
+//! calls and its streams).
+//!
+//! Names follow the OpenTelemetry RPC semantic conventions:
+//!
+//! | metric | kind | what |
+//! |---|---|---|
+//! | `rpc.server.duration` | histogram, seconds | from the call reaching the layer to its answer (a stream: to its end) |
+//! | `rpc.server.requests` | counter | calls answered, errors included |
+//! | `rpc.server.requests_per_rpc` | histogram | a stream's messages received (streams only: a unary call has one) |
+//! | `rpc.server.responses_per_rpc` | histogram | a stream's messages sent (streams only) |
+//! | `rpc.client.duration` | histogram, seconds | a unary call through the channel's layers; a stream from its opening to its last handle's drop |
+//! | `rpc.client.requests` | counter | calls and streams made, failures included |
+//! | `rpc.client.requests_per_rpc` | histogram | a stream's messages sent (streams only) |
+//! | `rpc.client.responses_per_rpc` | histogram | a stream's messages received (streams only) |
+//!
+//! each with the labels `rpc.system="frpc"`, `rpc.service` (the full name, `pkg.Service`),
+//! `rpc.method` and `rpc.frpc.status_code`, the status code's number as gRPC numbers it
+//! (`"0"` OK, `"5"` NOT_FOUND, ...; OpenTelemetry's `rpc.grpc.status_code`). Errors by code are
+//! the calls whose code is not `"0"`. A Prometheus exporter writes the names with underscores
+//! (`rpc_server_requests`, `rpc_server_duration_count`, `rpc_service="demo.Greeter"`).
+//!
+//! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`).
+//!
+//! Each layer asks the recorder for the handles of a label set (method and status code) once
+//! and keeps them, so a call costs a read lock and a hash lookup rather than a registry
+//! lookup: **install the recorder before the first call** (calls made before it stay with
+//! handles that record nothing).
+//!
+//! Without a recorder installed the facade does nothing, and without the feature this module,
+//! its dependency and the streams' message counters are not compiled at all. With the feature
+//! on, every stream counts its messages (a relaxed atomic add per message, and one small
+//! allocation per stream) whether a layer reads them or not.
+//!
+//! ```
+//! let server = frpc::Server::builder().layer(frpc::metrics::MetricsLayer::new());
+//! # drop(server);
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
+
+use tower::{Layer, Service as TowerService};
+
+use crate::caller::{Reply, Request};
+use crate::calls::stream::{MessageCounts, StreamObserver};
+use crate::channel::Channel;
+use crate::middleware::{BoxError, CallRequest, CallResponse, status_from_error};
+use crate::status::{Code, Error};
+
+mod handles;
+
+use handles::{Cache, Names, labels};
+
+/// The histogram of call durations, in seconds.
+pub const SERVER_DURATION: &str = "rpc.server.duration";
+/// The counter of calls answered.
+pub const SERVER_REQUESTS: &str = "rpc.server.requests";
+/// The histogram of a client's unary call durations, in seconds.
+pub const CLIENT_DURATION: &str = "rpc.client.duration";
+/// The counter of a client's unary calls.
+pub const CLIENT_REQUESTS: &str = "rpc.client.requests";
+/// The histogram of a server stream's messages received.
+pub const SERVER_REQUESTS_PER_RPC: &str = "rpc.server.requests_per_rpc";
+/// The histogram of a server stream's messages sent.
+pub const SERVER_RESPONSES_PER_RPC: &str = "rpc.server.responses_per_rpc";
+/// The histogram of a client stream's messages sent.
+pub const CLIENT_REQUESTS_PER_RPC: &str = "rpc.client.requests_per_rpc";
+/// The histogram of a client stream's messages received.
+pub const CLIENT_RESPONSES_PER_RPC: &str = "rpc.client.responses_per_rpc";
+
+/// The server's metrics.
+static SERVER: Names = Names {
+    requests: SERVER_REQUESTS,
+    duration: SERVER_DURATION,
+    requests_per_rpc: SERVER_REQUESTS_PER_RPC,
+    responses_per_rpc: SERVER_RESPONSES_PER_RPC,
+};
+
+/// A client's metrics.
+static CLIENT: Names = Names {
+    requests: CLIENT_REQUESTS,
+    duration: CLIENT_DURATION,
+    requests_per_rpc: CLIENT_REQUESTS_PER_RPC,
+    responses_per_rpc: CLIENT_RESPONSES_PER_RPC,
+};
+
+/// A layer recording [`SERVER_DURATION`] and [`SERVER_REQUESTS`] (and a stream's messages) for
+/// every call it wraps (`Builder::layer(MetricsLayer::new())`, or on one service with
+/// [`LayeredService::layer`](crate::LayeredService::layer)). Put it outermost to count calls
+/// that inner layers (interceptors, limits) refuse. Its clones share the metric handles it
+/// registered (see the module docs).
+#[derive(Debug, Clone)]
+pub struct MetricsLayer {
+    handles: Arc<Cache<ServerKey>>,
+}
+
+/// A server call's label set: service, method, status code.
+type ServerKey = (&'static str, &'static str, u8);
+
+impl MetricsLayer {
+    /// A metrics layer.
+    pub fn new() -> MetricsLayer {
+        MetricsLayer {
+            handles: Arc::new(Cache::new(&SERVER)),
+        }
+    }
+}
+
+impl Default for MetricsLayer {
+    fn default() -> Self {
+        MetricsLayer::new()
+    }
+}
+
+impl<S> Layer<S> for MetricsLayer {
+    type Service = Metrics<S>;
+
+    fn layer(&self, inner: S) -> Metrics<S> {
+        Metrics {
+            inner,
+            handles: self.handles.clone(),
+        }
+    }
+}
+
+/// The service of a [`MetricsLayer`].
+#[derive(Debug, Clone)]
+pub struct Metrics<S> {
+    inner: S,
+    handles: Arc<Cache<ServerKey>>,
+}
+
+impl<S> TowerService<CallRequest> for Metrics<S>
+where
+    S: TowerService<CallRequest, Response = CallResponse>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = CallResponse;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<CallResponse, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: CallRequest) -> Self::Future {
+        let (service, method) = (request.service(), request.method());
+        let counts = request.message_counts();
+        let handles = self.handles.clone();
+        let started = Instant::now();
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let result = answer.await.map_err(|error| status_from_error(error.into()));
+            let code = match &result {
+                Ok(_) => Code::Ok,
+                Err(status) => status.code(),
+            };
+            let seconds = started.elapsed().as_secs_f64();
+            let key = (service, method, code as u8);
+            handles.with(
+                key,
+                || labels(service, method, code),
+                |handles, names| {
+                    handles.call(seconds);
+                    if let Some(counts) = counts {
+                        handles.messages(names, [counts.received(), counts.sent()]);
+                    }
+                },
+            );
+            // The status itself, so the layers above and the client see what the handler said.
+            result.map_err(|status| Box::new(status) as BoxError)
+        })
+    }
+}
+
+/// A layer for a [`Channel`] recording [`CLIENT_REQUESTS`] and
+/// [`CLIENT_DURATION`] for every call, with the labels of the server's metrics: give it to
+/// [`Channel::with_metrics`] for unary calls and streams alike (`channel.with_layer(..)` sees
+/// unary calls only, as every channel layer does). A client call knows its operation number,
+/// not its names: give the service's full name (the generated `SERVICE_NAME`) and the methods
+/// to name (the generated operation constants); an unnamed method is labelled with its
+/// operation number.
+///
+/// ```
+/// let layer = frpc::metrics::ClientMetricsLayer::new("demo.Greeter").method(10, "Greet");
+/// # drop(layer);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ClientMetricsLayer {
+    recorder: Arc<ClientRecorder>,
+}
+
+/// What a client's calls are labelled with, and the handles of each label set seen.
+#[derive(Debug)]
+struct ClientRecorder {
+    service: String,
+    methods: Vec<(u16, String)>,
+    handles: Cache<(u16, u8)>,
+}
+
+impl ClientRecorder {
+    fn new(service: String, methods: Vec<(u16, String)>) -> ClientRecorder {
+        ClientRecorder {
+            service,
+            methods,
+            handles: Cache::new(&CLIENT),
+        }
+    }
+
+    fn method(&self, op: u16) -> String {
+        let named = self.methods.iter().find(|(known, _)| *known == op);
+        named.map_or_else(|| op.to_string(), |(_, name)| name.clone())
+    }
+
+    /// Records a call or stream of `op` that ended with `code` after `seconds`; a stream's
+    /// messages too (sent, received).
+    fn record(&self, op: u16, code: Code, seconds: f64, messages: Option<[u64; 2]>) {
+        let labels = || labels(&self.service, &self.method(op), code);
+        self.handles.with((op, code as u8), labels, |handles, names| {
+            handles.call(seconds);
+            if let Some(messages) = messages {
+                handles.messages(names, messages);
+            }
+        });
+    }
+}
+
+impl StreamObserver for ClientRecorder {
+    fn ended(&self, op: u16, started: Instant, counts: &MessageCounts) {
+        let code = counts.code().unwrap_or(Code::Cancelled);
+        let seconds = started.elapsed().as_secs_f64();
+        self.record(op, code, seconds, Some([counts.sent(), counts.received()]));
+    }
+}
+
+impl ClientMetricsLayer {
+    /// A layer labelling calls with `service` (`pkg.Service`).
+    pub fn new(service: impl Into<String>) -> ClientMetricsLayer {
+        ClientMetricsLayer {
+            recorder: Arc::new(ClientRecorder::new(service.into(), Vec::new())),
+        }
+    }
+
+    /// Labels the calls of operation `op` with the method name `name`.
+    #[must_use]
+    pub fn method(self, op: u16, name: impl Into<String>) -> ClientMetricsLayer {
+        let mut methods = self.recorder.methods.clone();
+        methods.push((op, name.into()));
+        let service = self.recorder.service.clone();
+        ClientMetricsLayer {
+            recorder: Arc::new(ClientRecorder::new(service, methods)),
+        }
+    }
+}
+
+impl<S> Layer<S> for ClientMetricsLayer {
+    type Service = ClientMetrics<S>;
+
+    fn layer(&self, inner: S) -> ClientMetrics<S> {
+        ClientMetrics {
+            inner,
+            recorder: self.recorder.clone(),
+        }
+    }
+}
+
+/// The service of a [`ClientMetricsLayer`].
+#[derive(Debug, Clone)]
+pub struct ClientMetrics<S> {
+    inner: S,
+    recorder: Arc<ClientRecorder>,
+}
+
+impl<S> TowerService<Request> for ClientMetrics<S>
+where
+    S: TowerService<Request, Response = Reply>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = Reply;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Reply, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let recorder = self.recorder.clone();
+        let op = request.op;
+        let started = Instant::now();
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let result = answer.await.map_err(Into::into);
+            let code = match &result {
+                Ok(reply) => reply_code(reply),
+                Err(error) => error.downcast_ref::<Error>().map_or(Code::Unknown, Error::code),
+            };
+            recorder.record(op, code, started.elapsed().as_secs_f64(), None);
+            result
+        })
+    }
+}
+
+impl Channel {
+    /// The channel with `layer` on its unary calls (as [`Channel::with_layer`] puts it) and
+    /// recording its streams too (which bypass the channel's layers): the client's
+    /// [RED metrics](crate::metrics) for every call this channel makes.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), frpc::Error> {
+    /// use frpc::metrics::ClientMetricsLayer;
+    /// let channel = frpc::Endpoint::from_static("127.0.0.1:8080").connect().await?;
+    /// let channel = channel.with_metrics(ClientMetricsLayer::new("demo.Greeter").method(10, "Greet"));
+    /// # drop(channel); Ok(()) }
+    /// ```
+    pub fn with_metrics(&self, layer: ClientMetricsLayer) -> Channel {
+        let observer: Arc<dyn StreamObserver> = layer.recorder.clone();
+        self.with_layer(layer).with_stream_observer(observer)
+    }
+}
+
+/// A reply's status: the code an frpc server sent with an error, UNKNOWN for an error without
+/// one (a Go server's: a polyglot error value, whose first byte no protobuf message can start
+/// with), OK otherwise.
+fn reply_code(reply: &Reply) -> Code {
+    match (reply.code, reply.body.first()) {
+        (Some(code), _) => code,
+        (None, Some(&first)) if first == frpc_wire::polyglot::Kind::Error as u8 => Code::Unknown,
+        (None, _) => Code::Ok,
+    }
+}

@@ -1,0 +1,174 @@
+//! The client loops: a [`Caller`] makes one call at a time, and [`drive`] keeps several of them
+//! outstanding on one connection, from tasks of their own or joined on one task ([`Callers`]).
+
+use std::fmt;
+use std::future::Future;
+use std::str::FromStr;
+
+use tokio::time::Instant;
+
+use crate::outcome::{Failure, Limit, Outcome};
+
+/// One call of an RPC client, with a request of type `Req` made once per run.
+pub trait Caller<Req>: Clone + Send + 'static {
+    /// Sends `request` and waits for the reply.
+    fn call(&mut self, request: &Req) -> impl Future<Output = Result<(), Failure>> + Send;
+}
+
+/// How a client issues its in-flight calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Callers {
+    /// One task per in-flight call, all sharing the client's connection.
+    Tasks,
+    /// One future per in-flight call, joined on the client's task.
+    Joined,
+}
+
+impl Callers {
+    /// Both modes.
+    pub const ALL: [Callers; 2] = [Callers::Tasks, Callers::Joined];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Callers::Tasks => "tasks",
+            Callers::Joined => "joined",
+        }
+    }
+}
+
+impl fmt::Display for Callers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Callers {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Callers::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown callers {s:?} (tasks, joined)"))
+    }
+}
+
+/// Keeps `inflight` calls outstanding through `caller`, all sharing its connection, until
+/// `limit` says stop. With [`Callers::Tasks`] one slot runs on the current task and the others
+/// on their own tasks (like the goroutines of fRPC's benchmark); with [`Callers::Joined`] all
+/// run on the current task.
+pub async fn drive<Req, C>(
+    caller: &C,
+    request: &Req,
+    inflight: usize,
+    callers: Callers,
+    limit: Limit,
+) -> Outcome
+where
+    Req: Clone + Send + Sync + 'static,
+    C: Caller<Req>,
+{
+    if callers == Callers::Joined {
+        let all = (0..inflight).map(|_| slot(caller.clone(), request.clone(), limit.clone()));
+        return Outcome::merge(futures_util::future::join_all(all).await);
+    }
+    let others: Vec<_> = (1..inflight)
+        .map(|_| tokio::spawn(slot(caller.clone(), request.clone(), limit.clone())))
+        .collect();
+    let mut outcomes = vec![slot(caller.clone(), request.clone(), limit).await];
+    for task in others {
+        outcomes.push(task.await.expect("call slot"));
+    }
+    Outcome::merge(outcomes)
+}
+
+async fn slot<Req, C: Caller<Req>>(mut caller: C, request: Req, limit: Limit) -> Outcome {
+    let mut outcome = Outcome::new();
+    let mut done = 0;
+    while limit.more(done) {
+        let sent = Instant::now();
+        match caller.call(&request).await {
+            Ok(()) => limit.window.record(sent, &mut outcome),
+            Err(failure) => limit.window.record_failure(failure, &mut outcome),
+        }
+        done += 1;
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::outcome::Window;
+
+    /// Counts its calls; every `fail_every`-th fails.
+    #[derive(Clone)]
+    struct Counter {
+        calls: Arc<AtomicU64>,
+        fail_every: u64,
+    }
+
+    impl Caller<()> for Counter {
+        async fn call(&mut self, _: &()) -> Result<(), Failure> {
+            tokio::task::yield_now().await;
+            let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+            match n % self.fail_every {
+                0 => Err("UNAVAILABLE".into()),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    fn counter(fail_every: u64) -> Counter {
+        Counter {
+            calls: Arc::default(),
+            fail_every,
+        }
+    }
+
+    fn open_window() -> Window {
+        Window::new(Duration::ZERO, Duration::from_secs(3600))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_total_is_shared_exactly_by_every_slot() {
+        for callers in Callers::ALL {
+            let caller = counter(5);
+            let limit = Limit::total(open_window(), 1003);
+            let outcome = drive(&caller, &(), 16, callers, limit).await;
+            assert_eq!(caller.calls.load(Ordering::Relaxed), 1003, "{callers}");
+            assert_eq!((outcome.calls, outcome.failed()), (803, 200), "{callers}");
+            assert_eq!(outcome.latency.len(), 803);
+            assert_eq!(outcome.errors.keys().collect::<Vec<_>>(), ["UNAVAILABLE"]);
+        }
+    }
+
+    #[tokio::test]
+    async fn per_slot_limits_and_the_window_stop_callers() {
+        let caller = counter(u64::MAX);
+        let outcome = drive(
+            &caller,
+            &(),
+            4,
+            Callers::Joined,
+            Limit::per_slot(open_window(), 10),
+        )
+        .await;
+        assert_eq!(outcome.calls, 40);
+        // A window that has ended starts no call.
+        let ended = Window::new(Duration::ZERO, Duration::ZERO);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let outcome = drive(&caller, &(), 4, Callers::Tasks, Limit::window(ended)).await;
+        assert_eq!((outcome.calls, caller.calls.load(Ordering::Relaxed)), (0, 40));
+    }
+
+    #[test]
+    fn callers_parse_by_name() {
+        assert_eq!("joined".parse::<Callers>(), Ok(Callers::Joined));
+        assert!("threads".parse::<Callers>().is_err());
+    }
+}
