@@ -73,3 +73,41 @@ impl GrpcChannel {
         Ok(GrpcChannel::new(channel))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server config for a fresh self-signed certificate, listing `alpn`.
+    fn config(alpn: &[&[u8]]) -> Arc<ServerConfig> {
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let key = tokio_rustls::rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der())
+            .unwrap();
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Arc::new(config)
+    }
+
+    #[test]
+    fn h2_is_advertised_after_the_servers_own_protocols_once() {
+        let none = advertise_h2(TlsAcceptor::from(config(&[])));
+        assert_eq!(none.config().alpn_protocols, vec![b"h2".to_vec()]);
+        let own = advertise_h2(TlsAcceptor::from(config(&[b"frpc"])));
+        assert_eq!(
+            own.config().alpn_protocols,
+            vec![b"frpc".to_vec(), b"h2".to_vec()]
+        );
+        let listed = config(&[b"h2", b"x"]);
+        let same = advertise_h2(TlsAcceptor::from(listed.clone()));
+        assert!(
+            Arc::ptr_eq(same.config(), &listed),
+            "a config listing h2 is kept as it is"
+        );
+    }
+}
