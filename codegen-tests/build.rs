@@ -143,9 +143,11 @@ fn renumber_health_client(path: &std::path::Path) -> Result<(), Box<dyn std::err
             "\"Watch\"," => method = "Watch",
             "10," if method == "Check" => (line, changed) = (line.replace("10", "0xFF00"), changed + 1),
             "11," if method == "Watch" => (line, changed) = (line.replace("11", "0xFF01"), changed + 1),
+            // `traced`'s operation, then the call's: `call_unary_at(` and its client on lines
+            // of their own keep the method.
+            "::frpc::codegen::call_unary_at(" | "&self.client," => {}
             _ => {
                 for (from, to) in [
-                    ("call_unary(&self.client, 10,", "call_unary(&self.client, 0xFF00,"),
                     (
                         "call_server_streaming(&self.client, 11,",
                         "call_server_streaming(&self.client, 0xFF01,",

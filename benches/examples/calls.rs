@@ -17,7 +17,12 @@
 //!                              # layers, no recorder installed
 //! valgrind --tool=callgrind target/release/examples/calls layers 20000   # `channel` with a
 //!                              # do-nothing layer on each side: what any layer costs
+//! valgrind --tool=callgrind target/release/examples/calls shared 20000    # `on`, on a port
+//!                              # shared with gRPC
 //! ```
+//!
+//! `shared` is `on` with the server built with `grpc(true)`: what the fRPC face pays for
+//! sharing its port with the gRPC face (the first byte of each connection is peeked).
 //!
 //! Run each with two call counts: the difference of the totals over the difference of the
 //! counts is the cost of one call, start-up excluded.
@@ -30,7 +35,10 @@ use tower::util::MapRequestLayer;
 fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mut args = std::env::args().skip(1);
     use Metrics::{Idle, Layers, Off, Recorded};
-    let (wire, channel, metrics, name) = match args.next().as_deref() {
+    let mode = args.next();
+    // The fRPC face on a port shared with gRPC.
+    let shared = mode.as_deref() == Some("shared");
+    let (wire, channel, metrics, name) = match mode.as_deref() {
         Some("on") => (Wire::Polyglot, false, Off, "extensions on, polyglot"),
         Some("off") => (Wire::Plain, false, Off, "extensions off"),
         Some("protobuf") => (Wire::Protobuf, false, Off, "extensions on, protobuf"),
@@ -39,6 +47,12 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             true,
             Off,
             "extensions on, polyglot, through a Channel",
+        ),
+        Some("shared") => (
+            Wire::Polyglot,
+            false,
+            Off,
+            "extensions on, polyglot, port shared with gRPC",
         ),
         Some("metrics") => (
             Wire::Polyglot,
@@ -58,7 +72,11 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             Idle,
             "through a Channel, metrics layers, no recorder",
         ),
-        _ => return Err("usage: calls on|off|protobuf|channel|metrics|metrics-idle [CALLS]".into()),
+        _ => {
+            return Err(
+                "usage: calls on|off|protobuf|channel|shared|metrics|metrics-idle|layers [CALLS]".into(),
+            );
+        }
     };
     if metrics == Recorded {
         // The exporter's recorder, without its HTTP listener: what a scrape would read.
@@ -74,6 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let addr = listener.local_addr()?;
         let framing = frpc::Framing::Frisbee;
         let layers = move |builder: frpc::Builder| match metrics {
+            Off if shared => builder.grpc(true),
             Off => builder,
             Layers => builder.layer(MapRequestLayer::new(std::convert::identity::<frpc::CallRequest>)),
             Idle | Recorded => builder.layer(MetricsLayer::new()),

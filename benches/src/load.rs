@@ -93,6 +93,8 @@ impl LoadArgs {
             | Framework::FrpcProtobuf
             | Framework::FrpcPlain => "frpc",
             Framework::FrpcChannel => "frpc-channel",
+            // frpc-grpc's client is tonic's.
+            Framework::FrpcGrpc => "tonic",
             other => other.name(),
         };
         Ok(Peer {

@@ -132,9 +132,12 @@ async fn python_grpcio_calls_the_shared_port() {
     frpc_calls(addr).await;
 
     assert_eq!(events.recv().await.unwrap(), "deadline started");
-    assert_eq!(events.recv().await.unwrap(), "deadline cancelled");
     assert_eq!(lines.next_line().await.unwrap().unwrap(), "STARTED");
-    assert_eq!(events.recv().await.unwrap(), "hang started");
+    // grpcio's own timer ends the deadline call and the script starts the next at once: the
+    // first handler's cancel and the second's start race.
+    let mut seen = [events.recv().await.unwrap(), events.recv().await.unwrap()];
+    seen.sort();
+    assert_eq!(seen, ["deadline cancelled", "hang started"]);
     stdin.write_all(b"go\n").await.unwrap();
     assert_eq!(events.recv().await.unwrap(), "hang cancelled");
     stdin.write_all(b"go\n").await.unwrap();

@@ -795,7 +795,12 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
                 "capture.EchoService",
                 "Echo",
                 10,
-                ::frpc::codegen::call_unary(&self.client, 10, &request),
+                ::frpc::codegen::call_unary_at(
+                    &self.client,
+                    10,
+                    "/capture.EchoService/Echo",
+                    &request,
+                ),
             )
             .await
     }
@@ -820,7 +825,12 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
                 "capture.EchoService",
                 "Testy",
                 12,
-                ::frpc::codegen::call_unary(&self.client, 12, &request),
+                ::frpc::codegen::call_unary_at(
+                    &self.client,
+                    12,
+                    "/capture.EchoService/Testy",
+                    &request,
+                ),
             )
             .await
     }

@@ -44,7 +44,9 @@ pub struct Reply {
     pub limits: DecodeLimits,
 }
 
-mod sealed {
+/// Keeps [`Caller`] frpc's: implemented here for the client and channel, and by the gRPC
+/// face's `GrpcChannel` (which names this, not the other way round).
+pub(crate) mod sealed {
     pub trait Sealed {}
     impl Sealed for crate::Client {}
     impl Sealed for crate::Channel {}
@@ -52,7 +54,9 @@ mod sealed {
 
 /// What a generated client (`FooClient<T>`) calls through: a [`Client`] (one connection, the
 /// default: `FooClient` is `FooClient<frpc::Client>`) or a [`crate::Channel`] (reconnecting,
-/// balanced over several servers, with client layers). Sealed: frpc implements it for those two.
+/// balanced over several servers, with client layers), or, with the `grpc` feature, a
+/// `frpc::grpc::GrpcChannel` (unary calls to any gRPC server). Sealed: frpc implements it for
+/// those.
 pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// A handle whose calls time out after `timeout`.
     fn with_timeout(&self, timeout: Duration) -> Self;
@@ -63,14 +67,28 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// A handle whose unary calls leave their response metadata in `slot`.
     fn with_response_metadata(&self, slot: &MetadataSlot) -> Self;
 
-    /// Makes one unary call (generated code calls this): `encode` writes the request in
-    /// protobuf (`true`) or polyglot, as the connection the call goes to negotiated.
+    /// Makes one unary call by operation number: `encode` writes the request in protobuf
+    /// (`true`) or polyglot, as the connection the call goes to negotiated.
     #[doc(hidden)]
     fn call(
         &self,
         op: u16,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl Future<Output = Result<Reply, Error>> + Send;
+
+    /// Makes one unary call to the method with operation number `op` and gRPC path `path`
+    /// (`/package.Service/Method`; generated clients call this): fRPC goes by `op`, gRPC by
+    /// `path`.
+    #[doc(hidden)]
+    fn call_at(
+        &self,
+        op: u16,
+        path: &'static str,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send {
+        let _ = path;
+        self.call(op, encode)
+    }
 
     /// The connection a stream opens on, as a handle carrying this one's timeout and metadata.
     #[doc(hidden)]

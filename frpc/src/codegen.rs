@@ -226,16 +226,30 @@ pub fn traced<F: Future>(
     call.instrument(tracing::debug_span!("call", service, method, op))
 }
 
+/// A unary call by operation number alone (no gRPC path: a `GrpcChannel` refuses it).
 pub async fn call_unary<Req: Message, Resp: Message>(
     client: &impl Caller,
     op: u16,
+    request: &Req,
+) -> Result<Resp, Error> {
+    call_unary_at(client, op, "", request).await
+}
+
+/// A unary call to operation `op`, gRPC path `path` (`/package.Service/Method`): what
+/// generated clients call.
+pub async fn call_unary_at<Req: Message, Resp: Message>(
+    client: &impl Caller,
+    op: u16,
+    path: &'static str,
     request: &Req,
 ) -> Result<Resp, Error> {
     // The encoding is picked where the connection is known (protobuf once it was negotiated),
     // and protobuf only if the reply's type reads it too: the server answers in the request's
     // encoding.
     let reply = client
-        .call(op, |protobuf| codec::encode(request, Resp::PROTOBUF && protobuf))
+        .call_at(op, path, |protobuf| {
+            codec::encode(request, Resp::PROTOBUF && protobuf)
+        })
         .await?;
     decode_reply(&reply)
 }

@@ -135,9 +135,10 @@ impl Builder {
     /// connection's first byte tells an HTTP/2 client's preface (`P`) from a Frisbee header
     /// (`00`), with no byte consumed and no wait beyond that byte. The gRPC face is
     /// [`crate::grpc::GrpcServer`] over the same service objects (messages up to
-    /// `ConnectionConfig::max_content_length`). Cleartext only: with [`Builder::tls`] every
-    /// connection is fRPC over TLS. (A legacy-framing client whose first packet id is 0x50xx
-    /// would be taken for HTTP/2; clients number ids from 0.)
+    /// `ConnectionConfig::max_content_length`). With [`Builder::tls`] every connection is TLS:
+    /// the server advertises ALPN `h2`, and a client that chose it is a gRPC client, any other
+    /// (no ALPN, or another protocol) an fRPC one. (A cleartext legacy-framing client whose
+    /// first packet id is 0x50xx would be taken for HTTP/2; clients number ids from 0.)
     #[cfg(feature = "grpc")]
     pub fn grpc(mut self, on: bool) -> Builder {
         self.grpc = on;
@@ -374,13 +375,21 @@ impl Builder {
                 .fold(face, |face, service| face.add_shared(service.clone()))
         });
         let reflection = reflection(&self.services);
+        #[cfg(feature = "tls")]
+        let tls = self.tls;
+        // A shared port over TLS advertises ALPN `h2`, which gRPC clients require.
+        #[cfg(all(feature = "tls", feature = "grpc"))]
+        let tls = tls.map(|tls| match grpc.is_some() {
+            true => crate::grpc::tls::advertise_h2(tls),
+            false => tls,
+        });
         Ok(Server {
             shared: Arc::new(Shared {
                 services: self.services,
                 stack,
                 raw: self.raw.into_iter().map(|(_, handler)| handler).collect(),
                 #[cfg(feature = "tls")]
-                tls: self.tls,
+                tls,
                 #[cfg(feature = "grpc")]
                 grpc,
                 routes,
@@ -808,16 +817,6 @@ async fn serve_connection(
     let config = &shared.config.connection;
     let Ok(peer) = stream.peer_addr() else { return };
     let _ = stream.set_nodelay(config.nodelay);
-    #[cfg(feature = "grpc")]
-    if let Some(grpc) = &shared.grpc
-        && crate::grpc::is_http2(&stream, config.idle_timeout).await
-    {
-        let signals = crate::grpc::Signals {
-            draining: shutdown.clone(),
-            force: force.clone(),
-        };
-        return grpc.serve_io_until(stream, peer, signals).await;
-    }
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
         let handshake = tokio::time::timeout(config.idle_timeout, acceptor.accept(stream)).await;
@@ -826,12 +825,38 @@ async fn serve_connection(
             Ok(Err(err)) => return tracing::debug!(%peer, error = %err, "TLS handshake failed"),
             Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
         };
+        // Over TLS, gRPC clients are those that chose ALPN `h2`.
+        #[cfg(feature = "grpc")]
+        if let Some(grpc) = &shared.grpc
+            && crate::grpc::tls::chose_h2(&tls)
+        {
+            return grpc
+                .serve_io_until(tls, peer, grpc_signals(&shutdown, &force))
+                .await;
+        }
         // Takeover is not offered over TLS: no way to join the halves back.
         return run_connection(shared, tokio::io::split(tls), None, peer, shutdown, force).await;
+    }
+    #[cfg(feature = "grpc")]
+    if let Some(grpc) = &shared.grpc
+        && crate::grpc::is_http2(&stream, config.idle_timeout).await
+    {
+        return grpc
+            .serve_io_until(stream, peer, grpc_signals(&shutdown, &force))
+            .await;
     }
     let join: Join<_, _> =
         Box::new(|read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other));
     run_connection(shared, stream.into_split(), Some(join), peer, shutdown, force).await;
+}
+
+/// What a gRPC connection on the shared port follows: the server's shutdown and its end.
+#[cfg(feature = "grpc")]
+fn grpc_signals(shutdown: &CancellationToken, force: &CancellationToken) -> crate::grpc::Signals {
+    crate::grpc::Signals {
+        draining: shutdown.clone(),
+        force: force.clone(),
+    }
 }
 
 /// Serves one connection until it closes. When the reader stops (the peer closed, the server

@@ -70,6 +70,17 @@ pub async fn serve(
     serve_with(listener, framing, concurrency, wire, |builder| builder).await
 }
 
+/// [`serve`] on a port shared with gRPC clients (`Builder::grpc(true)`): fRPC clients as
+/// before, gRPC clients (HTTP/2) to frpc's gRPC face.
+pub async fn serve_shared(
+    listener: tokio::net::TcpListener,
+    framing: frpc::Framing,
+    concurrency: frpc::Concurrency,
+    wire: Wire,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve_with(listener, framing, concurrency, wire, |builder| builder.grpc(true)).await
+}
+
 /// [`serve`] with the builder's last touches (layers) from `finish`.
 pub async fn serve_with(
     listener: tokio::net::TcpListener,

@@ -52,6 +52,11 @@ pub enum Framework {
     /// endpoint) instead of a plain `frpc::Client`. Not in the default run; next to
     /// frpc-inline it shows what the channel costs.
     FrpcChannel,
+    /// frpc's gRPC face (`frpc::grpc`): the frpc-inline server with `grpc(true)`, called by
+    /// the tonic client over HTTP/2 on the shared port. Not in the default run; next to tonic
+    /// (the same client on both) it shows what serving gRPC through frpc costs against tonic's
+    /// own server.
+    FrpcGrpc,
     /// tonic with its defaults plus TCP_NODELAY.
     Tonic,
     /// The same 10-byte header echoed by plain tokio: the machine's limit.
@@ -68,12 +73,13 @@ impl Framework {
     ];
 
     /// Every framework `--frameworks` accepts.
-    pub const KNOWN: [Framework; 7] = [
+    pub const KNOWN: [Framework; 8] = [
         Framework::FrpcInline,
         Framework::FrpcPerRpc,
         Framework::FrpcProtobuf,
         Framework::FrpcPlain,
         Framework::FrpcChannel,
+        Framework::FrpcGrpc,
         Framework::Tonic,
         Framework::Raw,
     ];
@@ -86,6 +92,7 @@ impl Framework {
             Framework::FrpcProtobuf => "frpc-protobuf",
             Framework::FrpcPlain => "frpc-plain",
             Framework::FrpcChannel => "frpc-channel",
+            Framework::FrpcGrpc => "frpc-grpc",
             Framework::Tonic => "tonic",
             Framework::Raw => "raw",
         }
@@ -107,7 +114,7 @@ impl FromStr for Framework {
             .ok_or_else(|| {
                 format!(
                     "unknown framework {s:?} (frpc-inline, frpc-per-rpc, frpc-protobuf, frpc-plain, \
-                     frpc-channel, tonic, raw)"
+                     frpc-channel, frpc-grpc, tonic, raw)"
                 )
             })
     }
@@ -127,6 +134,7 @@ pub async fn serve(
         Framework::FrpcPerRpc => frpc::serve(listener, framing, PerRpc, frpc::Wire::Polyglot).await,
         Framework::FrpcProtobuf => frpc::serve(listener, framing, Inline, frpc::Wire::Protobuf).await,
         Framework::FrpcPlain => frpc::serve(listener, framing, Inline, frpc::Wire::Plain).await,
+        Framework::FrpcGrpc => frpc::serve_shared(listener, framing, Inline, frpc::Wire::Polyglot).await,
         Framework::Tonic => tonic::serve(listener).await,
         Framework::Raw => Ok(raw::serve(listener, framing).await?),
     }
@@ -159,7 +167,8 @@ impl Client {
                 Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Plain).await)
             }
             Framework::FrpcChannel => Client::FrpcChannel(frpc::Client::connect_channel(addr, framing).await),
-            Framework::Tonic => Client::Tonic(tonic::Client::connect(addr).await),
+            // The same tonic client on frpc's gRPC face as on tonic's server.
+            Framework::Tonic | Framework::FrpcGrpc => Client::Tonic(tonic::Client::connect(addr).await),
             Framework::Raw => Client::Raw(raw::Client::connect(addr, framing).await),
         }
     }

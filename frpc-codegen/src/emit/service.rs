@@ -424,12 +424,16 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
         let input = path(&m.input);
         let output = path(&m.output);
         match m.kind {
-            MethodKind::Unary => quote! {
-                #doc
-                pub async fn #f(&self, request: #input) -> ::core::result::Result<#output, ::frpc::Error> {
-                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_unary(&self.client, #op, &request)).await
+            MethodKind::Unary => {
+                // gRPC's path of the method, for clients that call gRPC servers.
+                let grpc_path = format!("/{full_name}/{name}");
+                quote! {
+                    #doc
+                    pub async fn #f(&self, request: #input) -> ::core::result::Result<#output, ::frpc::Error> {
+                        ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_unary_at(&self.client, #op, #grpc_path, &request)).await
+                    }
                 }
-            },
+            }
             MethodKind::ServerStreaming => quote! {
                 #doc
                 pub async fn #f(

@@ -53,6 +53,11 @@ mod call;
 mod shutdown;
 mod stream;
 
+mod client;
+#[cfg(feature = "tls")]
+pub(crate) mod tls;
+pub use client::GrpcChannel;
+
 /// tonic's default limit on a received message (4 MiB), kept as ours.
 const DEFAULT_MAX_DECODING: usize = 4 * 1024 * 1024;
 

@@ -1,0 +1,368 @@
+//! The gRPC client direction: frpc's generated `BenchmarkServiceClient` over
+//! `frpc::grpc::GrpcChannel`, calling a plain tonic server of the same proto and frpc's own
+//! gRPC face (alone and on a shared port), over real TCP: replies, every status code, metadata
+//! both ways, the timeout as `grpc-timeout`, a dropped call cancelling the handler, and the
+//! errors of what it cannot do (streaming, a call with no gRPC path, nobody listening).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use frpc::grpc::GrpcChannel;
+use frpc_bench::frameworks::frpc::pb as fpb;
+use frpc_bench::frameworks::tonic::pb as tpb;
+use tokio::sync::mpsc;
+
+/// What a handler saw, reported to the test.
+type Events = mpsc::UnboundedSender<String>;
+
+/// A plain tonic server's handler: behaves by the request's text (`echo:x`, `status:N`,
+/// `meta`, `deadline`, `hang`).
+struct TonicSvc {
+    events: Events,
+}
+
+#[tonic::async_trait]
+impl tpb::benchmark_service_server::BenchmarkService for TonicSvc {
+    async fn benchmark(
+        &self,
+        request: tonic::Request<tpb::Request>,
+    ) -> Result<tonic::Response<tpb::Response>, tonic::Status> {
+        let timeout = request.metadata().get("grpc-timeout").cloned();
+        let metadata = request.metadata().clone();
+        let text = request.into_inner().message;
+        if let Some(code) = text.strip_prefix("status:") {
+            let code = tonic::Code::from_i32(code.parse().unwrap());
+            return Err(tonic::Status::new(code, format!("tonic failed with {code:?}")));
+        }
+        match text.as_str() {
+            "meta" => {
+                let user = metadata
+                    .get("x-user")
+                    .map_or("-", |v| v.to_str().unwrap())
+                    .to_string();
+                let bin = metadata.get_bin("x-trace-bin").map(|v| v.to_bytes().unwrap());
+                let mut response = tonic::Response::new(tpb::Response {
+                    message: user.clone(),
+                });
+                response
+                    .metadata_mut()
+                    .insert("x-echo-user", user.parse().unwrap());
+                let bin = tonic::metadata::BinaryMetadataValue::from_bytes(&bin.unwrap_or_default());
+                response.metadata_mut().insert_bin("x-echo-bin", bin);
+                Ok(response)
+            }
+            "deadline" | "hang" => {
+                let timeout = timeout.map(|v| v.to_str().unwrap().to_string());
+                self.events.send(format!("grpc-timeout {timeout:?}")).unwrap();
+                std::future::pending().await
+            }
+            _ => Ok(tonic::Response::new(tpb::Response { message: text })),
+        }
+    }
+
+    async fn blob(
+        &self,
+        request: tonic::Request<tpb::BlobRequest>,
+    ) -> Result<tonic::Response<tpb::BlobResponse>, tonic::Status> {
+        Ok(tonic::Response::new(tpb::BlobResponse {
+            data: request.into_inner().data,
+        }))
+    }
+}
+
+/// frpc's handler, the same behaviours (`grpc_face.rs`'s).
+struct FrpcSvc {
+    events: Events,
+}
+
+impl fpb::BenchmarkService for FrpcSvc {
+    async fn benchmark(
+        &self,
+        ctx: &frpc::Context,
+        request: fpb::Request,
+    ) -> Result<fpb::Response, frpc::Status> {
+        let text = request.message;
+        if let Some(code) = text.strip_prefix("status:") {
+            let code = frpc::Code::from_u8(code.parse().unwrap()).unwrap();
+            return Err(frpc::Status::with_code(code, format!("frpc failed with {code}")));
+        }
+        match text.as_str() {
+            "meta" => {
+                let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();
+                let mut reply = frpc::Metadata::new();
+                reply.insert("x-echo-user", &user).unwrap();
+                let bin = ctx.metadata().get_bin("x-trace-bin").unwrap_or(b"").to_vec();
+                reply.insert_bin("x-echo-bin", bin).unwrap();
+                ctx.set_response_metadata(reply);
+                Ok(fpb::Response { message: user })
+            }
+            "deadline" | "hang" => {
+                let deadline = ctx.deadline().is_some();
+                self.events.send(format!("deadline {deadline}")).unwrap();
+                let (ctx, events) = (ctx.clone(), self.events.clone());
+                tokio::spawn(async move {
+                    ctx.cancelled().await;
+                    events.send("cancelled".into()).unwrap();
+                });
+                std::future::pending().await
+            }
+            _ => Ok(fpb::Response { message: text }),
+        }
+    }
+
+    async fn blob(
+        &self,
+        _ctx: &frpc::Context,
+        request: fpb::BlobRequest,
+    ) -> Result<fpb::BlobResponse, frpc::Status> {
+        Ok(fpb::BlobResponse { data: request.data })
+    }
+}
+
+/// A plain tonic server (tonic's own transport), its events.
+async fn tonic_server() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let service = tpb::benchmark_service_server::BenchmarkServiceServer::new(TonicSvc { events: tx });
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let server = tonic::transport::Server::builder().add_service(service);
+    tokio::spawn(server.serve_with_incoming(incoming));
+    (addr, rx)
+}
+
+/// frpc's gRPC face on its own listener.
+async fn frpc_face() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server =
+        frpc::grpc::GrpcServer::new().add_service(fpb::BenchmarkServiceServer::new(FrpcSvc { events: tx }));
+    tokio::spawn(server.serve_listener(listener));
+    (addr, rx)
+}
+
+/// An frpc server serving fRPC and gRPC on one port.
+async fn shared_port() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .add_service(fpb::BenchmarkServiceServer::new(FrpcSvc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    (addr, rx)
+}
+
+async fn client(addr: SocketAddr) -> fpb::BenchmarkServiceClient<GrpcChannel> {
+    let channel = GrpcChannel::connect(&format!("http://{addr}")).await.unwrap();
+    fpb::BenchmarkServiceClient::new(channel)
+}
+
+fn request(text: &str) -> fpb::Request {
+    fpb::Request { message: text.into() }
+}
+
+/// Replies, a bytes method, and every status code with its message, from `server`'s handler
+/// whose messages start with `who`.
+async fn replies_and_statuses(addr: SocketAddr, who: &str) {
+    let client = client(addr).await;
+    assert_eq!(
+        client.benchmark(request("echo:héllo")).await.unwrap().message,
+        "echo:héllo"
+    );
+    let blob = client
+        .blob(fpb::BlobRequest {
+            data: vec![0, 255, 7].into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(&blob.data[..], &[0, 255, 7]);
+    for n in 1..=16u8 {
+        let err = client
+            .benchmark(request(&format!("status:{n}")))
+            .await
+            .unwrap_err();
+        let frpc::Error::Status(status) = err else {
+            panic!("not a status: {err:?}")
+        };
+        assert_eq!(status.code() as u8, n, "{status:?}");
+        assert!(
+            status.message().starts_with(&format!("{who} failed with")),
+            "{status:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_generated_client_calls_a_plain_tonic_server() {
+    let (addr, _events) = tonic_server().await;
+    replies_and_statuses(addr, "tonic").await;
+}
+
+#[tokio::test]
+async fn a_generated_client_calls_frpcs_grpc_face() {
+    let (addr, _events) = frpc_face().await;
+    replies_and_statuses(addr, "frpc").await;
+    let (addr, _events) = shared_port().await;
+    replies_and_statuses(addr, "frpc").await;
+}
+
+/// Request metadata (text and `-bin`) reaches the handler; its response metadata comes back.
+async fn metadata_both_ways(addr: SocketAddr) {
+    let client = client(addr).await;
+    let mut metadata = frpc::Metadata::new();
+    metadata.insert("x-user", "ada").unwrap();
+    metadata.insert_bin("x-trace-bin", vec![0u8, 1, 255]).unwrap();
+    let slot = frpc::MetadataSlot::new();
+    let reply = client
+        .with_metadata(metadata)
+        .with_response_metadata(&slot)
+        .benchmark(request("meta"))
+        .await
+        .unwrap();
+    assert_eq!(reply.message, "ada");
+    let back = slot.take().expect("response metadata");
+    assert_eq!(back.get("x-echo-user"), Some("ada"));
+    assert_eq!(back.get_bin("x-echo-bin"), Some(&[0u8, 1, 255][..]));
+    assert!(
+        !back.contains_key("content-type"),
+        "HTTP's own headers are not metadata"
+    );
+}
+
+#[tokio::test]
+async fn metadata_crosses_both_ways_with_tonic_and_frpc() {
+    let (addr, _events) = tonic_server().await;
+    metadata_both_ways(addr).await;
+    let (addr, _events) = shared_port().await;
+    metadata_both_ways(addr).await;
+}
+
+/// A timed-out call's error: our own timer's, or the server's `DEADLINE_EXCEEDED`, whichever
+/// came first.
+fn is_timeout(err: &frpc::Error) -> bool {
+    match err {
+        frpc::Error::Timeout(limit) => *limit == Duration::from_millis(200),
+        frpc::Error::Status(status) => status.code() == frpc::Code::DeadlineExceeded,
+        _ => false,
+    }
+}
+
+#[tokio::test]
+async fn the_timeout_goes_as_grpc_timeout() {
+    let (addr, mut events) = tonic_server().await;
+    let to_tonic = client(addr).await.with_timeout(Duration::from_millis(200));
+    let err = to_tonic.benchmark(request("deadline")).await.unwrap_err();
+    assert!(is_timeout(&err), "{err:?}");
+    let seen = events.recv().await.unwrap();
+    // tonic encodes the remaining time, a little under 200 ms, in the unit it picks.
+    assert!(
+        seen.starts_with("grpc-timeout Some(\"") && seen.len() > 22,
+        "{seen}"
+    );
+
+    let (addr, mut events) = frpc_face().await;
+    let to_frpc = client(addr).await.with_timeout(Duration::from_millis(200));
+    let err = to_frpc.benchmark(request("deadline")).await.unwrap_err();
+    assert!(is_timeout(&err), "{err:?}");
+    assert_eq!(events.recv().await.unwrap(), "deadline true");
+    assert_eq!(events.recv().await.unwrap(), "cancelled");
+
+    let zero = to_frpc
+        .with_timeout(Duration::ZERO)
+        .benchmark(request("x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&zero, frpc::Error::Config(text) if text.contains("zero")),
+        "{zero:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_call_cancels_the_handler() {
+    let (addr, mut events) = shared_port().await;
+    let client = client(addr).await;
+    let call = tokio::spawn(async move { client.benchmark(request("hang")).await });
+    assert_eq!(events.recv().await.unwrap(), "deadline false");
+    call.abort();
+    assert_eq!(events.recv().await.unwrap(), "cancelled");
+}
+
+#[tokio::test]
+async fn what_it_cannot_do_fails_clearly() {
+    let (addr, _events) = tonic_server().await;
+    let channel = GrpcChannel::connect(&format!("http://{addr}")).await.unwrap();
+    // Streaming methods: UNIMPLEMENTED, saying why.
+    let err =
+        frpc::codegen::call_server_streaming::<fpb::Request, fpb::Response>(&channel, 10, &request("x"))
+            .await
+            .unwrap_err();
+    let frpc::Error::Status(status) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(status.code(), frpc::Code::Unimplemented);
+    assert!(status.message().contains("streaming"), "{status:?}");
+    // A call by operation number alone has no gRPC method to go to.
+    let err = frpc::codegen::call_unary::<fpb::Request, fpb::Response>(&channel, 10, &request("x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, frpc::Error::Config(text) if text.contains("gRPC method path")),
+        "{err:?}"
+    );
+    // A method the server does not have: its UNIMPLEMENTED.
+    let err = frpc::codegen::call_unary_at::<fpb::Request, fpb::Response>(
+        &channel,
+        10,
+        "/benchmark.BenchmarkService/Nope",
+        &request("x"),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&err, frpc::Error::Status(s) if s.code() == frpc::Code::Unimplemented),
+        "{err:?}"
+    );
+
+    // Nobody listening, a malformed endpoint.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let closed_addr = closed.local_addr().unwrap();
+    drop(closed);
+    let err = GrpcChannel::connect(&format!("http://{closed_addr}"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, frpc::Error::Unavailable(text) if text.contains("refused")),
+        "{err}"
+    );
+    let err = GrpcChannel::connect("no such uri").await.unwrap_err();
+    assert!(matches!(&err, frpc::Error::Config(_)), "{err}");
+}
+
+#[tokio::test]
+async fn reply_limits_apply() {
+    let (addr, _events) = tonic_server().await;
+    let channel = GrpcChannel::connect(&format!("http://{addr}"))
+        .await
+        .unwrap()
+        .max_decoding_message_size(100)
+        .max_encoding_message_size(200);
+    let client = fpb::BenchmarkServiceClient::new(channel);
+    let blob = |n: usize| fpb::BlobRequest {
+        data: vec![1; n].into(),
+    };
+    assert_eq!(client.blob(blob(90)).await.unwrap().data.len(), 90);
+    // The reply is over the client's limit (tonic's framing says OUT_OF_RANGE).
+    let err = client.blob(blob(150)).await.unwrap_err();
+    assert!(
+        matches!(&err, frpc::Error::Status(s) if s.code() == frpc::Code::OutOfRange && s.message().contains("too large")),
+        "{err:?}"
+    );
+    // A request over the sending limit never leaves.
+    let err = client.blob(blob(300)).await.unwrap_err();
+    assert!(matches!(err, frpc::Error::TooLarge { max: 200, .. }), "{err:?}");
+}
