@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use frpc_bench::frameworks::frpc::pb as fpb;
+use frpc_testdata::tools::{grpcurl as grpcurl_path, python};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -84,20 +85,6 @@ fn proto_dir() -> PathBuf {
 }
 
 /// A tool installed by `.ci/setup`: at `$var`, else at `default` under `~/.local`.
-fn tool(var: &str, default: &str, setup: &str) -> PathBuf {
-    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(&std::env::var_os("HOME").unwrap())
-            .join(".local")
-            .join(default)
-    });
-    assert!(
-        path.exists(),
-        "{} not found: run .ci/{setup} (or set {var})",
-        path.display()
-    );
-    path
-}
-
 /// The frpc client's calls go on while the third-party client runs.
 async fn frpc_calls(addr: SocketAddr) {
     let client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
@@ -115,7 +102,7 @@ async fn frpc_calls(addr: SocketAddr) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_grpcio_calls_the_shared_port() {
-    let python = tool("FRPC_PYTHON", "frpc-grpc-venv/bin/python", "setup-python");
+    let python = python();
     let (addr, mut events) = start().await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_clients.py");
     let mut child = tokio::process::Command::new(python)
@@ -147,7 +134,7 @@ async fn python_grpcio_calls_the_shared_port() {
 
 /// Runs grpcurl with `args`: its exit status, stdout and stderr.
 async fn grpcurl(args: &[&str]) -> (bool, String, String) {
-    let out = tokio::process::Command::new(tool("FRPC_GRPCURL", "grpcurl-v1.9.3/grpcurl", "setup-grpcurl"))
+    let out = tokio::process::Command::new(grpcurl_path())
         .args(args)
         .output()
         .await
@@ -292,7 +279,7 @@ async fn frpc_streams(addr: SocketAddr) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_grpcio_streams_on_the_shared_port() {
-    let python = tool("FRPC_PYTHON", "frpc-grpc-venv/bin/python", "setup-python");
+    let python = python();
     let (addr, mut events, reporter) = start_streams().await;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_streams.py");
     let mut child = tokio::process::Command::new(python)

@@ -4,13 +4,14 @@
 //! fRPC TLS client; a cleartext client is refused.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use frpc::grpc::GrpcChannel;
 use frpc::tls::rustls;
 use frpc_bench::frameworks::frpc::pb as fpb;
+use frpc_testdata::tools::grpcurl as grpcurl_path;
 
 /// Echoes, or fails with the code `status:N` names; `meta` echoes `x-user` as `x-echo-user`.
 struct Svc;
@@ -92,21 +93,6 @@ async fn start(config: Arc<rustls::ServerConfig>) -> SocketAddr {
     let addr = bound.local_addr();
     tokio::spawn(bound.serve());
     addr
-}
-
-/// grpcurl, installed by `.ci/setup-grpcurl`.
-fn grpcurl_path() -> PathBuf {
-    let path = std::env::var_os("FRPC_GRPCURL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var_os("HOME").unwrap()).join(".local/grpcurl-v1.9.3/grpcurl")
-        });
-    assert!(
-        path.exists(),
-        "{} not found: run .ci/setup-grpcurl",
-        path.display()
-    );
-    path
 }
 
 /// Runs grpcurl over TLS trusting `cacert`: its exit status, stdout and stderr.

@@ -2,24 +2,11 @@
 //! port), called by grpcurl (installed by `.ci/setup-grpcurl`) as docs/guide/grpc.md shows and
 //! by an frpc client, at the same time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use frpc::{Concurrency, Framing};
 use frpc_examples::capture::{self, pb};
-
-fn grpcurl() -> PathBuf {
-    let path = std::env::var_os("FRPC_GRPCURL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var_os("HOME").unwrap()).join(".local/grpcurl-v1.9.3/grpcurl")
-        });
-    assert!(
-        path.exists(),
-        "{} not found: run .ci/setup-grpcurl (or set FRPC_GRPCURL)",
-        path.display()
-    );
-    path
-}
+use frpc_testdata::tools::grpcurl;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpcurl_and_frpc_call_capture_server_on_one_port() {

@@ -1,9 +1,12 @@
 //! The Go packet captures in `testdata/vectors/` (`capture-frisbee-v0.1{0,1}.json`), loaded once
-//! here for every crate's tests instead of parsed again in each.
+//! here for every crate's tests instead of parsed again in each; [`tools`] finds the
+//! third-party peers (grpcurl, Python grpcio) the tests run.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
+
+pub mod tools;
 
 /// The two captures: frisbee-go v0.11 (10-byte header) and v0.10 (8-byte header).
 pub const CAPTURES: [&str; 2] = ["capture-frisbee-v0.11.json", "capture-frisbee-v0.10.json"];
