@@ -54,6 +54,7 @@ mod shutdown;
 mod stream;
 
 mod client;
+mod client_stream;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 pub use client::GrpcChannel;

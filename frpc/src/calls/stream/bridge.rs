@@ -1,31 +1,40 @@
-//! Bridged streams: a streaming call another protocol carries (the gRPC face) served by the
-//! same handler as an fRPC stream. The handler's [`Streaming`](super::Streaming) reads the
-//! request contents a [`Source`] yields, its [`StreamSender`](super::StreamSender) hands
-//! reply contents to a channel the other protocol drains; both in frpc's protobuf encoding
-//! (the marker, then the message). No stream table, credit or packets: the other protocol has
-//! its own flow control (HTTP/2's windows reach the handler through the channel's bound and
-//! the source's polling), and it ends the stream with the handler's outcome.
+//! Bridged streams: a streaming call another protocol carries, on either side. On a server
+//! (the gRPC face) the same handler as an fRPC stream serves it: its
+//! [`Streaming`](super::Streaming) reads the request contents a [`Source`] yields, its
+//! [`StreamSender`](super::StreamSender) hands reply contents to a channel the other protocol
+//! drains. On a client (`GrpcChannel`, see [`BridgedCall`]) the roles swap: the requests go
+//! into the channel, the replies come from the source. Both in frpc's protobuf encoding (the
+//! marker, then the message). No stream table, credit or packets: the other protocol has its
+//! own flow control (HTTP/2's windows reach the sender through the channel's bound and the
+//! source's polling), and it ends the stream with the call's outcome.
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll, ready};
+use std::time::Duration;
 
 use bytes::Bytes;
 use frpc_wire::polyglot::{Envelope, Message};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::calls::codec;
 use crate::calls::ext::CallState;
 use crate::config::DecodeLimits;
 use crate::metadata::Metadata;
-use crate::status::{Error, Status};
+use crate::status::Error;
 
-/// The request contents of a bridged stream, each the marker and a protobuf message; a status
-/// ends the stream abnormally (the request was cut off, or over the size limit).
-pub(crate) type Source = Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, Status>> + Send>>;
+/// The inbound contents of a bridged stream (a server's requests, a client's replies), each
+/// the marker and a protobuf message; an error ends the stream abnormally (the peer's status,
+/// a message over the size limit, the call's timeout).
+pub(crate) type Source = Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, Error>> + Send>>;
+
+/// What keeps a client's bridged call alive: the call is cancelled once every holder (its
+/// sender, its source) is gone.
+pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
 /// What a bridged [`ServerStream`](super::ServerStream) is made of, until its handler splits it.
 pub(crate) struct Bridge {
@@ -78,6 +87,8 @@ pub(crate) struct BridgedStreaming<T> {
     source: Mutex<Source>,
     limits: DecodeLimits,
     pub(super) done: bool,
+    /// A server's requests: what does not decode is the client's bad argument.
+    server: bool,
     _message: PhantomData<fn() -> T>,
 }
 
@@ -91,17 +102,19 @@ impl<T> fmt::Debug for BridgedStreaming<T> {
 }
 
 impl<T: Message> BridgedStreaming<T> {
-    pub(super) fn new(source: Source, limits: DecodeLimits) -> BridgedStreaming<T> {
+    pub(super) fn new(source: Source, limits: DecodeLimits, server: bool) -> BridgedStreaming<T> {
         BridgedStreaming {
             source: Mutex::new(source),
             limits,
             done: false,
+            server,
             _message: PhantomData,
         }
     }
 
-    /// The next request: `Ok(None)` at the end, the source's status once it failed, and
-    /// [`Error::InvalidMessage`] (the client's bad argument) for one that does not decode.
+    /// The next message: `Ok(None)` at the end, the source's error once it failed; one that
+    /// does not decode is [`Error::InvalidMessage`] on a server (the client's bad argument),
+    /// [`Error::Decode`] on a client.
     pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
         if self.done {
             return Poll::Ready(Ok(None));
@@ -109,9 +122,9 @@ impl<T: Message> BridgedStreaming<T> {
         let source = self.source.get_mut().unwrap_or_else(|e| e.into_inner());
         let content = match ready!(source.as_mut().poll_next(cx)) {
             Some(Ok(content)) => content,
-            Some(Err(status)) => {
+            Some(Err(err)) => {
                 self.done = true;
-                return Poll::Ready(Err(Error::Status(status)));
+                return Poll::Ready(Err(err));
             }
             None => {
                 self.done = true;
@@ -123,25 +136,44 @@ impl<T: Message> BridgedStreaming<T> {
             Ok(Envelope::Error(text)) => {
                 Err(Error::InvalidMessage(format!("unexpected error message: {text}")))
             }
-            Err(err) => Err(Error::InvalidMessage(err.to_string())),
+            Err(err) if self.server => Err(Error::InvalidMessage(err.to_string())),
+            Err(err) => Err(Error::Decode(err)),
         })
     }
 }
 
 /// The outbound half of a bridged stream. Cheap to clone.
 pub(crate) struct BridgedSender<T> {
-    replies: mpsc::Sender<Bytes>,
-    draining: CancellationToken,
-    headers: Arc<Headers>,
+    /// `None` once a client closed its request stream.
+    out: Option<mpsc::Sender<Bytes>>,
+    side: Side,
     _message: PhantomData<fn(T)>,
+}
+
+/// What a bridged sender checks besides sending: a server's shutdown and headers, a client's
+/// size limit and deadline.
+#[derive(Clone)]
+enum Side {
+    Server {
+        /// Fires when the server begins shutting down.
+        draining: CancellationToken,
+        headers: Arc<Headers>,
+    },
+    Client {
+        /// The largest request message (its protobuf bytes).
+        max: usize,
+        /// The call's deadline and timeout.
+        deadline: Option<(Instant, Duration)>,
+        /// Keeps the call alive while the sender lives (`None` once it closed).
+        keep: Option<Keep>,
+    },
 }
 
 impl<T> Clone for BridgedSender<T> {
     fn clone(&self) -> Self {
         BridgedSender {
-            replies: self.replies.clone(),
-            draining: self.draining.clone(),
-            headers: self.headers.clone(),
+            out: self.out.clone(),
+            side: self.side.clone(),
             _message: PhantomData,
         }
     }
@@ -153,34 +185,119 @@ impl<T> fmt::Debug for BridgedSender<T> {
     }
 }
 
+impl<T> BridgedSender<T> {
+    /// Ends a client's request stream (the other protocol's half-close) and lets the call go
+    /// once its replies are read. Later sends fail.
+    pub(super) fn close(&mut self) {
+        self.out = None;
+        if let Side::Client { keep, .. } = &mut self.side {
+            *keep = None;
+        }
+    }
+}
+
 impl<T: Message> BridgedSender<T> {
     pub(super) fn new(bridge: &Bridge) -> BridgedSender<T> {
         BridgedSender {
-            replies: bridge.replies.clone(),
-            draining: bridge.draining.clone(),
-            headers: bridge.headers.clone(),
+            out: Some(bridge.replies.clone()),
+            side: Side::Server {
+                draining: bridge.draining.clone(),
+                headers: bridge.headers.clone(),
+            },
             _message: PhantomData,
         }
     }
 
-    /// One reply in protobuf, to [`send`](Self::send). Fails with [`Error::ShuttingDown`]
+    /// One message in protobuf, to [`send`](Self::send). Fails with [`Error::ShuttingDown`]
     /// once the server began shutting down, unless `stream` is off (a client-streaming
-    /// call's one reply goes out during a shutdown, as a unary reply does).
+    /// call's one reply goes out during a shutdown, as a unary reply does); on a client with
+    /// [`Error::TooLarge`] over the size limit (the stream stays usable).
     pub(super) fn encode(&self, message: &T, stream: bool) -> Result<Bytes, Error> {
-        match stream && self.draining.is_cancelled() {
-            true => Err(Error::ShuttingDown),
-            false => Ok(codec::encode(message, true)),
+        match &self.side {
+            Side::Server { draining, .. } if stream && draining.is_cancelled() => Err(Error::ShuttingDown),
+            Side::Server { .. } => Ok(codec::encode(message, true)),
+            Side::Client { max, .. } => {
+                let content = codec::encode(message, true);
+                let len = content.len() - 1;
+                match len > *max {
+                    true => Err(Error::TooLarge {
+                        len,
+                        max: u32::try_from(*max).unwrap_or(u32::MAX),
+                    }),
+                    false => Ok(content),
+                }
+            }
         }
     }
 
-    /// Sends one encoded reply, waiting while the channel is full (the client reads slower
-    /// than the handler sends); fails with [`Error::Cancelled`] once the call is over (the
-    /// client went, or the handler returned).
+    /// Sends one encoded message, waiting while the channel is full (the peer reads slower
+    /// than this side sends); fails with [`Error::Cancelled`] once the call is over (the peer
+    /// went, the handler returned, the request stream was closed) and on a client with
+    /// [`Error::Timeout`] once its deadline passed.
     pub(super) async fn send(&self, content: Result<Bytes, Error>) -> Result<(), Error> {
         let content = content?;
-        // The response's headers are what the handler set before its first reply.
-        self.headers.get();
-        self.replies.send(content).await.map_err(|_| Error::Cancelled)
+        let out = self.out.as_ref().ok_or(Error::Cancelled)?;
+        match &self.side {
+            Side::Server { headers, .. } => {
+                // The response's headers are what the handler set before its first reply.
+                headers.get();
+                out.send(content).await.map_err(|_| Error::Cancelled)
+            }
+            Side::Client { deadline: None, .. } => out.send(content).await.map_err(|_| Error::Cancelled),
+            Side::Client {
+                deadline: Some((at, limit)),
+                ..
+            } => match tokio::time::timeout_at(*at, out.send(content)).await {
+                Ok(sent) => sent.map_err(|_| Error::Cancelled),
+                Err(_) => Err(Error::Timeout(*limit)),
+            },
+        }
+    }
+}
+
+/// A client's streaming call another protocol carries (`GrpcChannel`'s), before it is typed:
+/// the channel its requests go into, the source of its replies. Made by the protocol's
+/// client, split into the user's handles by [`BridgedCall::split`].
+#[doc(hidden)]
+pub struct BridgedCall {
+    /// Where requests go: `None` when the request already went (server streaming).
+    pub(crate) requests: Option<mpsc::Sender<Bytes>>,
+    /// The replies, then the call's outcome.
+    pub(crate) replies: Source,
+    /// What decoding a reply may cost.
+    pub(crate) limits: DecodeLimits,
+    /// The largest request message (protobuf bytes).
+    pub(crate) max_encoding: usize,
+    /// The call's deadline and timeout, for sends.
+    pub(crate) deadline: Option<(Instant, Duration)>,
+    /// Keeps the call alive while the request sender lives.
+    pub(crate) keep: Keep,
+}
+
+impl fmt::Debug for BridgedCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BridgedCall").finish_non_exhaustive()
+    }
+}
+
+impl BridgedCall {
+    /// The call's typed handles: requests in protobuf into the channel, replies from the
+    /// source.
+    pub(crate) fn split<Req: Message, Resp: Message>(self) -> (super::StreamSender<Req>, super::Streaming<Resp>) {
+        let sender = BridgedSender {
+            out: self.requests,
+            side: Side::Client {
+                max: self.max_encoding,
+                deadline: self.deadline,
+                keep: Some(self.keep),
+            },
+            _message: PhantomData,
+        };
+        let inbound = BridgedStreaming::new(self.replies, self.limits, false);
+        (
+            super::StreamSender(super::outbound::Sending::Bridged(sender)),
+            super::Streaming(super::inbound::Receiving::Bridged(inbound)),
+        )
     }
 }
 
@@ -189,5 +306,5 @@ pub(super) fn split<Req: Message, Resp: Message>(
     bridge: Bridge,
 ) -> (BridgedStreaming<Req>, BridgedSender<Resp>) {
     let sender = BridgedSender::new(&bridge);
-    (BridgedStreaming::new(bridge.source, bridge.limits), sender)
+    (BridgedStreaming::new(bridge.source, bridge.limits, true), sender)
 }
