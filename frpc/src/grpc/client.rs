@@ -7,8 +7,9 @@
 //! pass along) with the request's protobuf encoding as its message; request metadata (text and
 //! `-bin`) goes as headers, the call timeout as `grpc-timeout`, and the reply's headers and
 //! trailers come back as response metadata. A gRPC status comes back as [`Error::Status`],
-//! code for code and message for message. Streaming methods are not carried yet: opening one
-//! fails with `UNIMPLEMENTED`.
+//! code for code and message for message. Streaming methods (`client_stream.rs`) go the same
+//! way as bridged streams: the user's `Streaming`, `ClientStreamingCall` and `BidiCall` are
+//! fRPC's types, fed by the HTTP/2 stream.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +30,15 @@ use crate::status::{Code, Error, Status};
 /// Calls gRPC servers (tonic, grpc-go, grpcio, frpc's own gRPC face) with generated frpc
 /// clients: `FooClient::new(GrpcChannel::connect("http://127.0.0.1:50051").await?)`.
 ///
-/// Unary methods only: streaming methods fail with `UNIMPLEMENTED` (an [`Error::Status`]).
+/// Every kind of method: unary calls return the reply, streaming calls the types they return
+/// over fRPC ([`crate::Streaming`], [`crate::ClientStreamingCall`], [`crate::BidiCall`]), so
+/// code using a generated client is the same whatever it calls through. A stream's replies end
+/// with the status of its trailers (`Ok(None)` for `OK`, else [`Error::Status`]); closing its
+/// request side is HTTP/2's half-close; dropping the whole call (sender and replies) resets the
+/// HTTP/2 stream, and the handle's timeout bounds the whole stream ([`Error::Timeout`]).
+/// Response metadata of a stream reaches the handle's slot as its headers come, then with its
+/// trailers at its end.
+///
 /// Cheap to clone; clones share the HTTP/2 connection. Messages up to 4 MiB each way by default
 /// (gRPC's defaults).
 ///

@@ -160,15 +160,15 @@ impl Call {
     }
 
     /// A status as the call's error: the call's timeout when its time is up (tonic's own
-    /// timer, or the server's `DEADLINE_EXCEEDED` once ours passed too), else the status.
+    /// timer; or, once ours passed too, the server's `DEADLINE_EXCEEDED`, or the `CANCELLED`
+    /// tonic servers answer when their `grpc-timeout` timer wins the race), else the status.
     fn error(&self, status: &tonic::Status) -> Error {
+        let late = |(at, _): (Instant, Duration)| {
+            matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled)
+                && Instant::now() >= at
+        };
         match self.deadline {
-            Some((at, limit))
-                if timed_out(status)
-                    || (status.code() == tonic::Code::DeadlineExceeded && Instant::now() >= at) =>
-            {
-                Error::Timeout(limit)
-            }
+            Some((at, limit)) if timed_out(status) || late((at, limit)) => Error::Timeout(limit),
             _ => Error::Status(from_grpc(status)),
         }
     }
