@@ -441,6 +441,15 @@ async fn drain(mut replies: frpc::Streaming<spb::Item>) -> (Vec<u32>, Result<(),
     }
 }
 
+/// The next thing a handler saw: a test that waits for what never comes fails, rather than
+/// hangs.
+async fn event(events: &mut mpsc::UnboundedReceiver<String>) -> String {
+    let next = tokio::time::timeout(Duration::from_secs(10), events.recv());
+    next.await
+        .expect("no event within 10 s")
+        .expect("the server went")
+}
+
 /// `err` is a status of `code` saying `message`.
 fn assert_status(err: &frpc::Error, code: frpc::Code, message: &str) {
     assert!(
@@ -539,7 +548,10 @@ async fn streaming_metadata(addr: SocketAddr) {
     let headers = slot.get().expect("the response's headers");
     assert_eq!(headers.get("x-echo-user"), Some("ada"));
     assert!(!headers.contains_key("x-done"));
-    assert!(!headers.contains_key("content-type"), "HTTP's own headers are not metadata");
+    assert!(
+        !headers.contains_key("content-type"),
+        "HTTP's own headers are not metadata"
+    );
     assert_eq!(replies.message().await.unwrap().unwrap().n, 0);
     let (got, end) = drain(replies).await;
     assert_eq!(got, [1]);
@@ -551,12 +563,18 @@ async fn streaming_metadata(addr: SocketAddr) {
     let mut sum = client.sum().await.unwrap();
     sum.send(item("x", 1)).await.unwrap();
     assert_eq!(sum.close_and_recv().await.unwrap().sum, 1);
-    assert_eq!(slot.take().expect("sum's metadata").get("x-echo-user"), Some("ada"));
+    assert_eq!(
+        slot.take().expect("sum's metadata").get("x-echo-user"),
+        Some("ada")
+    );
 
     let mut chat = client.chat().await.unwrap();
     chat.send(item("x", 1)).await.unwrap();
     assert_eq!(chat.message().await.unwrap().unwrap().text, "echo:x");
-    assert_eq!(slot.take().expect("chat's headers").get("x-echo-user"), Some("ada"));
+    assert_eq!(
+        slot.take().expect("chat's headers").get("x-echo-user"),
+        Some("ada")
+    );
 }
 
 #[tokio::test]
@@ -568,7 +586,10 @@ const LIMIT: Duration = Duration::from_millis(300);
 
 /// The call's timeout, as our timer (or the server's, mapped) ends it.
 fn assert_timeout(err: &frpc::Error) {
-    assert!(matches!(err, frpc::Error::Timeout(limit) if *limit == LIMIT), "{err:?}");
+    assert!(
+        matches!(err, frpc::Error::Timeout(limit) if *limit == LIMIT),
+        "{err:?}"
+    );
 }
 
 async fn timeouts(addr: SocketAddr, mut events: mpsc::UnboundedReceiver<String>) {
@@ -577,23 +598,26 @@ async fn timeouts(addr: SocketAddr, mut events: mpsc::UnboundedReceiver<String>)
     assert_eq!(replies.message().await.unwrap().unwrap().n, 0);
     assert_timeout(&replies.message().await.unwrap_err());
     assert!(replies.message().await.unwrap().is_none(), "the stream is over");
-    assert_eq!(events.recv().await.unwrap(), "count hang true");
-    assert_eq!(events.recv().await.unwrap(), "count cancelled");
+    assert_eq!(event(&mut events).await, "count hang true");
+    assert_eq!(event(&mut events).await, "count cancelled");
 
     let mut sum = client.sum().await.unwrap();
     sum.send(item("hang", 1)).await.unwrap();
     assert_timeout(&sum.close_and_recv().await.unwrap_err());
-    assert_eq!(events.recv().await.unwrap(), "sum hang true");
-    assert_eq!(events.recv().await.unwrap(), "sum cancelled");
+    assert_eq!(event(&mut events).await, "sum hang true");
+    assert_eq!(event(&mut events).await, "sum cancelled");
 
     let mut chat = client.chat().await.unwrap();
     chat.send(item("hang", 1)).await.unwrap();
     assert_timeout(&chat.message().await.unwrap_err());
-    assert_eq!(events.recv().await.unwrap(), "chat hang true");
-    assert_eq!(events.recv().await.unwrap(), "chat cancelled");
+    assert_eq!(event(&mut events).await, "chat hang true");
+    assert_eq!(event(&mut events).await, "chat cancelled");
 
     let zero = client.with_timeout(Duration::ZERO).chat().await.unwrap_err();
-    assert!(matches!(&zero, frpc::Error::Config(text) if text.contains("zero")), "{zero:?}");
+    assert!(
+        matches!(&zero, frpc::Error::Config(text) if text.contains("zero")),
+        "{zero:?}"
+    );
 }
 
 #[tokio::test]
@@ -605,21 +629,21 @@ async fn cancels(addr: SocketAddr, mut events: mpsc::UnboundedReceiver<String>) 
     let client = streams(addr).await;
     let mut replies = client.count(count(1, "hang")).await.unwrap();
     assert_eq!(replies.message().await.unwrap().unwrap().n, 0);
-    assert_eq!(events.recv().await.unwrap(), "count hang false");
+    assert_eq!(event(&mut events).await, "count hang false");
     drop(replies);
-    assert_eq!(events.recv().await.unwrap(), "count cancelled");
+    assert_eq!(event(&mut events).await, "count cancelled");
 
     let mut sum = client.sum().await.unwrap();
     sum.send(item("hang", 1)).await.unwrap();
-    assert_eq!(events.recv().await.unwrap(), "sum hang false");
+    assert_eq!(event(&mut events).await, "sum hang false");
     drop(sum);
-    assert_eq!(events.recv().await.unwrap(), "sum cancelled");
+    assert_eq!(event(&mut events).await, "sum cancelled");
 
     let mut chat = client.chat().await.unwrap();
     chat.send(item("hang", 1)).await.unwrap();
-    assert_eq!(events.recv().await.unwrap(), "chat hang false");
+    assert_eq!(event(&mut events).await, "chat hang false");
     drop(chat);
-    assert_eq!(events.recv().await.unwrap(), "chat cancelled");
+    assert_eq!(event(&mut events).await, "chat cancelled");
 }
 
 #[tokio::test]

@@ -19,8 +19,8 @@ use futures_util::FutureExt;
 
 pub use crate::caller::Caller;
 use crate::calls::codec;
-pub use crate::calls::stream::{BridgedCall, ServerStream};
 use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
+pub use crate::calls::stream::{BridgedCall, ServerStream};
 use crate::client::Client;
 use crate::config::DecodeLimits;
 use crate::context::Context;
@@ -273,7 +273,9 @@ pub async fn call_server_streaming_at<Req: Message, Resp: Message>(
 ) -> Result<Streaming<Resp>, Error> {
     if client.bridged_streams() {
         protobuf_only::<Req, Resp>(path)?;
-        let call = client.open_bridged(path, Some(codec::encode(request, true))).await?;
+        let call = client
+            .open_bridged(path, Some(codec::encode(request, true)))
+            .await?;
         return Ok(call.split::<Req, Resp>().1);
     }
     // Opening includes finding the connection, sending the request and, with frpc servers,

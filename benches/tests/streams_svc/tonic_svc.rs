@@ -44,7 +44,9 @@ impl Drop for OnDrop {
 /// The `x-user` the client sent back as `x-echo-user`, on `response`.
 fn echo_user<T>(user: Option<String>, response: &mut Response<T>) {
     if let Some(user) = user {
-        response.metadata_mut().insert("x-echo-user", user.parse().unwrap());
+        response
+            .metadata_mut()
+            .insert("x-echo-user", user.parse().unwrap());
     }
 }
 

@@ -20,8 +20,8 @@ use tonic::transport::{Channel, Endpoint};
 
 use super::{BytesCodec, request_metadata, response_metadata};
 use crate::caller::{Caller, Reply};
-use crate::calls::stream::BridgedCall;
 use crate::calls::codec::MARKER;
+use crate::calls::stream::BridgedCall;
 use crate::client::Client;
 use crate::config::DecodeLimits;
 use crate::metadata::{Metadata, MetadataSlot};

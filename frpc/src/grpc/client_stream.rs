@@ -125,7 +125,12 @@ impl GrpcChannel {
         })
     }
 
-    fn bridged(&self, requests: Option<mpsc::Sender<Bytes>>, replies: BridgeSource, call: Arc<Call>) -> BridgedCall {
+    fn bridged(
+        &self,
+        requests: Option<mpsc::Sender<Bytes>>,
+        replies: BridgeSource,
+        call: Arc<Call>,
+    ) -> BridgedCall {
         BridgedCall {
             requests,
             replies,
@@ -138,7 +143,10 @@ impl GrpcChannel {
 }
 
 /// Waits for the channel to take a call.
-async fn ready(grpc: &mut tonic::client::Grpc<tonic::transport::Channel>, path: &PathAndQuery) -> Result<(), Failed> {
+async fn ready(
+    grpc: &mut tonic::client::Grpc<tonic::transport::Channel>,
+    path: &PathAndQuery,
+) -> Result<(), Failed> {
     grpc.ready()
         .await
         .map_err(|err| Failed::Error(unavailable(&path.to_string(), &err)))
@@ -164,8 +172,10 @@ impl Call {
     /// tonic servers answer when their `grpc-timeout` timer wins the race), else the status.
     fn error(&self, status: &tonic::Status) -> Error {
         let late = |(at, _): (Instant, Duration)| {
-            matches!(status.code(), tonic::Code::DeadlineExceeded | tonic::Code::Cancelled)
-                && Instant::now() >= at
+            matches!(
+                status.code(),
+                tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+            ) && Instant::now() >= at
         };
         match self.deadline {
             Some((at, limit)) if timed_out(status) || late((at, limit)) => Error::Timeout(limit),

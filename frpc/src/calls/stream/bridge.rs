@@ -283,7 +283,9 @@ impl fmt::Debug for BridgedCall {
 impl BridgedCall {
     /// The call's typed handles: requests in protobuf into the channel, replies from the
     /// source.
-    pub(crate) fn split<Req: Message, Resp: Message>(self) -> (super::StreamSender<Req>, super::Streaming<Resp>) {
+    pub(crate) fn split<Req: Message, Resp: Message>(
+        self,
+    ) -> (super::StreamSender<Req>, super::Streaming<Resp>) {
         let sender = BridgedSender {
             out: self.requests,
             side: Side::Client {

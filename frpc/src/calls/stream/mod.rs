@@ -69,9 +69,9 @@ mod outbound;
 mod server;
 mod table;
 
+pub use self::bridge::BridgedCall;
 #[cfg(feature = "grpc")]
 pub(crate) use self::bridge::{Bridge, Headers, Keep, Source as BridgeSource};
-pub use self::bridge::BridgedCall;
 pub(crate) use self::client::open;
 pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
 pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};
