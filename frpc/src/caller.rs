@@ -65,7 +65,8 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// A handle whose calls carry `metadata` (added to what it already carries).
     fn with_metadata(&self, metadata: Metadata) -> Self;
 
-    /// A handle whose unary calls leave their response metadata in `slot`.
+    /// A handle whose unary calls (and a `GrpcChannel`'s streaming calls) leave their response
+    /// metadata in `slot`.
     fn with_response_metadata(&self, slot: &MetadataSlot) -> Self;
 
     /// Makes one unary call by operation number: `encode` writes the request in protobuf

@@ -125,6 +125,7 @@ impl GrpcChannel {
         })
     }
 
+    /// The call as the stream machinery takes it: the sender keeps the call alive too.
     fn bridged(
         &self,
         requests: Option<mpsc::Sender<Bytes>>,
@@ -204,7 +205,7 @@ impl Drop for Task {
 enum State {
     /// Before the response's headers (client-streaming and bidi calls: in their task).
     Waiting(Task),
-    Reading(tonic::Streaming<Bytes>),
+    Reading(Box<tonic::Streaming<Bytes>>),
     Done,
 }
 
@@ -235,7 +236,7 @@ impl Replies {
             Ok(response) => {
                 self.headers = request_metadata(response.metadata());
                 self.leave(None);
-                self.state = State::Reading(response.into_inner());
+                self.state = State::Reading(Box::new(response.into_inner()));
                 Ok(())
             }
             Err(failed) => Err(self.failed(failed)),

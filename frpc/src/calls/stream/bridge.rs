@@ -2,7 +2,7 @@
 //! (the gRPC face) the same handler as an fRPC stream serves it: its
 //! [`Streaming`](super::Streaming) reads the request contents a [`Source`] yields, its
 //! [`StreamSender`](super::StreamSender) hands reply contents to a channel the other protocol
-//! drains. On a client (`GrpcChannel`, see [`BridgedCall`]) the roles swap: the requests go
+//! drains. On a client (`GrpcChannel`, see `bridged_call`) the roles swap: the requests go
 //! into the channel, the replies come from the source. Both in frpc's protobuf encoding (the
 //! marker, then the message). No stream table, credit or packets: the other protocol has its
 //! own flow control (HTTP/2's windows reach the sender through the channel's bound and the
@@ -197,6 +197,25 @@ impl<T> BridgedSender<T> {
 }
 
 impl<T: Message> BridgedSender<T> {
+    /// A client's request sender: into `out` (`None`: the requests already went), within
+    /// `max` bytes a message and the call's `deadline`, keeping the call alive.
+    pub(super) fn client(
+        out: Option<mpsc::Sender<Bytes>>,
+        max: usize,
+        deadline: Option<(Instant, Duration)>,
+        keep: Keep,
+    ) -> BridgedSender<T> {
+        BridgedSender {
+            out,
+            side: Side::Client {
+                max,
+                deadline,
+                keep: Some(keep),
+            },
+            _message: PhantomData,
+        }
+    }
+
     pub(super) fn new(bridge: &Bridge) -> BridgedSender<T> {
         BridgedSender {
             out: Some(bridge.replies.clone()),
@@ -252,54 +271,6 @@ impl<T: Message> BridgedSender<T> {
                 Err(_) => Err(Error::Timeout(*limit)),
             },
         }
-    }
-}
-
-/// A client's streaming call another protocol carries (`GrpcChannel`'s), before it is typed:
-/// the channel its requests go into, the source of its replies. Made by the protocol's
-/// client, split into the user's handles by [`BridgedCall::split`].
-#[doc(hidden)]
-pub struct BridgedCall {
-    /// Where requests go: `None` when the request already went (server streaming).
-    pub(crate) requests: Option<mpsc::Sender<Bytes>>,
-    /// The replies, then the call's outcome.
-    pub(crate) replies: Source,
-    /// What decoding a reply may cost.
-    pub(crate) limits: DecodeLimits,
-    /// The largest request message (protobuf bytes).
-    pub(crate) max_encoding: usize,
-    /// The call's deadline and timeout, for sends.
-    pub(crate) deadline: Option<(Instant, Duration)>,
-    /// Keeps the call alive while the request sender lives.
-    pub(crate) keep: Keep,
-}
-
-impl fmt::Debug for BridgedCall {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BridgedCall").finish_non_exhaustive()
-    }
-}
-
-impl BridgedCall {
-    /// The call's typed handles: requests in protobuf into the channel, replies from the
-    /// source.
-    pub(crate) fn split<Req: Message, Resp: Message>(
-        self,
-    ) -> (super::StreamSender<Req>, super::Streaming<Resp>) {
-        let sender = BridgedSender {
-            out: self.requests,
-            side: Side::Client {
-                max: self.max_encoding,
-                deadline: self.deadline,
-                keep: Some(self.keep),
-            },
-            _message: PhantomData,
-        };
-        let inbound = BridgedStreaming::new(self.replies, self.limits, false);
-        (
-            super::StreamSender(super::outbound::Sending::Bridged(sender)),
-            super::Streaming(super::inbound::Receiving::Bridged(inbound)),
-        )
     }
 }
 

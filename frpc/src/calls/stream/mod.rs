@@ -58,6 +58,7 @@
 //! fails with [`Error::Timeout`] after that long, which ends the stream.
 
 mod bridge;
+mod bridged_call;
 mod bytes;
 mod client;
 mod common;
@@ -69,9 +70,9 @@ mod outbound;
 mod server;
 mod table;
 
-pub use self::bridge::BridgedCall;
 #[cfg(feature = "grpc")]
 pub(crate) use self::bridge::{Bridge, Headers, Keep, Source as BridgeSource};
+pub use self::bridged_call::BridgedCall;
 pub(crate) use self::client::open;
 pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
 pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};
