@@ -613,6 +613,8 @@ async fn timeouts(addr: SocketAddr, mut events: mpsc::UnboundedReceiver<String>)
     assert_timeout(&chat.message().await.unwrap_err());
     assert_eq!(event(&mut events).await, "chat hang true");
     assert_eq!(event(&mut events).await, "chat cancelled");
+    // Past the deadline nothing more is sent.
+    assert_timeout(&chat.send(item("late", 2)).await.unwrap_err());
 
     let zero = client.with_timeout(Duration::ZERO).chat().await.unwrap_err();
     assert!(

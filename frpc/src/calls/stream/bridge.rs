@@ -263,6 +263,11 @@ impl<T: Message> BridgedSender<T> {
                 out.send(content).await.map_err(|_| Error::Cancelled)
             }
             Side::Client { deadline: None, .. } => out.send(content).await.map_err(|_| Error::Cancelled),
+            // Past the deadline nothing goes, even with room in the channel (as on fRPC).
+            Side::Client {
+                deadline: Some((at, limit)),
+                ..
+            } if Instant::now() >= *at => Err(Error::Timeout(*limit)),
             Side::Client {
                 deadline: Some((at, limit)),
                 ..
