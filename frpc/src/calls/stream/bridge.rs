@@ -1,8 +1,9 @@
 //! Bridged streams: a streaming call another protocol carries (the gRPC face) served by the
 //! same handler as an fRPC stream. The handler's [`Streaming`](super::Streaming) reads the
 //! request contents a [`Source`] yields, its [`StreamSender`](super::StreamSender) hands
-//! reply contents to a channel the other protocol drains; both in frpc's protobuf encoding
-//! (the marker, then the message). No stream table, credit or packets: the other protocol has
+//! reply contents to a channel the other protocol drains; both in the gRPC face's encoding
+//! ([`codec::Encoding::Grpc`]: a request is the bare protobuf message, a reply its gRPC message
+//! frame, so neither is copied on the way). No stream table, credit or packets: the other protocol has
 //! its own flow control (HTTP/2's windows reach the handler through the channel's bound and
 //! the source's polling), and it ends the stream with the handler's outcome.
 
@@ -23,7 +24,7 @@ use crate::config::DecodeLimits;
 use crate::metadata::Metadata;
 use crate::status::{Error, Status};
 
-/// The request contents of a bridged stream, each the marker and a protobuf message; a status
+/// The request contents of a bridged stream, each a bare protobuf message; a status
 /// ends the stream abnormally (the request was cut off, or over the size limit).
 pub(crate) type Source = Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, Status>> + Send>>;
 
@@ -118,7 +119,7 @@ impl<T: Message> BridgedStreaming<T> {
                 return Poll::Ready(Ok(None));
             }
         };
-        Poll::Ready(match codec::decode::<T>(&content, self.limits) {
+        Poll::Ready(match codec::decode_protobuf::<T>(content, self.limits) {
             Ok(Envelope::Message(message)) => Ok(Some(message)),
             Ok(Envelope::Error(text)) => {
                 Err(Error::InvalidMessage(format!("unexpected error message: {text}")))
@@ -163,13 +164,13 @@ impl<T: Message> BridgedSender<T> {
         }
     }
 
-    /// One reply in protobuf, to [`send`](Self::send). Fails with [`Error::ShuttingDown`]
+    /// One reply as a gRPC message frame, to [`send`](Self::send). Fails with [`Error::ShuttingDown`]
     /// once the server began shutting down, unless `stream` is off (a client-streaming
     /// call's one reply goes out during a shutdown, as a unary reply does).
     pub(super) fn encode(&self, message: &T, stream: bool) -> Result<Bytes, Error> {
         match stream && self.draining.is_cancelled() {
             true => Err(Error::ShuttingDown),
-            false => Ok(codec::encode(message, true)),
+            false => Ok(codec::encode_as(message, codec::Encoding::Grpc)),
         }
     }
 
