@@ -90,8 +90,12 @@ pub fn decode_protobuf<M: prost::Message + Default>(buf: Bytes) -> Result<M, Dec
     M::decode(buf).map_err(|err| DecodeError::Protobuf(err.to_string()))
 }
 
-fn decode_request<Req: Message>(content: &Bytes, limits: DecodeLimits) -> Result<Req, Status> {
-    match codec::decode::<Req>(content, limits) {
+fn decode_request<Req: Message>(
+    content: &Bytes,
+    encoding: codec::Encoding,
+    limits: DecodeLimits,
+) -> Result<Req, Status> {
+    match codec::decode_as::<Req>(content, encoding, limits) {
         Ok(Envelope::Message(request)) => Ok(request),
         Ok(Envelope::Error(text)) => Err(Status::new(format!("the request was an error: {text}"))),
         Err(err) => Err(Status::invalid_argument(format!(
@@ -116,11 +120,11 @@ where
 {
     Box::pin(async move {
         // The reply goes in the encoding the request came in (protobuf only from a client
-        // that negotiated it).
-        let protobuf = codec::is_protobuf(&request);
-        let request = decode_request::<Req>(&request, ctx.decode_limits())?;
+        // that negotiated it; gRPC's own framing to the gRPC face, which sends it as it is).
+        let (encoding, limits) = ctx.request_encoding(&request);
+        let request = decode_request::<Req>(&request, encoding, limits)?;
         let response = f(ctx, request).await?;
-        Ok(codec::encode(&response, protobuf))
+        Ok(codec::encode_as(&response, encoding))
     })
 }
 

@@ -2,11 +2,14 @@
 //! (the gRPC face) the same handler as an fRPC stream serves it: its
 //! [`Streaming`](super::Streaming) reads the request contents a [`Source`] yields, its
 //! [`StreamSender`](super::StreamSender) hands reply contents to a channel the other protocol
-//! drains. On a client (`GrpcChannel`, see `bridged_call`) the roles swap: the requests go
-//! into the channel, the replies come from the source. Both in frpc's protobuf encoding (the
-//! marker, then the message). No stream table, credit or packets: the other protocol has its
-//! own flow control (HTTP/2's windows reach the sender through the channel's bound and the
-//! source's polling), and it ends the stream with the call's outcome.
+//! drains, both in the gRPC face's encoding ([`codec::Encoding::Grpc`]: a request is the bare
+//! protobuf message, a reply its gRPC message frame, so neither is copied on the way). On a
+//! client (`GrpcChannel`, see `bridged_call`) the roles swap: the requests go into the channel,
+//! the replies come from the source, both in frpc's protobuf encoding (the marker, then the
+//! message: the client's codec adds and strips the marker). No stream table, credit or
+//! packets: the other protocol has its own flow control (HTTP/2's windows reach the sender
+//! through the channel's bound and the source's polling), and it ends the stream with the
+//! call's outcome.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -27,9 +30,9 @@ use crate::config::DecodeLimits;
 use crate::metadata::Metadata;
 use crate::status::Error;
 
-/// The inbound contents of a bridged stream (a server's requests, a client's replies), each
-/// the marker and a protobuf message; an error ends the stream abnormally (the peer's status,
-/// a message over the size limit, the call's timeout).
+/// The inbound contents of a bridged stream, each a protobuf message: a server's requests
+/// bare, a client's replies behind the marker; an error ends the stream abnormally (the
+/// peer's status, a message over the size limit, the call's timeout).
 pub(crate) type Source = Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, Error>> + Send>>;
 
 /// What keeps a client's bridged call alive: the call is cancelled once every holder (its
@@ -131,7 +134,13 @@ impl<T: Message> BridgedStreaming<T> {
                 return Poll::Ready(Ok(None));
             }
         };
-        Poll::Ready(match codec::decode::<T>(&content, self.limits) {
+        // A server's requests come bare (the face's own decoder, no copy), a client's replies
+        // behind the marker (`BytesCodec`).
+        let decoded = match self.server {
+            true => codec::decode_protobuf::<T>(content, self.limits),
+            false => codec::decode::<T>(&content, self.limits),
+        };
+        Poll::Ready(match decoded {
             Ok(Envelope::Message(message)) => Ok(Some(message)),
             Ok(Envelope::Error(text)) => {
                 Err(Error::InvalidMessage(format!("unexpected error message: {text}")))
@@ -227,14 +236,16 @@ impl<T: Message> BridgedSender<T> {
         }
     }
 
-    /// One message in protobuf, to [`send`](Self::send). Fails with [`Error::ShuttingDown`]
+    /// One message, to [`send`](Self::send): a server's reply as a gRPC message frame, a
+    /// client's request in frpc's protobuf (the marker, then the message). Fails with [`Error::ShuttingDown`]
     /// once the server began shutting down, unless `stream` is off (a client-streaming
     /// call's one reply goes out during a shutdown, as a unary reply does); on a client with
     /// [`Error::TooLarge`] over the size limit (the stream stays usable).
     pub(super) fn encode(&self, message: &T, stream: bool) -> Result<Bytes, Error> {
         match &self.side {
             Side::Server { draining, .. } if stream && draining.is_cancelled() => Err(Error::ShuttingDown),
-            Side::Server { .. } => Ok(codec::encode(message, true)),
+            // A gRPC message frame, which the face sends as it is.
+            Side::Server { .. } => Ok(codec::encode_as(message, codec::Encoding::Grpc)),
             Side::Client { max, .. } => {
                 let content = codec::encode(message, true);
                 let len = content.len() - 1;
