@@ -130,6 +130,9 @@ pub(crate) fn decode_as<M: Message>(
 }
 
 /// Decodes a bare protobuf message (the gRPC face's), within `limits` as [`decode`] reads one.
+/// Never inlined: fRPC's handlers carry this arm of [`decode_as`] too, and inlined it would
+/// grow their decode for calls that never take it.
+#[inline(never)]
 pub(crate) fn decode_protobuf<M: Message>(
     body: Bytes,
     limits: DecodeLimits,
