@@ -143,15 +143,13 @@ fn renumber_health_client(path: &std::path::Path) -> Result<(), Box<dyn std::err
             "\"Watch\"," => method = "Watch",
             "10," if method == "Check" => (line, changed) = (line.replace("10", "0xFF00"), changed + 1),
             "11," if method == "Watch" => (line, changed) = (line.replace("11", "0xFF01"), changed + 1),
-            // `traced`'s operation, then the call's: `call_unary_at(` and its client on lines
-            // of their own keep the method.
-            "::frpc::codegen::call_unary_at(" | "&self.client," => {}
+            // `traced`'s operation, then the call's: the call and its client on lines of their
+            // own keep the method.
+            "::frpc::codegen::call_unary_at("
+            | "::frpc::codegen::call_server_streaming_at("
+            | "&self.client," => {}
             _ => {
                 for (from, to) in [
-                    (
-                        "call_server_streaming(&self.client, 11,",
-                        "call_server_streaming(&self.client, 0xFF01,",
-                    ),
                     ("CHECK: u16 = 10;", "CHECK: u16 = 0xFF00;"),
                     ("WATCH: u16 = 11;", "WATCH: u16 = 0xFF01;"),
                 ] {

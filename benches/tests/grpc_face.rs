@@ -1,7 +1,7 @@
 //! The gRPC face of a generated frpc service (`frpc::grpc`), called by tonic's generated client
 //! of the same proto over real TCP: replies, every status code, metadata both ways,
 //! `grpc-timeout` as the handler's deadline, a client's cancel reaching the handler, message
-//! size limits.
+//! size limits, large messages byte-exact.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -268,4 +268,51 @@ async fn server_interceptors_and_layers_check_grpc_calls_too() {
         client.benchmark(call).await.unwrap().into_inner().message,
         "echo:x"
     );
+}
+
+/// A blob of `n` bytes that differ (a byte-exact round trip shows nothing moved or was lost).
+fn blob(n: usize) -> tpb::BlobRequest {
+    tpb::BlobRequest {
+        data: (0..n).map(|i| (i * 31 % 251) as u8).collect::<Vec<u8>>().into(),
+    }
+}
+
+#[tokio::test]
+async fn large_messages_cross_byte_exact_up_to_exactly_the_limit() {
+    const LIMIT: usize = 1 << 20;
+    let (tx, _events) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::grpc::GrpcServer::new()
+        .max_decoding_message_size(LIMIT)
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }));
+    tokio::spawn(server.serve_listener(listener));
+    let mut client = client(addr).await.max_decoding_message_size(2 * LIMIT);
+    // A message of `n` data bytes encodes as its tag, a 3-byte length and the data.
+    let at_limit = LIMIT - 4;
+    for n in [0, 1, 64 * 1024, 1_000_000, at_limit] {
+        let request = blob(n);
+        let reply = client.blob(request.clone()).await.unwrap().into_inner();
+        assert_eq!(reply.data, request.data, "{n} bytes");
+    }
+    let status = client.blob(blob(at_limit + 1)).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+}
+
+#[tokio::test]
+async fn replies_over_the_sending_limit_are_out_of_range() {
+    let (tx, _events) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::grpc::GrpcServer::new()
+        .max_encoding_message_size(100)
+        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }));
+    tokio::spawn(server.serve_listener(listener));
+    let mut client = client(addr).await;
+    // 98 data bytes encode in 100 (a tag, a 1-byte length): exactly the limit.
+    assert_eq!(client.blob(blob(98)).await.unwrap().into_inner().data.len(), 98);
+    let status = client.blob(blob(99)).await.unwrap_err();
+    // As tonic's own server answers it.
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+    assert!(status.message().contains("too large"), "{}", status.message());
 }

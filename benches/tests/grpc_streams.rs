@@ -2,8 +2,9 @@
 //! methods of one frpc service implementation, called by tonic's generated client of the same
 //! proto over real TCP (and by an frpc client of the same server at the same time): replies as
 //! they are sent, errors mid-stream, metadata both ways, `grpc-timeout` as the deadline, a
-//! client's cancel reaching the handler, the size limit, `grpc.health.v1.Health/Watch`,
-//! layers on a standalone server, and graceful shutdown of the shared port.
+//! client's cancel reaching the handler, the size limit, large messages byte-exact,
+//! `grpc.health.v1.Health/Watch`, layers on a standalone server, and graceful shutdown of the
+//! shared port.
 
 mod streams_svc;
 
@@ -538,4 +539,35 @@ async fn a_standalone_grpc_server_shuts_down_gracefully_within_its_grace() {
     assert_eq!(events.recv().await.unwrap(), "chat cancelled");
     assert!(chat.await.unwrap().is_err());
     drop(chat_tx);
+}
+
+#[tokio::test]
+async fn large_and_small_messages_cross_a_bidi_stream_byte_exact() {
+    let (tx, _events) = mpsc::unbounded_channel();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::grpc::GrpcServer::new()
+        .max_decoding_message_size(2 << 20)
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }));
+    tokio::spawn(server.serve_listener(listener));
+    let mut client = client(addr).await.max_decoding_message_size(2 << 20);
+    // Small replies ready together go out gathered, large ones as they are: in order either way.
+    let sizes = [1 << 20, 3, 0, 64 * 1024, 10, 40 * 1024, 1, 1, 1 << 20, 5];
+    let items = sizes.iter().enumerate().map(|(n, &size)| tpb::Item {
+        text: format!("m{n}"),
+        n: n as u32,
+        data: (0..size).map(|i| (i * 7 + n) as u8).collect::<Vec<u8>>().into(),
+    });
+    let items: Vec<_> = items.collect();
+    let mut replies = client
+        .chat(tokio_stream::iter(items.clone()))
+        .await
+        .unwrap()
+        .into_inner();
+    for item in &items {
+        let reply = replies.message().await.unwrap().unwrap();
+        assert_eq!((reply.n, &reply.data), (item.n, &item.data));
+        assert_eq!(reply.text, format!("echo:{}", item.text));
+    }
+    assert!(replies.message().await.unwrap().is_none());
 }

@@ -812,7 +812,11 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
                 "capture.EchoService",
                 "EchoStream",
                 11,
-                ::frpc::codegen::call_bidi(&self.client, 11),
+                ::frpc::codegen::call_bidi_at(
+                    &self.client,
+                    11,
+                    "/capture.EchoService/EchoStream",
+                ),
             )
             .await
     }
@@ -843,7 +847,12 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
                 "capture.EchoService",
                 "Search",
                 13,
-                ::frpc::codegen::call_server_streaming(&self.client, 13, &request),
+                ::frpc::codegen::call_server_streaming_at(
+                    &self.client,
+                    13,
+                    "/capture.EchoService/Search",
+                    &request,
+                ),
             )
             .await
     }
@@ -858,7 +867,11 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
                 "capture.EchoService",
                 "Upload",
                 14,
-                ::frpc::codegen::call_client_streaming(&self.client, 14),
+                ::frpc::codegen::call_client_streaming_at(
+                    &self.client,
+                    14,
+                    "/capture.EchoService/Upload",
+                ),
             )
             .await
     }

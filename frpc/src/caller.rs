@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::calls::stream::BridgedCall;
 use crate::client::Client;
 use crate::config::DecodeLimits;
 use crate::metadata::{Metadata, MetadataSlot};
@@ -55,7 +56,7 @@ pub(crate) mod sealed {
 /// What a generated client (`FooClient<T>`) calls through: a [`Client`] (one connection, the
 /// default: `FooClient` is `FooClient<frpc::Client>`) or a [`crate::Channel`] (reconnecting,
 /// balanced over several servers, with client layers), or, with the `grpc` feature, a
-/// `frpc::grpc::GrpcChannel` (unary calls to any gRPC server). Sealed: frpc implements it for
+/// `frpc::grpc::GrpcChannel` (unary and streaming calls to any gRPC server). Sealed: frpc implements it for
 /// those.
 pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// A handle whose calls time out after `timeout`.
@@ -64,7 +65,8 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// A handle whose calls carry `metadata` (added to what it already carries).
     fn with_metadata(&self, metadata: Metadata) -> Self;
 
-    /// A handle whose unary calls leave their response metadata in `slot`.
+    /// A handle whose unary calls (and a `GrpcChannel`'s streaming calls) leave their response
+    /// metadata in `slot`.
     fn with_response_metadata(&self, slot: &MetadataSlot) -> Self;
 
     /// Makes one unary call by operation number: `encode` writes the request in protobuf
@@ -93,6 +95,31 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// The connection a stream opens on, as a handle carrying this one's timeout and metadata.
     #[doc(hidden)]
     fn stream_client(&self) -> impl Future<Output = Result<Client, Error>> + Send;
+
+    /// Whether streaming calls go over another protocol ([`Caller::open_bridged`]: a
+    /// `GrpcChannel`'s) rather than on an fRPC connection ([`Caller::stream_client`]). A
+    /// constant for each implementation, so the fRPC path pays nothing for the branch.
+    #[doc(hidden)]
+    fn bridged_streams(&self) -> bool {
+        false
+    }
+
+    /// Opens a streaming call over another protocol to the method at gRPC path `path`:
+    /// `request` is a server-streaming call's one request (frpc's protobuf content, sent and
+    /// its request stream closed before this returns), `None` for client-streaming and bidi
+    /// calls (their requests go through the call). Only where
+    /// [`bridged_streams`](Caller::bridged_streams) is true.
+    #[doc(hidden)]
+    fn open_bridged(
+        &self,
+        path: &'static str,
+        request: Option<Bytes>,
+    ) -> impl Future<Output = Result<BridgedCall, Error>> + Send {
+        let _ = (path, request);
+        std::future::ready(Err(Error::Config(
+            "this caller opens streams on fRPC connections, not bridged".into(),
+        )))
+    }
 }
 
 impl Caller for Client {

@@ -19,8 +19,8 @@ use futures_util::FutureExt;
 
 pub use crate::caller::Caller;
 use crate::calls::codec;
-pub use crate::calls::stream::ServerStream;
 use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
+pub use crate::calls::stream::{BridgedCall, ServerStream};
 use crate::client::Client;
 use crate::config::DecodeLimits;
 use crate::context::Context;
@@ -90,8 +90,12 @@ pub fn decode_protobuf<M: prost::Message + Default>(buf: Bytes) -> Result<M, Dec
     M::decode(buf).map_err(|err| DecodeError::Protobuf(err.to_string()))
 }
 
-fn decode_request<Req: Message>(content: &Bytes, limits: DecodeLimits) -> Result<Req, Status> {
-    match codec::decode::<Req>(content, limits) {
+fn decode_request<Req: Message>(
+    content: &Bytes,
+    encoding: codec::Encoding,
+    limits: DecodeLimits,
+) -> Result<Req, Status> {
+    match codec::decode_as::<Req>(content, encoding, limits) {
         Ok(Envelope::Message(request)) => Ok(request),
         Ok(Envelope::Error(text)) => Err(Status::new(format!("the request was an error: {text}"))),
         Err(err) => Err(Status::invalid_argument(format!(
@@ -116,11 +120,11 @@ where
 {
     Box::pin(async move {
         // The reply goes in the encoding the request came in (protobuf only from a client
-        // that negotiated it).
-        let protobuf = codec::is_protobuf(&request);
-        let request = decode_request::<Req>(&request, ctx.decode_limits())?;
+        // that negotiated it; gRPC's own framing to the gRPC face, which sends it as it is).
+        let (encoding, limits) = ctx.request_encoding(&request);
+        let request = decode_request::<Req>(&request, encoding, limits)?;
         let response = f(ctx, request).await?;
-        Ok(codec::encode(&response, protobuf))
+        Ok(codec::encode_as(&response, encoding))
     })
 }
 
@@ -254,11 +258,30 @@ pub async fn call_unary_at<Req: Message, Resp: Message>(
     decode_reply(&reply)
 }
 
+/// A server-streaming call by operation number alone (no gRPC path: a `GrpcChannel` refuses
+/// it).
 pub async fn call_server_streaming<Req: Message, Resp: Message>(
     client: &impl Caller,
     op: u16,
     request: &Req,
 ) -> Result<Streaming<Resp>, Error> {
+    call_server_streaming_at(client, op, "", request).await
+}
+
+/// A server-streaming call to operation `op`, gRPC path `path`: what generated clients call.
+pub async fn call_server_streaming_at<Req: Message, Resp: Message>(
+    client: &impl Caller,
+    op: u16,
+    path: &'static str,
+    request: &Req,
+) -> Result<Streaming<Resp>, Error> {
+    if client.bridged_streams() {
+        protobuf_only::<Req, Resp>(path)?;
+        let call = client
+            .open_bridged(path, Some(codec::encode(request, true)))
+            .await?;
+        return Ok(call.split::<Req, Resp>().1);
+    }
     // Opening includes finding the connection, sending the request and, with frpc servers,
     // their acknowledgement (sent once the handler started with the request): all within the
     // call timeout.
@@ -273,22 +296,67 @@ pub async fn call_server_streaming<Req: Message, Resp: Message>(
         .await
 }
 
+/// A client-streaming call by operation number alone (no gRPC path: a `GrpcChannel` refuses
+/// it).
 pub async fn call_client_streaming<Req: Message, Resp: Message>(
     client: &impl Caller,
     op: u16,
 ) -> Result<ClientStreamingCall<Req, Resp>, Error> {
-    let client = &client.stream_client().await?;
-    let (sender, inbound) = client.within_timeout(open_acknowledged(client, op)).await?;
+    call_client_streaming_at(client, op, "").await
+}
+
+/// A client-streaming call to operation `op`, gRPC path `path`: what generated clients call.
+pub async fn call_client_streaming_at<Req: Message, Resp: Message>(
+    client: &impl Caller,
+    op: u16,
+    path: &'static str,
+) -> Result<ClientStreamingCall<Req, Resp>, Error> {
+    let (sender, inbound) = open_at(client, op, path).await?;
     Ok(ClientStreamingCall::new(sender, inbound))
 }
 
+/// A bidi call by operation number alone (no gRPC path: a `GrpcChannel` refuses it).
 pub async fn call_bidi<Req: Message, Resp: Message>(
     client: &impl Caller,
     op: u16,
 ) -> Result<BidiCall<Req, Resp>, Error> {
-    let client = &client.stream_client().await?;
-    let (sender, inbound) = client.within_timeout(open_acknowledged(client, op)).await?;
+    call_bidi_at(client, op, "").await
+}
+
+/// A bidi call to operation `op`, gRPC path `path`: what generated clients call.
+pub async fn call_bidi_at<Req: Message, Resp: Message>(
+    client: &impl Caller,
+    op: u16,
+    path: &'static str,
+) -> Result<BidiCall<Req, Resp>, Error> {
+    let (sender, inbound) = open_at(client, op, path).await?;
     Ok(BidiCall::new(sender, inbound))
+}
+
+/// Opens a client-streaming or bidi call: over fRPC within the call timeout (with frpc
+/// servers, their acknowledgement too); bridged, at once (gRPC servers may hold their
+/// response's headers until the requests came).
+async fn open_at<Req: Message, Resp: Message>(
+    client: &impl Caller,
+    op: u16,
+    path: &'static str,
+) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
+    if client.bridged_streams() {
+        protobuf_only::<Req, Resp>(path)?;
+        return Ok(client.open_bridged(path, None).await?.split());
+    }
+    let client = &client.stream_client().await?;
+    client.within_timeout(open_acknowledged(client, op)).await
+}
+
+/// A bridged stream (gRPC) carries protobuf only: [`Error::Config`] for a Rust-first type.
+fn protobuf_only<Req: Message, Resp: Message>(path: &str) -> Result<(), Error> {
+    match Req::PROTOBUF && Resp::PROTOBUF {
+        true => Ok(()),
+        false => Err(Error::Config(format!(
+            "{path}: a message type has no protobuf encoding (a Rust-first message): it cannot go over gRPC"
+        ))),
+    }
 }
 
 /// Opens a stream and, with frpc servers, waits for their acknowledgement.

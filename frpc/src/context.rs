@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::codec::Encoding;
 use crate::calls::ext::CallInfo;
 use crate::calls::raw::PacketSender;
 use crate::metadata::Metadata;
@@ -249,11 +250,14 @@ impl Context {
         }
     }
 
-    /// What decoding the client's messages may cost (`ConnectionConfig::decode`).
-    pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
+    /// How a unary request is encoded, and what decoding the client's messages may cost
+    /// (`ConnectionConfig::decode`): an fRPC request says by its first byte, a gRPC call's is
+    /// always bare protobuf (its reply goes out gRPC-framed). One look at the origin for both.
+    #[inline]
+    pub(crate) fn request_encoding(&self, request: &[u8]) -> (Encoding, crate::config::DecodeLimits) {
         match &self.inner.origin {
-            Origin::Frpc(conn) => conn.decode_limits(),
-            Origin::Grpc { limits, .. } => *limits,
+            Origin::Frpc(conn) => (Encoding::of(request), conn.decode_limits()),
+            Origin::Grpc { limits, .. } => (Encoding::Grpc, *limits),
         }
     }
 

@@ -215,7 +215,8 @@ impl CallRequest {
         self.ctx.peer_addr()
     }
 
-    /// The encoded request (polyglot); empty for a streaming method.
+    /// The encoded request (polyglot, or frpc's protobuf marker and the message; the bare
+    /// protobuf message over the gRPC face); empty for a streaming method.
     pub fn body(&self) -> &Bytes {
         &self.body
     }

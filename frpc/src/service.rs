@@ -34,7 +34,10 @@ pub trait Service: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     /// Every method with its operation number.
     fn methods(&self) -> &'static [MethodDesc];
-    /// Runs a unary method: the request content in, the encoded response out.
+    /// Runs a unary method: the request content in, the encoded response out. A call over
+    /// the gRPC face (its context says so) brings the bare protobuf message and its reply goes
+    /// out as gRPC's message frame, so neither is copied; generated code does both, and the
+    /// face also takes a reply of frpc's protobuf marker and the message (copying it).
     fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
     /// Runs a streaming method on a stream the client opened.
     fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>>;

@@ -423,10 +423,10 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
         let op = op_lit(m);
         let input = path(&m.input);
         let output = path(&m.output);
+        // gRPC's path of the method, for clients that call gRPC servers.
+        let grpc_path = format!("/{full_name}/{name}");
         match m.kind {
             MethodKind::Unary => {
-                // gRPC's path of the method, for clients that call gRPC servers.
-                let grpc_path = format!("/{full_name}/{name}");
                 quote! {
                     #doc
                     pub async fn #f(&self, request: #input) -> ::core::result::Result<#output, ::frpc::Error> {
@@ -440,7 +440,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
                     &self,
                     request: #input,
                 ) -> ::core::result::Result<::frpc::Streaming<#output>, ::frpc::Error> {
-                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_server_streaming(&self.client, #op, &request)).await
+                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_server_streaming_at(&self.client, #op, #grpc_path, &request)).await
                 }
             },
             MethodKind::ClientStreaming => quote! {
@@ -448,7 +448,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
                 pub async fn #f(
                     &self,
                 ) -> ::core::result::Result<::frpc::ClientStreamingCall<#input, #output>, ::frpc::Error> {
-                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_client_streaming(&self.client, #op)).await
+                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_client_streaming_at(&self.client, #op, #grpc_path)).await
                 }
             },
             MethodKind::Bidi => quote! {
@@ -456,7 +456,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
                 pub async fn #f(
                     &self,
                 ) -> ::core::result::Result<::frpc::BidiCall<#input, #output>, ::frpc::Error> {
-                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_bidi(&self.client, #op)).await
+                    ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_bidi_at(&self.client, #op, #grpc_path)).await
                 }
             },
         }

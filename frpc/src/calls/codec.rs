@@ -8,6 +8,11 @@
 //! receivers look at the first byte and need no state: a call that started before the
 //! negotiation finished (polyglot) decodes as well as one after it. Errors and a stream's `EOF`
 //! always stay polyglot.
+//!
+//! The gRPC face ([`Encoding::Grpc`]) has an encoding of its own, so its messages cross without a
+//! copy: a request is the bare protobuf message (tonic's receive buffer, split off), a reply is
+//! gRPC's message frame (a zero compression flag, the big-endian length, the protobuf message),
+//! which the face sends as it is. Its calls say so by their context, not by a first byte.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use frpc_wire::DecodeError;
@@ -22,6 +27,31 @@ pub(crate) const MARKER: u8 = 0xFD;
 #[inline]
 pub(crate) fn is_protobuf(content: &[u8]) -> bool {
     content.first() == Some(&MARKER)
+}
+
+/// The length of gRPC's message prefix: the compression flag and the big-endian `u32` length.
+pub(crate) const GRPC_PREFIX: usize = 5;
+
+/// How a call's messages are encoded: what its request came in, its reply goes out in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// fRPC's own, which every peer reads.
+    Polyglot,
+    /// [`MARKER`], then protobuf: between frpc peers that negotiated the protobuf extension.
+    Protobuf,
+    /// The gRPC face's: a bare protobuf request, a reply framed as gRPC sends it.
+    Grpc,
+}
+
+impl Encoding {
+    /// The encoding of an fRPC message content, by its first byte.
+    #[inline]
+    pub(crate) fn of(content: &[u8]) -> Encoding {
+        match is_protobuf(content) {
+            true => Encoding::Protobuf,
+            false => Encoding::Polyglot,
+        }
+    }
 }
 
 /// Encodes `message`: in protobuf when `protobuf` is set (the connection negotiated it) and its
@@ -44,19 +74,83 @@ pub(crate) fn encode<M: Message>(message: &M, protobuf: bool) -> Bytes {
 /// Polyglot is read within `limits` (nesting depth, memory budget).
 #[inline]
 pub(crate) fn decode<M: Message>(content: &Bytes, limits: DecodeLimits) -> Result<Envelope<M>, DecodeError> {
-    if is_protobuf(content) {
-        if M::PROTOBUF_AMPLIFIES {
-            // prost allocates what the input asks for: charge it against the budget first.
-            let budget = limits.memory_budget(content.len());
-            let mut budget = frpc_wire::protobuf_cost::Budget::new(budget, limits.max_depth);
-            M::protobuf_cost(&content[1..], &mut budget)?;
-        }
-        return M::decode_protobuf(content.slice(1..)).map(Envelope::Message);
+    decode_as(content, Encoding::of(content), limits)
+}
+
+/// Encodes a reply in `encoding`, the request's: [`encode`] for fRPC's two, gRPC's message frame
+/// for the gRPC face (polyglot for a type without protobuf, which the face refuses to send).
+#[inline]
+pub(crate) fn encode_as<M: Message>(message: &M, encoding: Encoding) -> Bytes {
+    match encoding {
+        Encoding::Grpc if M::PROTOBUF => encode_grpc(message),
+        encoding => encode(message, encoding != Encoding::Polyglot),
     }
-    let mut decoder = Decoder::from_bytes(content)
-        .with_max_depth(limits.max_depth)
-        .with_memory_limit(limits.memory_budget(content.len()));
-    polyglot::decode_envelope(&mut decoder)
+}
+
+/// `message` as gRPC's message frame, in one allocation at the exact size. A length past
+/// `u32::MAX` is written as `u32::MAX`: the face sees the frame does not add up and refuses it.
+pub(crate) fn encode_grpc<M: Message>(message: &M) -> Bytes {
+    let len = message.protobuf_len();
+    let mut buf = BytesMut::with_capacity(GRPC_PREFIX + len);
+    buf.put_u8(0);
+    buf.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+    message.encode_protobuf(&mut buf);
+    buf.freeze()
+}
+
+/// The message of a gRPC message frame (uncompressed, its length what the prefix says), as a
+/// zero-copy slice; `None` for anything else.
+pub(crate) fn grpc_message(frame: &Bytes) -> Option<Bytes> {
+    let (prefix, message) = frame.split_first_chunk::<GRPC_PREFIX>()?;
+    let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]);
+    (prefix[0] == 0 && usize::try_from(len) == Ok(message.len())).then(|| frame.slice(GRPC_PREFIX..))
+}
+
+/// Decodes a content in `encoding` ([`Encoding::of`] it, or the gRPC face's), as [`decode`]
+/// does; a gRPC request is protobuf with no marker to skip.
+#[inline]
+pub(crate) fn decode_as<M: Message>(
+    content: &Bytes,
+    encoding: Encoding,
+    limits: DecodeLimits,
+) -> Result<Envelope<M>, DecodeError> {
+    match encoding {
+        Encoding::Protobuf => {
+            charge::<M>(&content[1..], content.len(), limits)?;
+            M::decode_protobuf(content.slice(1..)).map(Envelope::Message)
+        }
+        Encoding::Grpc => decode_protobuf(content.clone(), limits),
+        Encoding::Polyglot => {
+            let mut decoder = Decoder::from_bytes(content)
+                .with_max_depth(limits.max_depth)
+                .with_memory_limit(limits.memory_budget(content.len()));
+            polyglot::decode_envelope(&mut decoder)
+        }
+    }
+}
+
+/// Decodes a bare protobuf message (the gRPC face's), within `limits` as [`decode`] reads one.
+/// Never inlined: fRPC's handlers carry this arm of [`decode_as`] too, and inlined it would
+/// grow their decode for calls that never take it.
+#[inline(never)]
+pub(crate) fn decode_protobuf<M: Message>(
+    body: Bytes,
+    limits: DecodeLimits,
+) -> Result<Envelope<M>, DecodeError> {
+    charge::<M>(&body, body.len(), limits)?;
+    M::decode_protobuf(body).map(Envelope::Message)
+}
+
+/// prost allocates what the input asks for: a type that can be made to amplify is charged
+/// against the budget of a `content_len`-byte content first.
+#[inline]
+fn charge<M: Message>(body: &[u8], content_len: usize, limits: DecodeLimits) -> Result<(), DecodeError> {
+    if M::PROTOBUF_AMPLIFIES {
+        let budget = limits.memory_budget(content_len);
+        let mut budget = frpc_wire::protobuf_cost::Budget::new(budget, limits.max_depth);
+        M::protobuf_cost(body, &mut budget)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -116,7 +210,7 @@ mod tests {
         }
     }
 
-    fn message(content: Envelope<Both>) -> Both {
+    fn message_of(content: Envelope<Both>) -> Both {
         match content {
             Envelope::Message(m) => m,
             Envelope::Error(text) => panic!("an error: {text}"),
@@ -136,7 +230,7 @@ mod tests {
         assert_eq!(polyglot, both.to_polyglot());
         assert!(!is_protobuf(&polyglot));
         for content in [&protobuf, &polyglot] {
-            let back = message(decode(content, DecodeLimits::default()).unwrap());
+            let back = message_of(decode(content, DecodeLimits::default()).unwrap());
             assert_eq!(back, both);
             // `Bytes` fields are slices of the content, in both encodings.
             let start = content.as_ptr() as usize;
@@ -147,6 +241,45 @@ mod tests {
         let eof = Bytes::from_static(polyglot::EOF_MESSAGE);
         assert!(
             matches!(decode::<Both>(&eof, DecodeLimits::default()), Ok(Envelope::Error(text)) if text == "EOF")
+        );
+    }
+
+    #[test]
+    fn the_grpc_encoding_reads_bare_protobuf_and_writes_grpc_frames() {
+        let both = Both {
+            name: "hi".into(),
+            data: Bytes::from_static(b"\x00\xfd"),
+        };
+        let frame = encode_as(&both, Encoding::Grpc);
+        assert_eq!(&frame[..], b"\x00\x00\x00\x00\x08\x0a\x02hi\x12\x02\x00\xfd");
+        let message = grpc_message(&frame).unwrap();
+        assert_eq!(message, encode(&both, true).slice(1..));
+        let back = message_of(decode_as(&message, Encoding::Grpc, DecodeLimits::default()).unwrap());
+        assert_eq!(back, both);
+        // fRPC's two encodings are what `encode` and `decode` make of them.
+        for (encoding, protobuf) in [(Encoding::Protobuf, true), (Encoding::Polyglot, false)] {
+            let content = encode_as(&both, encoding);
+            assert_eq!(content, encode(&both, protobuf));
+            assert_eq!(Encoding::of(&content), encoding);
+            let back = decode_as(&content, encoding, DecodeLimits::default()).unwrap();
+            assert_eq!(message_of(back), both);
+        }
+        // Not frames: too short, compressed, or a length that does not add up.
+        for bad in [
+            &b"\x00\x00\x00\x00"[..],
+            b"\x01\x00\x00\x00\x00",
+            b"\x00\x00\x00\x00\x02\x08",
+        ] {
+            assert!(grpc_message(&Bytes::copy_from_slice(bad)).is_none(), "{bad:?}");
+        }
+        // A polyglot-only type has no gRPC encoding.
+        assert!(
+            decode_as::<Polyglot>(
+                &Bytes::from_static(b"\x08\x07"),
+                Encoding::Grpc,
+                DecodeLimits::default()
+            )
+            .is_err()
         );
     }
 

@@ -7,8 +7,9 @@
 //! pass along) with the request's protobuf encoding as its message; request metadata (text and
 //! `-bin`) goes as headers, the call timeout as `grpc-timeout`, and the reply's headers and
 //! trailers come back as response metadata. A gRPC status comes back as [`Error::Status`],
-//! code for code and message for message. Streaming methods are not carried yet: opening one
-//! fails with `UNIMPLEMENTED`.
+//! code for code and message for message. Streaming methods (`client_stream.rs`) go the same
+//! way as bridged streams: the user's `Streaming`, `ClientStreamingCall` and `BidiCall` are
+//! fRPC's types, fed by the HTTP/2 stream.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use tonic::transport::{Channel, Endpoint};
 use super::{BytesCodec, request_metadata, response_metadata};
 use crate::caller::{Caller, Reply};
 use crate::calls::codec::MARKER;
+use crate::calls::stream::BridgedCall;
 use crate::client::Client;
 use crate::config::DecodeLimits;
 use crate::metadata::{Metadata, MetadataSlot};
@@ -28,7 +30,15 @@ use crate::status::{Code, Error, Status};
 /// Calls gRPC servers (tonic, grpc-go, grpcio, frpc's own gRPC face) with generated frpc
 /// clients: `FooClient::new(GrpcChannel::connect("http://127.0.0.1:50051").await?)`.
 ///
-/// Unary methods only: streaming methods fail with `UNIMPLEMENTED` (an [`Error::Status`]).
+/// Every kind of method: unary calls return the reply, streaming calls the types they return
+/// over fRPC ([`crate::Streaming`], [`crate::ClientStreamingCall`], [`crate::BidiCall`]), so
+/// code using a generated client is the same whatever it calls through. A stream's replies end
+/// with the status of its trailers (`Ok(None)` for `OK`, else [`Error::Status`]); closing its
+/// request side is HTTP/2's half-close; dropping the whole call (sender and replies) resets the
+/// HTTP/2 stream, and the handle's timeout bounds the whole stream ([`Error::Timeout`]).
+/// Response metadata of a stream reaches the handle's slot as its headers come, then with its
+/// trailers at its end.
+///
 /// Cheap to clone; clones share the HTTP/2 connection. Messages up to 4 MiB each way by default
 /// (gRPC's defaults).
 ///
@@ -41,12 +51,12 @@ use crate::status::{Code, Error, Status};
 #[derive(Debug, Clone)]
 pub struct GrpcChannel {
     channel: Channel,
-    timeout: Option<Duration>,
+    pub(super) timeout: Option<Duration>,
     metadata: Option<Arc<Metadata>>,
-    response: Option<MetadataSlot>,
+    pub(super) response: Option<MetadataSlot>,
     max_decoding: usize,
-    max_encoding: usize,
-    limits: DecodeLimits,
+    pub(super) max_encoding: usize,
+    pub(super) limits: DecodeLimits,
 }
 
 /// gRPC's default limit on a message, each way.
@@ -103,17 +113,7 @@ impl GrpcChannel {
     /// message), within the handle's timeout.
     async fn unary(&self, path: &'static str, body: Bytes) -> Result<Reply, Error> {
         let path = grpc_path(path)?;
-        if body.first() != Some(&MARKER) {
-            return Err(Error::Config(format!(
-                "{path}: the request type has no protobuf encoding (a Rust-first message): it cannot go over gRPC"
-            )));
-        }
-        // Refused here with the sizes, rather than by tonic as a reset stream.
-        let len = body.len() - 1;
-        if len > self.max_encoding {
-            let max = u32::try_from(self.max_encoding).unwrap_or(u32::MAX);
-            return Err(Error::TooLarge { len, max });
-        }
+        self.check_request(&path, &body)?;
         let request = self.request(body)?;
         let call = self.send(path, request);
         let result = match self.timeout {
@@ -137,8 +137,32 @@ impl GrpcChannel {
         }
     }
 
-    /// The tonic request: the message, the handle's metadata, its timeout as `grpc-timeout`.
-    fn request(&self, body: Bytes) -> Result<tonic::Request<Bytes>, Error> {
+    /// Refuses a request message that cannot go: not protobuf, or over the sending limit
+    /// (refused here with the sizes, rather than by tonic as a reset stream).
+    pub(super) fn check_request(&self, path: &PathAndQuery, body: &Bytes) -> Result<(), Error> {
+        if body.first() != Some(&MARKER) {
+            return Err(Error::Config(format!(
+                "{path}: the request type has no protobuf encoding (a Rust-first message): it cannot go over gRPC"
+            )));
+        }
+        let len = body.len() - 1;
+        if len > self.max_encoding {
+            let max = u32::try_from(self.max_encoding).unwrap_or(u32::MAX);
+            return Err(Error::TooLarge { len, max });
+        }
+        Ok(())
+    }
+
+    /// tonic's client over the channel, with the handle's size limits.
+    pub(super) fn grpc(&self) -> tonic::client::Grpc<Channel> {
+        tonic::client::Grpc::new(self.channel.clone())
+            .max_decoding_message_size(self.max_decoding)
+            .max_encoding_message_size(self.max_encoding)
+    }
+
+    /// The tonic request: the message (or messages), the handle's metadata, its timeout as
+    /// `grpc-timeout`.
+    pub(super) fn request<T>(&self, body: T) -> Result<tonic::Request<T>, Error> {
         let mut request = tonic::Request::new(body);
         if let Some(metadata) = &self.metadata {
             let map = response_metadata(metadata);
@@ -162,9 +186,7 @@ impl GrpcChannel {
         path: PathAndQuery,
         request: tonic::Request<Bytes>,
     ) -> Result<(Bytes, Option<Metadata>), (Error, Option<Metadata>)> {
-        let mut grpc = tonic::client::Grpc::new(self.channel.clone())
-            .max_decoding_message_size(self.max_decoding)
-            .max_encoding_message_size(self.max_encoding);
+        let mut grpc = self.grpc();
         grpc.ready()
             .await
             .map_err(|err| (unavailable(&path.to_string(), &err), None))?;
@@ -228,11 +250,24 @@ impl Caller for GrpcChannel {
         self.unary(path, encode(true))
     }
 
+    /// Streams go over gRPC ([`Caller::open_bridged`]), never on an fRPC connection.
     async fn stream_client(&self) -> Result<Client, Error> {
         Err(Error::Status(Status::with_code(
             Code::Unimplemented,
-            "streaming methods cannot be called over gRPC yet (GrpcChannel carries unary calls)",
+            "a GrpcChannel has no fRPC connection: its streaming calls go by gRPC path",
         )))
+    }
+
+    fn bridged_streams(&self) -> bool {
+        true
+    }
+
+    fn open_bridged(
+        &self,
+        path: &'static str,
+        request: Option<Bytes>,
+    ) -> impl Future<Output = Result<BridgedCall, Error>> + Send {
+        self.open_stream(path, request)
     }
 }
 
@@ -244,7 +279,7 @@ pub(super) fn endpoint(uri: &str) -> Result<Endpoint, Error> {
 }
 
 /// A method's gRPC path, or [`Error::Config`] when the call has none.
-fn grpc_path(path: &'static str) -> Result<PathAndQuery, Error> {
+pub(super) fn grpc_path(path: &'static str) -> Result<PathAndQuery, Error> {
     if path.is_empty() {
         return Err(Error::Config(
             "the call has no gRPC method path: call through a generated client".into(),
@@ -255,7 +290,7 @@ fn grpc_path(path: &'static str) -> Result<PathAndQuery, Error> {
 }
 
 /// A gRPC status as frpc's: the same code (an unknown number is `UNKNOWN`), the same message.
-fn from_grpc(status: &tonic::Status) -> Status {
+pub(super) fn from_grpc(status: &tonic::Status) -> Status {
     let code = u8::try_from(status.code() as i32)
         .ok()
         .and_then(Code::from_u8)
@@ -265,7 +300,7 @@ fn from_grpc(status: &tonic::Status) -> Status {
 
 /// Whether tonic's channel failed the call at its `grpc-timeout` (its own timer, which
 /// races ours; it says `CANCELLED`, where the call's timeout is what happened).
-fn timed_out(status: &tonic::Status) -> bool {
+pub(super) fn timed_out(status: &tonic::Status) -> bool {
     let mut source = std::error::Error::source(status);
     while let Some(err) = source {
         if err.is::<tonic::TimeoutExpired>() {
@@ -277,7 +312,7 @@ fn timed_out(status: &tonic::Status) -> bool {
 }
 
 /// `None` for empty metadata.
-fn some(metadata: Metadata) -> Option<Metadata> {
+pub(super) fn some(metadata: Metadata) -> Option<Metadata> {
     (!metadata.is_empty()).then_some(metadata)
 }
 
@@ -299,7 +334,7 @@ fn chain(err: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// The error for a call made with a zero timeout, as frpc clients refuse it.
-fn zero_timeout() -> Error {
+pub(super) fn zero_timeout() -> Error {
     Error::Config("the call timeout is zero; it must be above zero".into())
 }
 

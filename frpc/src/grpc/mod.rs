@@ -49,11 +49,13 @@ use crate::middleware::{self, CallLayer, CallRequest, CallService, LayerFn, Stac
 use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
 
+mod body;
 mod call;
 mod shutdown;
 mod stream;
 
 mod client;
+mod client_stream;
 #[cfg(feature = "tls")]
 pub(crate) mod tls;
 pub use client::GrpcChannel;
@@ -348,9 +350,9 @@ impl GrpcServer {
             ));
             return status.into_http();
         }
-        let mut grpc = tonic::server::Grpc::new(BytesCodec)
-            .max_decoding_message_size(self.max_decoding)
-            .max_encoding_message_size(self.max_encoding);
+        if let Err(status) = body::uncompressed(request.headers()) {
+            return status.into_http();
+        }
         let call = call::Call {
             route,
             stack: self.stack.clone(),
@@ -359,9 +361,15 @@ impl GrpcServer {
             closed,
             signals,
         };
-        // Every kind through tonic's streaming entry: the requests reach the call undecoded.
-        let handler = tower::service_fn(move |request| call.clone().run(request));
-        grpc.streaming(handler, request).await
+        // Every kind as a stream of requests, reaching the call undecoded (tonic's framing and
+        // size limit); the response is the face's own (`body.rs`), which sends the handler's
+        // replies without copying them.
+        let max_decoding = Some(self.max_decoding);
+        let request = request.map(|body| tonic::Streaming::new_request(BareBytes, body, None, max_decoding));
+        match call.run(tonic::Request::from_http(request)).await {
+            Ok(response) => body::response(response, self.max_encoding),
+            Err(status) => status.into_http(),
+        }
     }
 }
 
@@ -386,8 +394,7 @@ fn reflection(descriptors: &[&'static [u8]]) -> Option<Reflection> {
 /// `SERVICE_UNKNOWN` (see [`crate::health`]).
 fn grpc_health_reply(reply: Bytes) -> Result<Bytes, Status> {
     use crate::health::{HealthCheckResponse, ServingStatus};
-    let unknown = reply
-        .get(1..)
+    let unknown = body::reply_message(&reply)
         .and_then(|body| <HealthCheckResponse as prost::Message>::decode(body).ok())
         .is_some_and(|response| response.status == ServingStatus::ServiceUnknown);
     match unknown {
@@ -484,8 +491,23 @@ fn to_tonic(status: &Status, metadata: Option<Metadata>) -> tonic::Status {
     grpc
 }
 
-/// Carries messages as their protobuf bytes: requests get frpc's protobuf marker in front (the
-/// generated handler then decodes them as it does an frpc peer's), replies lose it.
+/// A request message as the face hands it to the call: its bare protobuf bytes, split off
+/// tonic's receive buffer (not copied); the context tells the handler they are protobuf.
+#[derive(Debug, Clone, Copy)]
+struct BareBytes;
+
+impl Decoder for BareBytes {
+    type Item = Bytes;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, tonic::Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining())))
+    }
+}
+
+/// The client direction's codec ([`GrpcChannel`]): messages it decodes get frpc's protobuf
+/// marker in front (generated code then reads them as an frpc peer's), those it encodes lose
+/// it. The server face has its own ([`BareBytes`], `body.rs`), which copies neither way.
 #[derive(Debug, Clone, Copy)]
 struct BytesCodec;
 

@@ -25,7 +25,7 @@ use tokio_util::sync::DropGuard;
 
 use crate::calls::ext::CallState;
 use crate::calls::stream::{BridgeSource, Headers};
-use crate::status::{Code, Status};
+use crate::status::{Code, Error, Status};
 use crate::types::BoxFuture;
 use tonic::metadata::MetadataMap;
 
@@ -48,12 +48,12 @@ struct Requests {
 }
 
 impl Stream for Requests {
-    type Item = Result<Bytes, Status>;
+    type Item = Result<Bytes, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let polled = self.messages.poll_next_unpin(cx);
         self.starved.store(polled.is_pending(), Ordering::Relaxed);
-        polled.map(|item| item.map(|item| item.map_err(from_tonic)))
+        polled.map(|item| item.map(|item| item.map_err(|status| Error::Status(from_tonic(status)))))
     }
 }
 

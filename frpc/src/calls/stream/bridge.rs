@@ -1,31 +1,43 @@
-//! Bridged streams: a streaming call another protocol carries (the gRPC face) served by the
-//! same handler as an fRPC stream. The handler's [`Streaming`](super::Streaming) reads the
-//! request contents a [`Source`] yields, its [`StreamSender`](super::StreamSender) hands
-//! reply contents to a channel the other protocol drains; both in frpc's protobuf encoding
-//! (the marker, then the message). No stream table, credit or packets: the other protocol has
-//! its own flow control (HTTP/2's windows reach the handler through the channel's bound and
-//! the source's polling), and it ends the stream with the handler's outcome.
+//! Bridged streams: a streaming call another protocol carries, on either side. On a server
+//! (the gRPC face) the same handler as an fRPC stream serves it: its
+//! [`Streaming`](super::Streaming) reads the request contents a [`Source`] yields, its
+//! [`StreamSender`](super::StreamSender) hands reply contents to a channel the other protocol
+//! drains, both in the gRPC face's encoding ([`codec::Encoding::Grpc`]: a request is the bare
+//! protobuf message, a reply its gRPC message frame, so neither is copied on the way). On a
+//! client (`GrpcChannel`, see `bridged_call`) the roles swap: the requests go into the channel,
+//! the replies come from the source, both in frpc's protobuf encoding (the marker, then the
+//! message: the client's codec adds and strips the marker). No stream table, credit or
+//! packets: the other protocol has its own flow control (HTTP/2's windows reach the sender
+//! through the channel's bound and the source's polling), and it ends the stream with the
+//! call's outcome.
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll, ready};
+use std::time::Duration;
 
 use bytes::Bytes;
 use frpc_wire::polyglot::{Envelope, Message};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::calls::codec;
 use crate::calls::ext::CallState;
 use crate::config::DecodeLimits;
 use crate::metadata::Metadata;
-use crate::status::{Error, Status};
+use crate::status::Error;
 
-/// The request contents of a bridged stream, each the marker and a protobuf message; a status
-/// ends the stream abnormally (the request was cut off, or over the size limit).
-pub(crate) type Source = Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, Status>> + Send>>;
+/// The inbound contents of a bridged stream, each a protobuf message: a server's requests
+/// bare, a client's replies behind the marker; an error ends the stream abnormally (the
+/// peer's status, a message over the size limit, the call's timeout).
+pub(crate) type Source = Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, Error>> + Send>>;
+
+/// What keeps a client's bridged call alive: the call is cancelled once every holder (its
+/// sender, its source) is gone.
+pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
 /// What a bridged [`ServerStream`](super::ServerStream) is made of, until its handler splits it.
 pub(crate) struct Bridge {
@@ -78,6 +90,8 @@ pub(crate) struct BridgedStreaming<T> {
     source: Mutex<Source>,
     limits: DecodeLimits,
     pub(super) done: bool,
+    /// A server's requests: what does not decode is the client's bad argument.
+    server: bool,
     _message: PhantomData<fn() -> T>,
 }
 
@@ -91,17 +105,19 @@ impl<T> fmt::Debug for BridgedStreaming<T> {
 }
 
 impl<T: Message> BridgedStreaming<T> {
-    pub(super) fn new(source: Source, limits: DecodeLimits) -> BridgedStreaming<T> {
+    pub(super) fn new(source: Source, limits: DecodeLimits, server: bool) -> BridgedStreaming<T> {
         BridgedStreaming {
             source: Mutex::new(source),
             limits,
             done: false,
+            server,
             _message: PhantomData,
         }
     }
 
-    /// The next request: `Ok(None)` at the end, the source's status once it failed, and
-    /// [`Error::InvalidMessage`] (the client's bad argument) for one that does not decode.
+    /// The next message: `Ok(None)` at the end, the source's error once it failed; one that
+    /// does not decode is [`Error::InvalidMessage`] on a server (the client's bad argument),
+    /// [`Error::Decode`] on a client.
     pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
         if self.done {
             return Poll::Ready(Ok(None));
@@ -109,39 +125,64 @@ impl<T: Message> BridgedStreaming<T> {
         let source = self.source.get_mut().unwrap_or_else(|e| e.into_inner());
         let content = match ready!(source.as_mut().poll_next(cx)) {
             Some(Ok(content)) => content,
-            Some(Err(status)) => {
+            Some(Err(err)) => {
                 self.done = true;
-                return Poll::Ready(Err(Error::Status(status)));
+                return Poll::Ready(Err(err));
             }
             None => {
                 self.done = true;
                 return Poll::Ready(Ok(None));
             }
         };
-        Poll::Ready(match codec::decode::<T>(&content, self.limits) {
+        // A server's requests come bare (the face's own decoder, no copy), a client's replies
+        // behind the marker (`BytesCodec`).
+        let decoded = match self.server {
+            true => codec::decode_protobuf::<T>(content, self.limits),
+            false => codec::decode::<T>(&content, self.limits),
+        };
+        Poll::Ready(match decoded {
             Ok(Envelope::Message(message)) => Ok(Some(message)),
             Ok(Envelope::Error(text)) => {
                 Err(Error::InvalidMessage(format!("unexpected error message: {text}")))
             }
-            Err(err) => Err(Error::InvalidMessage(err.to_string())),
+            Err(err) if self.server => Err(Error::InvalidMessage(err.to_string())),
+            Err(err) => Err(Error::Decode(err)),
         })
     }
 }
 
 /// The outbound half of a bridged stream. Cheap to clone.
 pub(crate) struct BridgedSender<T> {
-    replies: mpsc::Sender<Bytes>,
-    draining: CancellationToken,
-    headers: Arc<Headers>,
+    /// `None` once a client closed its request stream.
+    out: Option<mpsc::Sender<Bytes>>,
+    side: Side,
     _message: PhantomData<fn(T)>,
+}
+
+/// What a bridged sender checks besides sending: a server's shutdown and headers, a client's
+/// size limit and deadline.
+#[derive(Clone)]
+enum Side {
+    Server {
+        /// Fires when the server begins shutting down.
+        draining: CancellationToken,
+        headers: Arc<Headers>,
+    },
+    Client {
+        /// The largest request message (its protobuf bytes).
+        max: usize,
+        /// The call's deadline and timeout.
+        deadline: Option<(Instant, Duration)>,
+        /// Keeps the call alive while the sender lives (`None` once it closed).
+        keep: Option<Keep>,
+    },
 }
 
 impl<T> Clone for BridgedSender<T> {
     fn clone(&self) -> Self {
         BridgedSender {
-            replies: self.replies.clone(),
-            draining: self.draining.clone(),
-            headers: self.headers.clone(),
+            out: self.out.clone(),
+            side: self.side.clone(),
             _message: PhantomData,
         }
     }
@@ -153,34 +194,99 @@ impl<T> fmt::Debug for BridgedSender<T> {
     }
 }
 
+impl<T> BridgedSender<T> {
+    /// Ends a client's request stream (the other protocol's half-close) and lets the call go
+    /// once its replies are read. Later sends fail.
+    pub(super) fn close(&mut self) {
+        self.out = None;
+        if let Side::Client { keep, .. } = &mut self.side {
+            *keep = None;
+        }
+    }
+}
+
 impl<T: Message> BridgedSender<T> {
-    pub(super) fn new(bridge: &Bridge) -> BridgedSender<T> {
+    /// A client's request sender: into `out` (`None`: the requests already went), within
+    /// `max` bytes a message and the call's `deadline`, keeping the call alive.
+    pub(super) fn client(
+        out: Option<mpsc::Sender<Bytes>>,
+        max: usize,
+        deadline: Option<(Instant, Duration)>,
+        keep: Keep,
+    ) -> BridgedSender<T> {
         BridgedSender {
-            replies: bridge.replies.clone(),
-            draining: bridge.draining.clone(),
-            headers: bridge.headers.clone(),
+            out,
+            side: Side::Client {
+                max,
+                deadline,
+                keep: Some(keep),
+            },
             _message: PhantomData,
         }
     }
 
-    /// One reply in protobuf, to [`send`](Self::send). Fails with [`Error::ShuttingDown`]
-    /// once the server began shutting down, unless `stream` is off (a client-streaming
-    /// call's one reply goes out during a shutdown, as a unary reply does).
-    pub(super) fn encode(&self, message: &T, stream: bool) -> Result<Bytes, Error> {
-        match stream && self.draining.is_cancelled() {
-            true => Err(Error::ShuttingDown),
-            false => Ok(codec::encode(message, true)),
+    pub(super) fn new(bridge: &Bridge) -> BridgedSender<T> {
+        BridgedSender {
+            out: Some(bridge.replies.clone()),
+            side: Side::Server {
+                draining: bridge.draining.clone(),
+                headers: bridge.headers.clone(),
+            },
+            _message: PhantomData,
         }
     }
 
-    /// Sends one encoded reply, waiting while the channel is full (the client reads slower
-    /// than the handler sends); fails with [`Error::Cancelled`] once the call is over (the
-    /// client went, or the handler returned).
+    /// One message, to [`send`](Self::send): a server's reply as a gRPC message frame, a
+    /// client's request in frpc's protobuf (the marker, then the message). Fails with [`Error::ShuttingDown`]
+    /// once the server began shutting down, unless `stream` is off (a client-streaming
+    /// call's one reply goes out during a shutdown, as a unary reply does); on a client with
+    /// [`Error::TooLarge`] over the size limit (the stream stays usable).
+    pub(super) fn encode(&self, message: &T, stream: bool) -> Result<Bytes, Error> {
+        match &self.side {
+            Side::Server { draining, .. } if stream && draining.is_cancelled() => Err(Error::ShuttingDown),
+            // A gRPC message frame, which the face sends as it is.
+            Side::Server { .. } => Ok(codec::encode_as(message, codec::Encoding::Grpc)),
+            Side::Client { max, .. } => {
+                let content = codec::encode(message, true);
+                let len = content.len() - 1;
+                match len > *max {
+                    true => Err(Error::TooLarge {
+                        len,
+                        max: u32::try_from(*max).unwrap_or(u32::MAX),
+                    }),
+                    false => Ok(content),
+                }
+            }
+        }
+    }
+
+    /// Sends one encoded message, waiting while the channel is full (the peer reads slower
+    /// than this side sends); fails with [`Error::Cancelled`] once the call is over (the peer
+    /// went, the handler returned, the request stream was closed) and on a client with
+    /// [`Error::Timeout`] once its deadline passed.
     pub(super) async fn send(&self, content: Result<Bytes, Error>) -> Result<(), Error> {
         let content = content?;
-        // The response's headers are what the handler set before its first reply.
-        self.headers.get();
-        self.replies.send(content).await.map_err(|_| Error::Cancelled)
+        let out = self.out.as_ref().ok_or(Error::Cancelled)?;
+        match &self.side {
+            Side::Server { headers, .. } => {
+                // The response's headers are what the handler set before its first reply.
+                headers.get();
+                out.send(content).await.map_err(|_| Error::Cancelled)
+            }
+            Side::Client { deadline: None, .. } => out.send(content).await.map_err(|_| Error::Cancelled),
+            // Past the deadline nothing goes, even with room in the channel (as on fRPC).
+            Side::Client {
+                deadline: Some((at, limit)),
+                ..
+            } if Instant::now() >= *at => Err(Error::Timeout(*limit)),
+            Side::Client {
+                deadline: Some((at, limit)),
+                ..
+            } => match tokio::time::timeout_at(*at, out.send(content)).await {
+                Ok(sent) => sent.map_err(|_| Error::Cancelled),
+                Err(_) => Err(Error::Timeout(*limit)),
+            },
+        }
     }
 }
 
@@ -189,5 +295,5 @@ pub(super) fn split<Req: Message, Resp: Message>(
     bridge: Bridge,
 ) -> (BridgedStreaming<Req>, BridgedSender<Resp>) {
     let sender = BridgedSender::new(&bridge);
-    (BridgedStreaming::new(bridge.source, bridge.limits), sender)
+    (BridgedStreaming::new(bridge.source, bridge.limits, true), sender)
 }

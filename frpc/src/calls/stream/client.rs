@@ -115,7 +115,7 @@ impl<Req: Message> RequestSender<Req> {
     pub async fn close(&mut self) -> Result<(), Error> {
         if !self.closed {
             self.closed = true;
-            self.sender.send_eof().await?;
+            self.sender.close().await?;
         }
         Ok(())
     }
@@ -195,8 +195,7 @@ impl<Resp: Message> ClientStreamingResponse<Resp> {
     pub async fn recv(mut self) -> Result<Resp, Error> {
         match self.inbound.message().await? {
             Some(response) => {
-                // The server is done (its EOF follows): nothing to cancel.
-                self.inbound.finish_ok();
+                self.inbound.end_of_reply().await?;
                 Ok(response)
             }
             None => Err(Error::closed("the server ended the stream without a response")),

@@ -192,10 +192,22 @@ impl<T: Message> Streaming<T> {
         }
     }
 
-    /// The stream is over, and well (see [`FrpcStreaming::finish_ok`]).
-    pub(super) fn finish_ok(&mut self) {
-        if let Receiving::Frpc(stream) = &mut self.0 {
-            stream.finish_ok();
+    /// A client-streaming call's one reply came. On fRPC the server is done (its `EOF`
+    /// follows, nobody reads it, nothing to cancel: see [`FrpcStreaming::finish_ok`]); on a
+    /// bridged stream the call's outcome follows (gRPC's trailers: their metadata, or an error
+    /// status after all), read here.
+    pub(super) async fn end_of_reply(&mut self) -> Result<(), Error> {
+        match &mut self.0 {
+            Receiving::Frpc(stream) => {
+                stream.finish_ok();
+                Ok(())
+            }
+            Receiving::Bridged(_) => match self.message().await? {
+                None => Ok(()),
+                Some(_) => Err(Error::Status(Status::internal(
+                    "the server sent more than one response to a client-streaming call",
+                ))),
+            },
         }
     }
 }

@@ -46,9 +46,10 @@
 //! ones. A table entry is only removed by the handles of the stream that made it, so an id
 //! reused by a newer stream is never forgotten by an older stream's handles.
 //!
-//! **Bridged streams** (`bridge`, the gRPC face). A handler's [`Streaming`] and
-//! [`StreamSender`] have a second backend: a source of request contents and a channel of
-//! replies another protocol carries. None of the above applies to them (no table, credit or
+//! **Bridged streams** (`bridge`, the gRPC face and `GrpcChannel`). A [`Streaming`] and a
+//! [`StreamSender`] have a second backend: a source of inbound contents and a channel of
+//! outbound ones another protocol carries (a handler's requests and replies on the gRPC face,
+//! a client call's replies and requests on `GrpcChannel`). None of the above applies to them (no table, credit or
 //! packets); an fRPC stream pays one enum match per message for it.
 //!
 //! **Lifetime.** A client stream's handles hold the client's keep-alive: the connection stays
@@ -57,6 +58,7 @@
 //! fails with [`Error::Timeout`] after that long, which ends the stream.
 
 mod bridge;
+mod bridged_call;
 mod bytes;
 mod client;
 mod common;
@@ -69,7 +71,8 @@ mod server;
 mod table;
 
 #[cfg(feature = "grpc")]
-pub(crate) use self::bridge::{Bridge, Headers, Source as BridgeSource};
+pub(crate) use self::bridge::{Bridge, Headers, Keep, Source as BridgeSource};
+pub use self::bridged_call::BridgedCall;
 pub(crate) use self::client::open;
 pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
 pub(crate) use self::common::{Budget, ClientSide, StreamExt, StreamSetup};

@@ -199,6 +199,18 @@ impl<T: Message> StreamSender<T> {
         }
     }
 
+    /// Ends a client's request stream: `EOF` on an fRPC stream, the other protocol's
+    /// half-close on a bridged one.
+    pub(super) async fn close(&mut self) -> Result<(), Error> {
+        match &mut self.0 {
+            Sending::Frpc(sender) => sender.send_eof().await,
+            Sending::Bridged(sender) => {
+                sender.close();
+                Ok(())
+            }
+        }
+    }
+
     /// Sends the handler's error (fRPC streams; see [`StreamSender::send_eof`]).
     pub(super) async fn send_error(&self, status: &Status) -> Result<(), Error> {
         match &self.0 {
