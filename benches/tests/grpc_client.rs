@@ -695,3 +695,34 @@ async fn oversize(addr: SocketAddr) {
 async fn streaming_messages_keep_to_the_size_limits() {
     on_both(|addr, _events| oversize(addr)).await;
 }
+
+/// frpc's own health client through a `GrpcChannel`: `grpc.health.v1.Health`'s `Check` and
+/// `Watch`, answered here by frpc's gRPC face from the same reporter fRPC clients read.
+#[tokio::test]
+async fn the_health_client_checks_and_watches_through_a_grpc_channel() {
+    use frpc::health::{HealthClient, ServingStatus};
+    let (reporter, health) = frpc::health::service();
+    reporter.set_serving("bench.BenchmarkService");
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .add_service(health)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let channel = GrpcChannel::connect(&format!("http://{addr}")).await.unwrap();
+    let client = HealthClient::new(channel);
+
+    assert_eq!(
+        client.check("bench.BenchmarkService").await.unwrap(),
+        ServingStatus::Serving
+    );
+    let unknown = client.check("nobody").await.unwrap_err();
+    assert_status(&unknown, frpc::Code::NotFound, "unknown service");
+
+    let mut watch = client.watch("bench.BenchmarkService").await.unwrap();
+    assert_eq!(watch.message().await.unwrap(), Some(ServingStatus::Serving));
+    reporter.set_not_serving("bench.BenchmarkService");
+    assert_eq!(watch.message().await.unwrap(), Some(ServingStatus::NotServing));
+}

@@ -81,6 +81,11 @@ pub const SERVICE_NAME: &str = "frpc.health.v1.Health";
 pub const CHECK_OP: u16 = 0xFF00;
 /// The operation number of `Watch`.
 pub const WATCH_OP: u16 = 0xFF01;
+/// `Check`'s gRPC path: through a `frpc::grpc::GrpcChannel` the client calls gRPC's standard
+/// health service (frpc's gRPC face serves this service under that name).
+const GRPC_CHECK: &str = "/grpc.health.v1.Health/Check";
+/// `Watch`'s gRPC path.
+const GRPC_WATCH: &str = "/grpc.health.v1.Health/Watch";
 
 /// Names nobody reported that watchers may keep at once (each costs an entry); a `Watch` of
 /// one more gets `SERVICE_UNKNOWN` and no later changes.
@@ -466,8 +471,9 @@ impl HealthClient {
 }
 
 impl<T: Caller> HealthClient<T> {
-    /// A health client calling through `client`: a [`Client`]'s connection, or a
-    /// [`crate::Channel`] (one reconnecting endpoint, or balanced).
+    /// A health client calling through `client`: a [`Client`]'s connection, a
+    /// [`crate::Channel`] (one reconnecting endpoint, or balanced), or with the `grpc`
+    /// feature a `frpc::grpc::GrpcChannel` (any gRPC server's `grpc.health.v1.Health`).
     pub fn new(client: T) -> HealthClient<T> {
         HealthClient { client }
     }
@@ -478,12 +484,14 @@ impl<T: Caller> HealthClient<T> {
     }
 
     /// The serving status of `service` (`""`: the whole server); `SERVICE_UNKNOWN` for a name
-    /// nobody reported.
+    /// nobody reported (through a `frpc::grpc::GrpcChannel`, gRPC's answer: a `NOT_FOUND`
+    /// error).
     pub async fn check(&self, service: &str) -> Result<ServingStatus, Error> {
         let request = HealthCheckRequest {
             service: service.to_owned(),
         };
-        let response: HealthCheckResponse = codegen::call_unary(&self.client, CHECK_OP, &request).await?;
+        let response: HealthCheckResponse =
+            codegen::call_unary_at(&self.client, CHECK_OP, GRPC_CHECK, &request).await?;
         Ok(response.status)
     }
 
@@ -494,7 +502,7 @@ impl<T: Caller> HealthClient<T> {
         let request = HealthCheckRequest {
             service: service.to_owned(),
         };
-        let stream = codegen::call_server_streaming(&self.client, WATCH_OP, &request).await?;
+        let stream = codegen::call_server_streaming_at(&self.client, WATCH_OP, GRPC_WATCH, &request).await?;
         Ok(HealthWatch { stream })
     }
 
