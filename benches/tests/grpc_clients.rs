@@ -84,7 +84,6 @@ fn proto_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("proto")
 }
 
-/// A tool installed by `.ci/setup`: at `$var`, else at `default` under `~/.local`.
 /// The frpc client's calls go on while the third-party client runs.
 async fn frpc_calls(addr: SocketAddr) {
     let client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
