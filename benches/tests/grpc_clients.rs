@@ -84,6 +84,14 @@ fn proto_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("proto")
 }
 
+/// Runs a test against a Python script within a minute: a script that dies early (or never
+/// starts) fails the test instead of leaving it waiting for lines or events forever.
+async fn bounded(test: impl Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(60), test)
+        .await
+        .expect("the Python client's test did not finish within 60 s");
+}
+
 /// The frpc client's calls go on while the third-party client runs.
 async fn frpc_calls(addr: SocketAddr) {
     let client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
@@ -101,34 +109,37 @@ async fn frpc_calls(addr: SocketAddr) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_grpcio_calls_the_shared_port() {
-    let python = python();
-    let (addr, mut events) = start().await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_clients.py");
-    let mut child = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(addr.to_string())
-        .arg(proto_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    frpc_calls(addr).await;
+    bounded(async {
+        let python = python();
+        let (addr, mut events) = start().await;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_clients.py");
+        let mut child = tokio::process::Command::new(python)
+            .arg(script)
+            .arg(addr.to_string())
+            .arg(proto_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        frpc_calls(addr).await;
 
-    assert_eq!(events.recv().await.unwrap(), "deadline started");
-    assert_eq!(lines.next_line().await.unwrap().unwrap(), "STARTED");
-    // grpcio's own timer ends the deadline call and the script starts the next at once: the
-    // first handler's cancel and the second's start race.
-    let mut seen = [events.recv().await.unwrap(), events.recv().await.unwrap()];
-    seen.sort();
-    assert_eq!(seen, ["deadline cancelled", "hang started"]);
-    stdin.write_all(b"go\n").await.unwrap();
-    assert_eq!(events.recv().await.unwrap(), "hang cancelled");
-    stdin.write_all(b"go\n").await.unwrap();
-    assert_eq!(lines.next_line().await.unwrap().unwrap(), "OK");
-    assert!(child.wait().await.unwrap().success());
+        assert_eq!(events.recv().await.unwrap(), "deadline started");
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "STARTED");
+        // grpcio's own timer ends the deadline call and the script starts the next at once: the
+        // first handler's cancel and the second's start race.
+        let mut seen = [events.recv().await.unwrap(), events.recv().await.unwrap()];
+        seen.sort();
+        assert_eq!(seen, ["deadline cancelled", "hang started"]);
+        stdin.write_all(b"go\n").await.unwrap();
+        assert_eq!(events.recv().await.unwrap(), "hang cancelled");
+        stdin.write_all(b"go\n").await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "OK");
+        assert!(child.wait().await.unwrap().success());
+    })
+    .await;
 }
 
 /// Runs grpcurl with `args`: its exit status, stdout and stderr.
@@ -278,38 +289,41 @@ async fn frpc_streams(addr: SocketAddr) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_grpcio_streams_on_the_shared_port() {
-    let python = python();
-    let (addr, mut events, reporter) = start_streams().await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_streams.py");
-    let mut child = tokio::process::Command::new(python)
-        .arg(script)
-        .arg(addr.to_string())
-        .arg(proto_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let frpc_side = tokio::spawn(frpc_streams(addr));
+    bounded(async {
+        let python = python();
+        let (addr, mut events, reporter) = start_streams().await;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/grpc_streams.py");
+        let mut child = tokio::process::Command::new(python)
+            .arg(script)
+            .arg(addr.to_string())
+            .arg(proto_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let frpc_side = tokio::spawn(frpc_streams(addr));
 
-    assert_eq!(lines.next_line().await.unwrap().unwrap(), "DEADLINE");
-    assert_eq!(events.recv().await.unwrap(), "count hang true");
-    assert_eq!(events.recv().await.unwrap(), "count cancelled");
-    stdin.write_all(b"go\n").await.unwrap();
-    assert_eq!(lines.next_line().await.unwrap().unwrap(), "CANCEL");
-    assert_eq!(events.recv().await.unwrap(), "chat hang false");
-    stdin.write_all(b"go\n").await.unwrap();
-    assert_eq!(lines.next_line().await.unwrap().unwrap(), "CANCELLED");
-    assert_eq!(events.recv().await.unwrap(), "chat cancelled");
-    stdin.write_all(b"go\n").await.unwrap();
-    assert_eq!(lines.next_line().await.unwrap().unwrap(), "WATCHING");
-    reporter.set_not_serving("streams.Streams");
-    stdin.write_all(b"go\n").await.unwrap();
-    assert_eq!(lines.next_line().await.unwrap().unwrap(), "OK");
-    assert!(child.wait().await.unwrap().success());
-    frpc_side.await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "DEADLINE");
+        assert_eq!(events.recv().await.unwrap(), "count hang true");
+        assert_eq!(events.recv().await.unwrap(), "count cancelled");
+        stdin.write_all(b"go\n").await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "CANCEL");
+        assert_eq!(events.recv().await.unwrap(), "chat hang false");
+        stdin.write_all(b"go\n").await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "CANCELLED");
+        assert_eq!(events.recv().await.unwrap(), "chat cancelled");
+        stdin.write_all(b"go\n").await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "WATCHING");
+        reporter.set_not_serving("streams.Streams");
+        stdin.write_all(b"go\n").await.unwrap();
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "OK");
+        assert!(child.wait().await.unwrap().success());
+        frpc_side.await.unwrap();
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
