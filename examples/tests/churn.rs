@@ -16,6 +16,9 @@ fn open_fds() -> usize {
 async fn two_thousand_connections_come_and_go_without_leaking() {
     let running = start(config(Duration::from_secs(5))).await;
     let good = GoodClient::start(running.addr).await;
+    // `connect` returns once TCP connects; the server may accept (and open its end) later.
+    // The baseline counts both ends of the good client's connection.
+    assert!(eventually(Duration::from_secs(5), || running.server.connections() == 1).await);
     let baseline = open_fds();
     for i in 0..2000 {
         let client = pb::EchoServiceClient::connect(running.addr).await.unwrap();
