@@ -19,6 +19,10 @@
 //!                              # do-nothing layer on each side: what any layer costs
 //! valgrind --tool=callgrind target/release/examples/calls shared 20000    # `on`, on a port
 //!                              # shared with gRPC
+//! valgrind --tool=callgrind target/release/examples/calls joined 20000    # `on`, ten calls in
+//!                              # flight joined on one task (workload B's `joined` callers)
+//! valgrind --tool=callgrind target/release/examples/calls raw-joined 20000  # the raw client
+//!                              # pipelining ten calls on the same frpc server: the limit
 //! ```
 //!
 //! `shared` is `on` with the server built with `grpc(true)`: what the fRPC face pays for
@@ -30,6 +34,8 @@
 use frpc::metrics::{ClientMetricsLayer, MetricsLayer};
 use frpc_bench::frameworks::frpc::{Client, Wire, serve_with};
 use frpc_bench::workload::{Body, Caller, Payload};
+use frpc_bench::workload::{Callers, Limit, Window, drive};
+use std::time::Duration;
 use tower::util::MapRequestLayer;
 
 fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -38,8 +44,13 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let mode = args.next();
     // The fRPC face on a port shared with gRPC.
     let shared = mode.as_deref() == Some("shared");
+    // Ten calls in flight, joined on one task (or pipelined by the raw client).
+    let joined = matches!(mode.as_deref(), Some("joined" | "raw-joined"));
+    let raw = mode.as_deref() == Some("raw-joined");
     let (wire, channel, metrics, name) = match mode.as_deref() {
         Some("on") => (Wire::Polyglot, false, Off, "extensions on, polyglot"),
+        Some("joined") => (Wire::Polyglot, false, Off, "extensions on, polyglot, 10 joined"),
+        Some("raw-joined") => (Wire::Plain, false, Off, "the raw client, 10 pipelined"),
         Some("off") => (Wire::Plain, false, Off, "extensions off"),
         Some("protobuf") => (Wire::Protobuf, false, Off, "extensions on, protobuf"),
         Some("channel") => (
@@ -74,7 +85,9 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         ),
         _ => {
             return Err(
-                "usage: calls on|off|protobuf|channel|shared|metrics|metrics-idle|layers [CALLS]".into(),
+                "usage: calls on|off|protobuf|channel|shared|metrics|metrics-idle|layers|joined|\
+                 raw-joined [CALLS]"
+                    .into(),
             );
         }
     };
@@ -113,6 +126,8 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 .with_metrics(ClientMetricsLayer::new("benchmark.BenchmarkService").method(10, "Benchmark")),
         };
         match channel {
+            false if raw => run_raw(addr, framing, calls).await,
+            false if joined => run_joined(Client::connect(addr, framing, wire).await, calls).await,
             false => run(Client::connect(addr, framing, wire).await, calls).await,
             true => {
                 run(
@@ -141,4 +156,36 @@ async fn run(mut client: impl Caller<Body>, calls: u64) {
     for _ in 0..calls {
         client.call(&body).await.expect("call");
     }
+}
+
+/// Workload B's `joined` callers on one connection: ten calls in flight, one task.
+const IN_FLIGHT: usize = 10;
+
+async fn run_joined(client: impl Caller<Body>, calls: u64) {
+    let body = Body::random(Payload::String, 32);
+    let limit = Limit::per_slot(
+        Window::new(Duration::ZERO, Duration::from_secs(3600)),
+        calls / IN_FLIGHT as u64,
+    );
+    let outcome = drive(&client, &body, IN_FLIGHT, Callers::Joined, limit).await;
+    assert_eq!(
+        outcome.calls,
+        calls / IN_FLIGHT as u64 * IN_FLIGHT as u64,
+        "calls made"
+    );
+}
+
+async fn run_raw(addr: std::net::SocketAddr, framing: frpc::Framing, calls: u64) {
+    let body = Body::random(Payload::String, 32);
+    let mut client = frpc_bench::frameworks::raw::Client::connect(addr, framing).await;
+    let limit = Limit::per_slot(
+        Window::new(Duration::ZERO, Duration::from_secs(3600)),
+        calls / IN_FLIGHT as u64,
+    );
+    let outcome = client.drive(&body, IN_FLIGHT, limit).await;
+    assert_eq!(
+        outcome.calls,
+        calls / IN_FLIGHT as u64 * IN_FLIGHT as u64,
+        "calls made"
+    );
 }

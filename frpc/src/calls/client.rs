@@ -6,7 +6,7 @@
 //! matched by (operation, id). An id still in flight is never reused. The in-flight table is the
 //! one lock a call takes (once to register, once when the reply lands).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -37,6 +37,9 @@ pub(crate) struct ClientCalls {
     answered: AtomicBool,
     /// Set once the server sent a reply or a stream message: the connection served a call.
     served: AtomicBool,
+    /// Replies handed to their callers and not yet read by them: while some are, the next
+    /// call is not alone (its siblings are likely to call too), and is corked.
+    unread: AtomicUsize,
     first_answer: tokio::sync::Notify,
     /// Reflection requests waiting for their answers, oldest first (the server answers in
     /// order).
@@ -83,6 +86,7 @@ impl ClientCalls {
         Arc::new(ClientCalls {
             answered: AtomicBool::new(false),
             served: AtomicBool::new(false),
+            unread: AtomicUsize::new(0),
             first_answer: tokio::sync::Notify::new(),
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),
@@ -288,19 +292,18 @@ impl ClientCalls {
             cancel: bits & ext::EXT_CANCEL != 0,
         };
         let packet = Packet::new(id, op, content);
-        if alone {
-            // Ping-pong: write it ourselves if the writer is idle (no hand-off to its task).
-            conn.send(packet).await?;
-        } else {
-            // Other calls are in flight: let the writer batch this one with theirs (callers
-            // joined on one task would otherwise make one write each).
-            conn.queue(packet).await?;
-        }
+        // Alone (ping-pong), it is written at once if the writer is idle (no hand-off to its
+        // task). With others in flight, or replies just handed over whose callers may call
+        // again, it is corked: calls joined on this task (or made by the tasks queued behind
+        // it) leave in one write, made by the first of them once the others are in, again
+        // with no hand-off to the writer task.
+        conn.send_or_cork(packet, !alone).await?;
         let rx = pending.rx.as_mut().expect("receiver present until drop");
         let reply = rx.await;
         if reply.is_ok() {
             // The dispatcher removed the entry when it handed the reply over.
             pending.rx = None;
+            self.read_one();
         }
         let body = reply.unwrap_or_else(|_| Err(conn.closed_error()))?;
         // Only a client that offered gets extension headers (and no fRPC content starts so).
@@ -328,7 +331,8 @@ impl ClientCalls {
     }
 
     /// Picks the method's next free id (Go's pre-increment counter: first id 1) and registers
-    /// the caller under it; also says whether it is the only call in flight.
+    /// the caller under it; also says whether it is alone: the only call in flight, with no
+    /// reply handed over but not yet read (whose caller may be about to call again).
     fn register(&self, op: u16, tx: oneshot::Sender<Reply>, conn: &Connection) -> Result<(u16, bool), Error> {
         let mut table = self.lock();
         if table.closed {
@@ -340,7 +344,10 @@ impl ClientCalls {
             if !table.calls.contains_key(&key(op, id)) {
                 table.next_ids.insert(op, id);
                 table.calls.insert(key(op, id), tx);
-                return Ok((id, table.calls.len() == 1));
+                return Ok((
+                    id,
+                    table.calls.len() == 1 && self.unread.load(Ordering::Relaxed) == 0,
+                ));
             }
         }
         Err(Error::closed(format!(
@@ -357,9 +364,7 @@ impl ClientCalls {
             (waiter, table.takeover_armed && table.calls.is_empty())
         };
         match waiter {
-            Some(tx) => {
-                let _ = tx.send(Ok(content));
-            }
+            Some(tx) => self.hand_over(tx, Ok(content)),
             None => tracing::trace!(op, id, "dropping a reply nobody waits for"),
         }
         take_over
@@ -369,8 +374,22 @@ impl ClientCalls {
     fn fail(&self, op: u16, id: u16, err: Error) {
         let waiter = self.lock().calls.remove(&key(op, id));
         if let Some(tx) = waiter {
-            let _ = tx.send(Err(err));
+            self.hand_over(tx, Err(err));
         }
+    }
+
+    /// Hands a reply (or error) to its caller, counted as unread until the caller reads it
+    /// (counted first, so the caller's decrement never comes before it).
+    fn hand_over(&self, tx: oneshot::Sender<Reply>, reply: Reply) {
+        self.unread.fetch_add(1, Ordering::Relaxed);
+        if tx.send(reply).is_err() {
+            self.unread.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A caller read the reply handed over to it.
+    fn read_one(&self) {
+        self.unread.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Fails every pending call at once and refuses new ones.
@@ -382,7 +401,7 @@ impl ClientCalls {
             std::mem::take(&mut table.calls)
         };
         for (_, tx) in calls {
-            let _ = tx.send(Err(err.duplicate()));
+            self.hand_over(tx, Err(err.duplicate()));
         }
     }
 }
@@ -403,6 +422,9 @@ impl Drop for PendingCall<'_> {
         // A reply that landed but was never read: the call is over, nothing to cancel.
         let answered = rx.try_recv().is_ok();
         drop(rx);
+        if answered {
+            self.calls.read_one();
+        }
         if self.cancel && !answered && !self.conn.is_closed() {
             // Sent while our entry still holds the id, so no newer call can have taken it.
             // Best effort: with the write queue full the cancel is not sent (the reply then

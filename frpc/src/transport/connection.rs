@@ -222,13 +222,37 @@ impl Connection {
     /// Sends a packet: written at once when the writer is idle and nothing is queued ahead,
     /// queued otherwise (waiting while the writer's queue is full).
     pub(crate) async fn send(&self, packet: Packet) -> Result<(), Error> {
+        self.send_or_cork(packet, false).await
+    }
+
+    /// [`Connection::send`], or with `cork` for a packet that others sent from the same task
+    /// are likely to join (calls joined on one task, or several tasks calling at once): it
+    /// waits in the cork, and the first packet corked writes them all in one write after
+    /// letting its task run the others once (a yield, no hand-off to the writer task); queued
+    /// when the writer is busy. One future for both, so a caller that picks at run time
+    /// carries one `enqueue` state, not two (futures are moved by copy).
+    pub(crate) async fn send_or_cork(&self, packet: Packet, cork: bool) -> Result<(), Error> {
         self.admit(&packet)?;
-        let packet = match self.more_input.load(Ordering::Relaxed) {
-            true => packet,
-            false => match self.outbound.try_direct(packet) {
+        let packet = if cork {
+            match self.outbound.try_cork(packet) {
+                Ok(first) => {
+                    if first {
+                        // Flushed when dropped too: a caller dropped during the yield leaves
+                        // nothing stuck.
+                        let _flush = FlushCork(&*self.outbound);
+                        YieldOnce(false).await;
+                    }
+                    return Ok(());
+                }
+                Err(packet) => packet,
+            }
+        } else if self.more_input.load(Ordering::Relaxed) {
+            packet
+        } else {
+            match self.outbound.try_direct(packet) {
                 Ok(()) => return Ok(()),
                 Err(packet) => packet,
-            },
+            }
         };
         self.enqueue(packet).await
     }
@@ -362,6 +386,33 @@ impl Connection {
 
     fn reading_stopped(&self) -> bool {
         self.is_closed() || self.stopping.load(Ordering::Acquire)
+    }
+}
+
+/// Writes the cork when dropped (see [`Connection::send_or_cork`]).
+struct FlushCork<'a>(&'a dyn Outbound);
+
+impl Drop for FlushCork<'_> {
+    fn drop(&mut self) {
+        self.0.flush_cork();
+    }
+}
+
+/// Pending once, waking its own task: the task's other futures (calls joined with this one)
+/// and the tasks queued behind it run before it resumes. Unlike `tokio::task::yield_now`, it
+/// does not wait for the runtime to poll the I/O driver (a system call).
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
     }
 }
 

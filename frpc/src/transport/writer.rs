@@ -4,20 +4,24 @@
 //! Transport floor.
 //!
 //! Both write under one lock around the socket's write half. The direct path is taken only when
-//! nothing is queued or half-written ahead of the packet (`outstanding` is zero, checked under
-//! the lock), so packets leave in the order they were sent. A direct write that the socket only
-//! partly takes leaves the rest to the writer task, which writes it before anything else. Large
-//! contents, a busy writer, a reader with more input buffered (whose replies batch better
-//! through the queue) and a client call with others in flight (`Connection::queue`: calls joined
-//! on one task would otherwise cost a write each) all take the queue.
-
+//! nothing is queued or half-written ahead of the packet (`outstanding` counts only the cork,
+//! checked under the lock), so packets leave in the order they were sent. A direct write that
+//! the socket only partly takes leaves the rest to the writer task, which writes it before
+//! anything else. Large contents, a busy writer and a reader with more input buffered (whose
+//! replies batch better through the queue) take the queue.
+//!
+//! The **cork** batches without the writer task: a sender that knows others follow on its own
+//! task (a client call with others in flight) appends its packet to the bytes pending ahead of
+//! the queue; the first to cork flushes them all with one write once its task has let the
+//! others append, and the writer task takes whatever is still
+//! corked before its queue (`Connection::send_or_cork`). Ten calls joined on one task thus cost one write and no hand-off.
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use frpc_wire::{Framing, Header, Packet, op};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, Notify, mpsc};
@@ -40,6 +44,12 @@ pub(crate) trait Outbound: Send + Sync {
     fn queued(&self);
     /// A packet counted by [`Outbound::queued`] never made it into the queue.
     fn unqueued(&self);
+    /// Appends `packet` to the cork if nothing is queued or half-written ahead of it; gives it
+    /// back to be queued otherwise. `Ok(true)`: the cork was empty, so the caller must
+    /// [`Outbound::flush_cork`] (once the packets joining it are in).
+    fn try_cork(&self, packet: Packet) -> Result<bool, Packet>;
+    /// Writes the cork if the socket takes it now, or leaves it to the writer task.
+    fn flush_cork(&self);
 }
 
 /// The socket's write half and what the direct path left for the writer task.
@@ -50,6 +60,9 @@ struct Side<W> {
     rest: BytesMut,
     /// Whether a direct write left work (bytes or a flush) for the writer task.
     partial: bool,
+    /// Whether `rest` holds corked packets that nobody tried to write yet (see the module
+    /// docs). Corked or partial, `rest` counts as one outstanding packet.
+    corked: bool,
     /// The direct path's encoding buffer, reused.
     scratch: BytesMut,
 }
@@ -71,6 +84,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
                 write: Some(write),
                 rest: BytesMut::new(),
                 partial: false,
+                corked: false,
                 scratch: BytesMut::new(),
             }),
             outstanding: AtomicUsize::new(0),
@@ -102,11 +116,11 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             let mut side = self.side.lock().await;
             let side = &mut *side;
             let Some(write) = side.write.as_mut() else { break };
-            if side.partial {
+            if side.partial || side.corked {
                 write.write_all(&side.rest).await?;
                 write.flush().await?;
                 side.rest.clear();
-                side.partial = false;
+                (side.partial, side.corked) = (false, false);
                 self.outstanding.fetch_sub(1, Ordering::Release);
             }
             let Some(packet) = first else { continue };
@@ -156,32 +170,97 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     fn try_direct(&self, packet: Packet) -> Result<(), Packet> {
-        if packet.content.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) != 0 {
+        if packet.content.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
             return Err(packet);
         }
         let Ok(mut side) = self.side.try_lock() else {
             return Err(packet);
         };
-        // Checked again under the lock: the writer task decrements it only while holding it.
-        if self.outstanding.load(Ordering::Acquire) != 0 {
+        let side = &mut *side;
+        // Checked again under the lock (the writer task decrements it only while holding it):
+        // nothing may be ahead of us but a cork, which leaves first, in the same write.
+        if side.partial || self.outstanding.load(Ordering::Acquire) != usize::from(side.corked) {
             return Err(packet);
         }
-        let side = &mut *side;
         let Some(write) = side.write.as_mut() else {
             return Err(packet);
         };
-        side.scratch.clear();
-        encode(&mut side.scratch, self.framing, &packet);
-        let written = write_now(write, &side.scratch);
-        if written < side.scratch.len() || !flush_now(write) {
+        let pending = match side.corked {
+            true => &mut side.rest,
+            false => {
+                side.scratch.clear();
+                &mut side.scratch
+            }
+        };
+        encode(pending, self.framing, &packet);
+        let written = write_now(write, pending);
+        let flushed = written == pending.len() && flush_now(write);
+        if !flushed {
             // The socket is full (or the writer needs a flush, like TLS): the writer task takes
             // it from here, before anything queued after us.
-            side.rest.extend_from_slice(&side.scratch[written..]);
-            side.partial = true;
-            self.outstanding.fetch_add(1, Ordering::Release);
+            if !side.corked {
+                side.rest.extend_from_slice(&side.scratch[written..]);
+                self.outstanding.fetch_add(1, Ordering::Release);
+            } else {
+                side.rest.advance(written);
+            }
+            (side.partial, side.corked) = (true, false);
             self.wake.notify_one();
+        } else if side.corked {
+            side.rest.clear();
+            side.corked = false;
+            self.outstanding.fetch_sub(1, Ordering::Release);
         }
         Ok(())
+    }
+
+    fn try_cork(&self, packet: Packet) -> Result<bool, Packet> {
+        if packet.content.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
+            return Err(packet);
+        }
+        let Ok(mut side) = self.side.try_lock() else {
+            return Err(packet);
+        };
+        let side = &mut *side;
+        // Only ahead of everything queued: nothing but the cork itself may be outstanding.
+        if side.partial
+            || side.write.is_none()
+            || self.outstanding.load(Ordering::Acquire) != usize::from(side.corked)
+        {
+            return Err(packet);
+        }
+        encode(&mut side.rest, self.framing, &packet);
+        let first = !side.corked;
+        if first {
+            side.corked = true;
+            self.outstanding.fetch_add(1, Ordering::Release);
+        }
+        Ok(first)
+    }
+
+    fn flush_cork(&self) {
+        let Ok(mut side) = self.side.try_lock() else {
+            // The writer task holds it (and takes the cork) or will once woken.
+            self.wake.notify_one();
+            return;
+        };
+        let side = &mut *side;
+        if !side.corked {
+            return; // The writer task wrote it already.
+        }
+        let Some(write) = side.write.as_mut() else {
+            return;
+        };
+        let written = write_now(write, &side.rest);
+        if written == side.rest.len() && flush_now(write) {
+            side.rest.clear();
+            side.corked = false;
+            self.outstanding.fetch_sub(1, Ordering::Release);
+            return;
+        }
+        side.rest.advance(written);
+        (side.partial, side.corked) = (true, false);
+        self.wake.notify_one();
     }
 
     fn queued(&self) {
