@@ -259,6 +259,9 @@ pub fn run(args: &StreamArgs) {
         .collect();
     // [direction][size][mode] → messages/s per rep.
     let mut samples = vec![vec![vec![Vec::new(); modes.len()]; args.size.len()]; args.direction.len()];
+    // [direction][size][mode] → the process's CPU time per message (ns) per rep: both peers
+    // run in this process, so it is what a message costs end to end, idle time excluded.
+    let mut cpu = samples.clone();
     client_rt.block_on(async {
         // Warm-up: one short call per mode, size and direction.
         for &direction in &args.direction {
@@ -274,8 +277,12 @@ pub fn run(args: &StreamArgs) {
                     // Rotate the order rep by rep so no mode always goes first.
                     for k in 0..modes.len() {
                         let m = (k + rep) % modes.len();
+                        let cpu_before = process_cpu_ns();
                         let elapsed = once(&clients[m], direction, args.messages, size).await;
                         samples[d][s][m].push(args.messages as f64 / elapsed.as_secs_f64());
+                        if let (Some(a), Some(b)) = (cpu_before, process_cpu_ns()) {
+                            cpu[d][s][m].push(b.saturating_sub(a) as f64 / args.messages as f64);
+                        }
                     }
                 }
             }
@@ -286,8 +293,8 @@ pub fn run(args: &StreamArgs) {
         .zip(crate::report::load_average())
         .map_or(String::new(), |(a, b)| format!(", load average {a:.1} → {b:.1}"));
     println!(
-        "{:<5} {:>6} {:<12} {:>12} {:>21} {:>9} {:>9}",
-        "dir", "size", "mode", "msg/s (med)", "min – max", "MB/s", "vs plain"
+        "{:<5} {:>6} {:<12} {:>12} {:>21} {:>9} {:>9} {:>17} {:>9}",
+        "dir", "size", "mode", "msg/s (med)", "min – max", "MB/s", "vs plain", "CPU ns/msg (med)", "vs plain"
     );
     for (d, direction) in args.direction.iter().enumerate() {
         for (s, &size) in args.size.iter().enumerate() {
@@ -296,13 +303,25 @@ pub fn run(args: &StreamArgs) {
                 .position(|&m| m == Mode::Plain)
                 .and_then(|p| Summary::of(&samples[d][s][p]))
                 .map(|p| p.median);
+            let plain_cpu = modes
+                .iter()
+                .position(|&m| m == Mode::Plain)
+                .and_then(|p| Summary::of(&cpu[d][s][p]))
+                .map(|p| p.median);
             for (m, mode) in modes.iter().enumerate() {
                 let Some(sum) = Summary::of(&samples[d][s][m]) else {
                     continue;
                 };
                 let ratio = plain.map_or(String::new(), |p| format!("{:.2}", sum.median / p));
+                let cpu_sum = Summary::of(&cpu[d][s][m]);
+                let cpu_text = cpu_sum.as_ref().map_or(String::new(), |c| {
+                    format!("{:.0} ({:.0}–{:.0})", c.median, c.min, c.max)
+                });
+                let cpu_ratio = cpu_sum
+                    .zip(plain_cpu)
+                    .map_or(String::new(), |(c, p)| format!("{:.2}", c.median / p));
                 println!(
-                    "{:<5} {:>6} {:<12} {:>12} {:>21} {:>9.1} {:>9}",
+                    "{:<5} {:>6} {:<12} {:>12} {:>21} {:>9.1} {:>9} {:>17} {:>9}",
                     direction.to_string(),
                     format!("{size} B"),
                     mode.name(),
@@ -310,6 +329,8 @@ pub fn run(args: &StreamArgs) {
                     format!("{} – {}", rate(sum.min), rate(sum.max)),
                     sum.median * size as f64 / 1e6,
                     ratio,
+                    cpu_text,
+                    cpu_ratio,
                 );
             }
         }
@@ -328,6 +349,12 @@ pub fn run(args: &StreamArgs) {
     if let Ok(rt) = Arc::try_unwrap(server_rt) {
         rt.shutdown_background();
     }
+}
+
+/// CPU time of this whole process so far (every thread's, user and system), in nanoseconds
+/// (`None` off Linux: the CPU columns stay empty).
+fn process_cpu_ns() -> Option<u64> {
+    frpc_load::cpu::process_cpu("self").map(|cpu| cpu.as_nanos() as u64)
 }
 
 fn rate(v: f64) -> String {

@@ -105,7 +105,7 @@ pub struct ConnectionConfig {
     /// The receive window of each flow-controlled stream, in messages (frpc peers that
     /// negotiated flow control; see `docs/extensions.md`): the peer sends at most this many
     /// messages ahead of what this side's consumer has read, and its `send` waits for more
-    /// credit, which is given back every half window read. Such a stream buffers its whole
+    /// credit, which is given back every quarter window read. Such a stream buffers its whole
     /// window, so it never overflows: its memory is bounded by `stream_window` ×
     /// `max_content_length`, and, with windows in bytes too (`stream_window_bytes`), by that
     /// plus one message. Default: 1024 (the `stream_buffer` default, so a stream
@@ -115,7 +115,7 @@ pub struct ConnectionConfig {
     /// messages, between frpc peers that negotiated flow control in bytes (`docs/extensions.md`
     /// §9): the peer sends while its byte credit is above zero, so a stream buffers at most
     /// this plus one message. A message larger than the window still passes, alone. Like
-    /// HTTP/2's stream window, given back every half window read. Default: 1,048,576 (1 MiB,
+    /// HTTP/2's stream window, given back every quarter window read. Default: 1,048,576 (1 MiB,
     /// hyper's HTTP/2 default; h2's protocol default is 64 KiB). At least 1.
     pub stream_window_bytes: u32,
     /// Bytes of inbound stream messages one connection may hold buffered (read from the socket,

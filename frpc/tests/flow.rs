@@ -409,7 +409,7 @@ async fn the_flow_spec_examples_are_the_bytes() {
         "09 0b",
     ]);
     let opened = in_doc(&["00 0f 00 05 ff ff 00 00 00 06 00 01 00 00 00 08"]);
-    let credit = in_doc(&["00 0f 00 04 ff ff 00 00 00 06 00 01 00 00 00 02"]);
+    let credit = in_doc(&["00 0f 00 04 ff ff 00 00 00 06 00 01 00 00 00 01"]);
 
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

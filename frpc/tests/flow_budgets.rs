@@ -170,16 +170,17 @@ async fn the_byte_window_spec_examples_are_the_bytes() {
         "09 0b",
     ]);
     let opened = in_doc(&["00 0f 00 05 ff ff 00 00 00 0a 00 01 00 00 00 08 00 10 00 00"]);
-    let credit = in_doc(&["00 0f 00 04 ff ff 00 00 00 0a 00 01 00 00 00 02 00 00 80 00"]);
-    // Two messages of 16 KiB each: half the window in messages and in bytes at once.
-    let half = (16_300..16_384)
+    let credit = in_doc(&["00 0f 00 04 ff ff 00 00 00 0a 00 01 00 00 00 01 00 00 40 00"]);
+    // Messages of 16 KiB each: the first is a quarter of the window in messages and in bytes
+    // at once.
+    let quarter = (16_300..16_384)
         .map(|len| "m".repeat(len))
         .find(|value| encoded(value).len() == 16_384)
         .unwrap();
 
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let sent = half.clone();
+    let sent = quarter.clone();
     let peer = tokio::spawn(async move {
         let (stream, _) = listener.accept().await.unwrap();
         let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
@@ -199,7 +200,10 @@ async fn the_byte_window_spec_examples_are_the_bytes() {
     let flow = FlowClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
     let mut produce = bounded("produce", flow.produce(text("2"))).await.unwrap();
     for _ in 0..2 {
-        assert_eq!(produce.message().await.unwrap().unwrap().value.len(), half.len());
+        assert_eq!(
+            produce.message().await.unwrap().unwrap().value.len(),
+            quarter.len()
+        );
     }
     assert!(produce.message().await.unwrap().is_none());
     bounded("raw server", peer).await.unwrap();

@@ -1,5 +1,6 @@
 //! Flow-control credit given back to the peer from places that cannot wait (the connection's
-//! reader, a stream handle being dropped): sent at once when the write queue has room, else
+//! reader, a stream handle being dropped, a consumer reading): written at once when the writer
+//! is idle (the peer's producer may be waiting for it), queued when the write queue has room, else
 //! summed per stream and sent by one flusher task per connection. A peer that stops reading
 //! while it keeps sending thus costs at most one entry per stream, never a task or a queued
 //! packet per message; and no credit is lost, so its streams never stall.
@@ -29,7 +30,7 @@ impl CreditBack {
         let mut pending = self.lock();
         if pending.is_empty() && !self.flushing.load(Ordering::Acquire) {
             let packet = ext::stream_window(ext::CREDIT, stream, credit);
-            if conn.try_send(packet).is_ok() {
+            if conn.try_send_now(packet).is_ok() {
                 return;
             }
         }

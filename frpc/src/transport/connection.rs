@@ -288,6 +288,22 @@ impl Connection {
         &self.config
     }
 
+    /// Writes a small packet at once when the writer is idle (as [`Connection::send`] does),
+    /// else queues it if there is room right now: for callers that cannot wait but whose packet
+    /// the peer is waiting for (flow-control credit), so it does not wait for the writer task's
+    /// next turn on a thread busy with the caller.
+    pub(crate) fn try_send_now(&self, packet: Packet) -> Result<(), Error> {
+        self.check_len(packet.content.len())?;
+        let packet = match self.more_input.load(Ordering::Relaxed) {
+            true => packet,
+            false => match self.outbound.try_direct(packet) {
+                Ok(()) => return Ok(()),
+                Err(packet) => packet,
+            },
+        };
+        self.try_send(packet)
+    }
+
     /// Queues a packet if there is room right now (for callers that cannot wait, like `Drop`).
     pub(crate) fn try_send(&self, packet: Packet) -> Result<(), Error> {
         self.check_len(packet.content.len())?;

@@ -277,9 +277,11 @@ impl<T: Message> FrpcStreaming<T> {
         Ok(())
     }
 
-    /// Gives back credit for a data message of `len` bytes the consumer read: every half
-    /// window (of messages, or of bytes) at once, so a stream costs one CREDIT packet per half
-    /// window.
+    /// Gives back credit for a data message of `len` bytes the consumer read: every quarter
+    /// window (of messages, or of bytes) at once, so a stream costs one CREDIT packet per
+    /// quarter window. A quarter, not a half: the grant reaches a producer that ran out of
+    /// credit while three quarters of the window are still buffered here, so the consumer
+    /// never runs dry while the producer refills the pipeline.
     pub(super) fn consumed(&mut self, len: usize) {
         let Some((_, window)) = &self.inbound.recv else {
             return;
@@ -289,9 +291,9 @@ impl<T: Message> FrpcStreaming<T> {
         if let Some(bytes) = &self.inbound.recv_bytes {
             let len = u32::try_from(len).unwrap_or(u32::MAX);
             self.unacked_bytes = self.unacked_bytes.saturating_add(len);
-            bytes_due = self.unacked_bytes >= (bytes.window / 2).max(1);
+            bytes_due = self.unacked_bytes >= grant_every(bytes.window);
         }
-        if (self.unacked < (window / 2).max(1) && !bytes_due) || self.done {
+        if (self.unacked < grant_every(*window) && !bytes_due) || self.done {
             return;
         }
         self.give_back();
@@ -453,6 +455,12 @@ impl<T: Message> FrpcStreaming<T> {
             Some(EndReason::PeerClosed) | None => Error::closed("the peer closed the stream without EOF"),
         }
     }
+}
+
+/// How much of a `window` the consumer reads before its credit goes back: a quarter (at least
+/// one). docs/extensions.md §9 describes this policy.
+fn grant_every(window: u32) -> u32 {
+    (window / 4).max(1)
 }
 
 impl<T: Message> futures_core::Stream for Streaming<T> {
