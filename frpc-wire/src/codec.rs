@@ -121,7 +121,16 @@ impl Decoder for PacketCodec {
         }
         let total = self.framing.header_len() + header.len as usize;
         if src.len() < total {
-            src.reserve(read_ahead(total - src.len(), src.len()));
+            let missing = total - src.len();
+            // Where the packet will not fit behind what is buffered, the allocation it shares
+            // with packets split off earlier may still hold it once they are gone: then the few
+            // bytes buffered move to its front now, rather than the whole packet later (a
+            // large packet would otherwise cost a copy of itself, growing or moving). Never
+            // allocates: the allocation is one the peer's earlier packets filled.
+            if src.capacity() - src.len() < missing {
+                let _ = src.try_reclaim(missing);
+            }
+            src.reserve(read_ahead(missing, src.len()));
             return Ok(None);
         }
         src.advance(self.framing.header_len());
@@ -393,6 +402,58 @@ mod tests {
             assert_eq!(packet.content.len(), len as usize);
             assert!(moves <= 8, "{moves} reallocations at {chunk}-byte reads");
             assert!(copied <= 2 << 20, "{copied} bytes copied at {chunk}-byte reads");
+        }
+    }
+
+    /// Packets of 1 MiB one after another, each dropped before the next arrives (a server
+    /// whose reply is written before the client sends again): after the first, the buffer is
+    /// reused in place, and the bytes moved per packet are a read's worth, not the packet.
+    #[test]
+    fn large_packets_reuse_the_buffer() {
+        let len = 1 << 20;
+        let chunk = 48 * 1024;
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let mut src = BytesMut::with_capacity(64 * 1024);
+        let mut stream = Vec::new();
+        for id in 0..4 {
+            stream.extend_from_slice(&header(Framing::Frisbee, id, 10, len));
+            stream.extend((0..len).map(|i| (i as u8) ^ (id as u8)));
+        }
+        let mut at = 0;
+        let mut moved = Vec::new();
+        let mut copied = 0;
+        while at < stream.len() {
+            // What is read is what the socket has, up to the spare capacity.
+            let before = src.as_ptr();
+            src.reserve(1);
+            if src.as_ptr() != before {
+                copied += src.len();
+            }
+            let n = chunk.min(stream.len() - at).min(src.capacity() - src.len());
+            src.extend_from_slice(&stream[at..at + n]);
+            at += n;
+            loop {
+                let before = (src.as_ptr(), src.len());
+                let packet = codec.decode(&mut src).unwrap();
+                if packet.is_none() && src.as_ptr() != before.0 {
+                    copied += before.1;
+                }
+                match packet {
+                    Some(packet) => {
+                        assert_eq!(packet.content.len(), len as usize);
+                        assert_eq!(packet.content[5], 5 ^ (packet.id as u8));
+                        moved.push(std::mem::take(&mut copied));
+                    }
+                    None => break,
+                }
+            }
+        }
+        assert_eq!(moved.len(), 4);
+        for (i, &copied) in moved.iter().enumerate().skip(1) {
+            assert!(
+                copied <= 2 * chunk,
+                "packet {i}: {copied} bytes copied ({moved:?})"
+            );
         }
     }
 
