@@ -125,9 +125,10 @@ impl Decoder for PacketCodec {
             // Where the packet will not fit behind what is buffered, the allocation it shares
             // with packets split off earlier may still hold it once they are gone: then the few
             // bytes buffered move to its front now, rather than the whole packet later (a
-            // large packet would otherwise cost a copy of itself, growing or moving). Never
-            // allocates: the allocation is one the peer's earlier packets filled.
-            if src.capacity() - src.len() < missing {
+            // large packet would otherwise cost a copy of itself, growing or moving). Only
+            // while few bytes are buffered (later, moving them costs what growing does), and
+            // never allocates: the allocation is one the peer's earlier packets filled.
+            if src.len() <= READ_RESERVE && src.capacity() - src.len() < missing {
                 let _ = src.try_reclaim(missing);
             }
             src.reserve(read_ahead(missing, src.len()));

@@ -22,6 +22,8 @@ use crate::hash::IdMap;
 use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
+use crate::transport::writer::Outgoing;
+use crate::types::Encoded;
 
 type Reply = Result<Bytes, Error>;
 
@@ -233,7 +235,7 @@ impl ClientCalls {
         &self,
         conn: &Connection,
         op: u16,
-        content: Bytes,
+        content: Encoded,
         options: CallOptions<'_>,
     ) -> Result<UnaryReply, Error> {
         let call = self.call(conn, op, content, options);
@@ -250,7 +252,7 @@ impl ClientCalls {
         &self,
         conn: &Connection,
         op: u16,
-        content: Bytes,
+        content: Encoded,
         options: CallOptions<'_>,
     ) -> Result<UnaryReply, Error> {
         let mut bits = self.ext.accepted();
@@ -273,7 +275,7 @@ impl ClientCalls {
                 };
                 match header.is_empty() {
                     true => content,
-                    false => header.encode(&content),
+                    false => header.encode_parts(content),
                 }
             }
         };
@@ -287,7 +289,7 @@ impl ClientCalls {
             rx: Some(rx),
             cancel: bits & ext::EXT_CANCEL != 0,
         };
-        let packet = Packet::new(id, op, content);
+        let packet = Outgoing::new(id, op, content);
         if alone {
             // Ping-pong: write it ourselves if the writer is idle (no hand-off to its task).
             conn.send(packet).await?;

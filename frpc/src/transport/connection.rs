@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
-use super::writer::{Outbound, Writer};
+use super::writer::{Outbound, Outgoing, Writer};
 use crate::config::ConnectionConfig;
 use crate::status::{CloseReason, Error};
 
@@ -76,7 +76,7 @@ pub(crate) struct Options {
 
 /// The shared half of a connection: what tasks and handles use to send and to close.
 pub(crate) struct Connection {
-    out: mpsc::Sender<Packet>,
+    out: mpsc::Sender<Outgoing>,
     /// The write side: the direct path and the bookkeeping of what is queued.
     outbound: Arc<dyn Outbound>,
     /// Set by the reader while it has input buffered beyond the packet it dispatches: replies
@@ -221,7 +221,8 @@ impl Connection {
 
     /// Sends a packet: written at once when the writer is idle and nothing is queued ahead,
     /// queued otherwise (waiting while the writer's queue is full).
-    pub(crate) async fn send(&self, packet: Packet) -> Result<(), Error> {
+    pub(crate) async fn send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
+        let packet = packet.into();
         self.admit(&packet)?;
         let packet = match self.more_input.load(Ordering::Relaxed) {
             true => packet,
@@ -235,14 +236,15 @@ impl Connection {
 
     /// Sends a packet through the writer task's queue (waiting while it is full), so it can
     /// leave in one write with others: for senders that know more packets follow.
-    pub(crate) async fn queue(&self, packet: Packet) -> Result<(), Error> {
+    pub(crate) async fn queue(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
+        let packet = packet.into();
         self.admit(&packet)?;
         self.enqueue(packet).await
     }
 
     /// Whether `packet` may go out: within the size limit, on an open connection.
-    fn admit(&self, packet: &Packet) -> Result<(), Error> {
-        self.check_len(packet.content.len())?;
+    fn admit(&self, packet: &Outgoing) -> Result<(), Error> {
+        self.check_len(packet.len())?;
         match self.is_closed() {
             true => Err(self.closed_error()),
             false => Ok(()),
@@ -250,7 +252,7 @@ impl Connection {
     }
 
     /// Puts an admitted packet in the writer's queue.
-    async fn enqueue(&self, packet: Packet) -> Result<(), Error> {
+    async fn enqueue(&self, packet: Outgoing) -> Result<(), Error> {
         self.outbound.queued();
         if self.out.send(packet).await.is_err() {
             self.outbound.unqueued();
@@ -268,7 +270,7 @@ impl Connection {
     pub(crate) fn try_send(&self, packet: Packet) -> Result<(), Error> {
         self.check_len(packet.content.len())?;
         self.outbound.queued();
-        self.out.try_send(packet).map_err(|_| {
+        self.out.try_send(packet.into()).map_err(|_| {
             self.outbound.unqueued();
             self.closed_error()
         })
