@@ -113,6 +113,18 @@ impl ::frpc::codegen::Message for Response {
         <::frpc::codegen::Str as ::frpc::codegen::Codec>::encode(&self.message, buf);
         ::frpc::codegen::encode_optional::<::frpc::codegen::Msg<Data>>(&self.test, buf);
     }
+    const POLYGLOT_PARTS: bool = <::frpc::codegen::Msg<
+        Data,
+    > as ::frpc::codegen::Codec>::PARTS;
+    fn encode_fields_parts(&self, parts: &mut ::frpc::codegen::Parts) {
+        {
+            let buf = parts.buf_mut();
+            <::frpc::codegen::Str as ::frpc::codegen::Codec>::encode(&self.message, buf);
+        }
+        ::frpc::codegen::encode_optional_parts::<
+            ::frpc::codegen::Msg<Data>,
+        >(&self.test, parts);
+    }
     fn decode_fields(
         &mut self,
         dec: &mut ::frpc::codegen::Decoder<'_>,
@@ -693,6 +705,38 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                 )
             }
             _ => ::frpc::codegen::unimplemented_unary(op),
+        }
+    }
+    fn unary_parts(&self) -> bool {
+        true
+    }
+    fn call_unary_parts(
+        &self,
+        op: u16,
+        ctx: ::frpc::Context,
+        request: ::frpc::codegen::Bytes,
+    ) -> ::frpc::codegen::BoxFuture<
+        ::core::result::Result<::frpc::codegen::Encoded, ::frpc::Status>,
+    > {
+        let svc = ::std::sync::Arc::clone(&self.inner);
+        match op {
+            10 => {
+                ::frpc::codegen::unary_parts(
+                    ctx,
+                    request,
+                    move |ctx, req: Request| async move { svc.echo(&ctx, req).await },
+                )
+            }
+            12 => {
+                ::frpc::codegen::unary_parts(
+                    ctx,
+                    request,
+                    move |ctx, req: SearchResponse| async move {
+                        svc.testy(&ctx, req).await
+                    },
+                )
+            }
+            _ => ::frpc::codegen::unimplemented_unary_parts(op),
         }
     }
     fn call_streaming(

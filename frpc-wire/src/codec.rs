@@ -14,6 +14,18 @@ use crate::packet::Packet;
 /// connections announcing 5 MiB and sending one byte cost 400 × this, not 2 GiB.
 pub const READ_RESERVE: usize = 64 * 1024;
 
+/// How much room to make for a packet still arriving, `missing` bytes short with `buffered`
+/// bytes in the buffer: never more than is missing, and never more than what arrived (or
+/// [`READ_RESERVE`], whichever is larger). The announced length is only a claim, so the buffer
+/// grows with the bytes that really came (its capacity stays within a few times them, plus
+/// `READ_RESERVE`), and it grows geometrically whatever `BytesMut` does with a request (it
+/// doubles a buffer it owns, but sizes a new one for a buffer still shared with a packet split
+/// off earlier exactly as asked), so a large packet costs O(its size) in reallocation copies.
+#[inline]
+fn read_ahead(missing: usize, buffered: usize) -> usize {
+    missing.min(buffered.max(READ_RESERVE))
+}
+
 /// [`FrameCodec`]'s default [`max_skip`](FrameCodec::with_max_skip): 64 MiB.
 pub const DEFAULT_MAX_SKIP: u32 = 64 * 1024 * 1024;
 
@@ -22,7 +34,7 @@ pub const DEFAULT_MAX_SKIP: u32 = 64 * 1024 * 1024;
 /// Decoded content is split off the read buffer, so it is a zero-copy [`bytes::Bytes`] slice.
 /// A header announcing more than `max_content_length` is refused before any of its content is
 /// buffered, and one within it only makes the buffer grow as its bytes arrive (at most
-/// [`READ_RESERVE`] ahead), so a hostile length never makes us allocate it.
+/// about as much again as arrived), so a hostile length never makes us allocate it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PacketCodec {
     framing: Framing,
@@ -109,8 +121,17 @@ impl Decoder for PacketCodec {
         }
         let total = self.framing.header_len() + header.len as usize;
         if src.len() < total {
-            // Room for the next read, not for the whole announced length (see READ_RESERVE).
-            src.reserve((total - src.len()).min(READ_RESERVE));
+            let missing = total - src.len();
+            // Where the packet will not fit behind what is buffered, the allocation it shares
+            // with packets split off earlier may still hold it once they are gone: then the few
+            // bytes buffered move to its front now, rather than the whole packet later (a
+            // large packet would otherwise cost a copy of itself, growing or moving). Only
+            // while few bytes are buffered (later, moving them costs what growing does), and
+            // never allocates: the allocation is one the peer's earlier packets filled.
+            if src.len() <= READ_RESERVE && src.capacity() - src.len() < missing {
+                let _ = src.try_reclaim(missing);
+            }
+            src.reserve(read_ahead(missing, src.len()));
             return Ok(None);
         }
         src.advance(self.framing.header_len());
@@ -322,6 +343,118 @@ mod tests {
                 None
             );
             assert!(src.capacity() < 128 * 1024, "capacity {}", src.capacity());
+        }
+    }
+
+    /// Bytes arriving `chunk` at a time for a header announcing `announced` of which `sent`
+    /// come, read as `FramedRead` reads (reserve one byte, read into the spare capacity, decode):
+    /// the buffer's capacity stays within a small multiple of what arrived, and it moves (a
+    /// reallocation copying what was buffered) only a logarithmic number of times.
+    fn arrive(announced: u32, sent: usize, chunk: usize) -> (usize, usize, Option<Packet>) {
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let mut src = BytesMut::with_capacity(64 * 1024);
+        src.extend_from_slice(&header(Framing::Frisbee, 1, 10, announced));
+        let (mut moves, mut copied) = (0, 0);
+        let mut arrived = 0;
+        loop {
+            if let Some(packet) = codec.decode(&mut src).unwrap() {
+                return (moves, copied, Some(packet));
+            }
+            if arrived == sent {
+                return (moves, copied, None);
+            }
+            let before = src.as_ptr();
+            src.reserve(1);
+            if src.as_ptr() != before {
+                moves += 1;
+                copied += src.len();
+            }
+            let n = chunk.min(sent - arrived).min(src.capacity() - src.len());
+            src.put_bytes((arrived % 251) as u8, n);
+            arrived += n;
+            let len = src.len();
+            assert!(
+                src.capacity() <= 4 * len + 2 * READ_RESERVE,
+                "capacity {} for {len} bytes arrived",
+                src.capacity()
+            );
+        }
+    }
+
+    /// A peer that announces 5 MiB and sends 1 MiB makes us hold about 1 MiB, not 5.
+    #[test]
+    fn memory_stays_bounded_by_what_arrived() {
+        for chunk in [1000, 16 * 1024, 200 * 1024] {
+            let (moves, copied, packet) = arrive(DEFAULT_MAX_CONTENT_LENGTH, 1 << 20, chunk);
+            assert_eq!(packet, None);
+            assert!(moves <= 8, "{moves} reallocations at {chunk}-byte reads");
+            assert!(copied <= 2 << 20, "{copied} bytes copied at {chunk}-byte reads");
+        }
+    }
+
+    /// A 1 MiB packet arriving in pieces is copied O(its size) times in all, not once per
+    /// `READ_RESERVE`, and comes out whole.
+    #[test]
+    fn large_packet_grows_geometrically() {
+        let len = 1 << 20;
+        for chunk in [4096, 64 * 1024, 300 * 1024] {
+            let (moves, copied, packet) = arrive(len, len as usize, chunk);
+            let packet = packet.expect("whole packet");
+            assert_eq!(packet.content.len(), len as usize);
+            assert!(moves <= 8, "{moves} reallocations at {chunk}-byte reads");
+            assert!(copied <= 2 << 20, "{copied} bytes copied at {chunk}-byte reads");
+        }
+    }
+
+    /// Packets of 1 MiB one after another, each dropped before the next arrives (a server
+    /// whose reply is written before the client sends again): after the first, the buffer is
+    /// reused in place, and the bytes moved per packet are a read's worth, not the packet.
+    #[test]
+    fn large_packets_reuse_the_buffer() {
+        let len = 1 << 20;
+        let chunk = 48 * 1024;
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let mut src = BytesMut::with_capacity(64 * 1024);
+        let mut stream = Vec::new();
+        for id in 0..4 {
+            stream.extend_from_slice(&header(Framing::Frisbee, id, 10, len));
+            stream.extend((0..len).map(|i| (i as u8) ^ (id as u8)));
+        }
+        let mut at = 0;
+        let mut moved = Vec::new();
+        let mut copied = 0;
+        while at < stream.len() {
+            // What is read is what the socket has, up to the spare capacity.
+            let before = src.as_ptr();
+            src.reserve(1);
+            if src.as_ptr() != before {
+                copied += src.len();
+            }
+            let n = chunk.min(stream.len() - at).min(src.capacity() - src.len());
+            src.extend_from_slice(&stream[at..at + n]);
+            at += n;
+            loop {
+                let before = (src.as_ptr(), src.len());
+                let packet = codec.decode(&mut src).unwrap();
+                if packet.is_none() && src.as_ptr() != before.0 {
+                    copied += before.1;
+                }
+                match packet {
+                    Some(packet) => {
+                        assert_eq!(packet.content.len(), len as usize);
+                        assert_eq!(packet.content[5], 5 ^ (packet.id as u8));
+                        moved.push(std::mem::take(&mut copied));
+                    }
+                    None => break,
+                }
+            }
+        }
+        assert_eq!(moved.len(), 4);
+        for (i, &copied) in moved.iter().enumerate().skip(1) {
+            assert!(
+                copied <= 2 * chunk,
+                "packet {i}: {copied} bytes copied ({moved:?})"
+            );
         }
     }
 

@@ -35,6 +35,7 @@ pub mod codec;
 pub mod error;
 pub mod header;
 pub mod packet;
+pub mod parts;
 pub mod polyglot;
 pub mod protobuf_cost;
 
@@ -42,3 +43,4 @@ pub use codec::{Frame, FrameCodec, PacketCodec};
 pub use error::{DecodeError, FrameError};
 pub use header::{DEFAULT_MAX_CONTENT_LENGTH, Framing, Header, MAGIC};
 pub use packet::{Packet, op};
+pub use parts::Parts;

@@ -14,6 +14,7 @@ use crate::client::Client;
 use crate::config::DecodeLimits;
 use crate::metadata::{Metadata, MetadataSlot};
 use crate::status::{Code, Error};
+use crate::types::Encoded;
 
 /// One unary call as a tower service sees it: what client layers (timeout, concurrency limit,
 /// [`crate::retry::Idempotent`]) get to look at. Cheap to clone (retries clone it).
@@ -92,6 +93,19 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
         self.call(op, encode)
     }
 
+    /// [`Caller::call_at`] with the request possibly in parts ([`Encoded`]: large
+    /// `bytes::Bytes` fields left in their own buffers): a [`Client`] writes them from there;
+    /// the default copies them into one buffer.
+    #[doc(hidden)]
+    fn call_at_parts(
+        &self,
+        op: u16,
+        path: &'static str,
+        encode: impl FnOnce(bool) -> Encoded,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send {
+        self.call_at(op, path, |protobuf| encode(protobuf).into_bytes())
+    }
+
     /// The connection a stream opens on, as a handle carrying this one's timeout and metadata.
     #[doc(hidden)]
     fn stream_client(&self) -> impl Future<Output = Result<Client, Error>> + Send;
@@ -140,6 +154,16 @@ impl Caller for Client {
         op: u16,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
+        unary(self, op, encode(self.protobuf_accepted()).into())
+    }
+
+    fn call_at_parts(
+        &self,
+        op: u16,
+        path: &'static str,
+        encode: impl FnOnce(bool) -> Encoded,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send {
+        let _ = path;
         unary(self, op, encode(self.protobuf_accepted()))
     }
 
@@ -149,7 +173,7 @@ impl Caller for Client {
 }
 
 /// [`Client`]'s unary call with the reply in its public form.
-pub(crate) async fn unary(client: &Client, op: u16, body: Bytes) -> Result<Reply, Error> {
+pub(crate) async fn unary(client: &Client, op: u16, body: Encoded) -> Result<Reply, Error> {
     let reply = client.unary(op, body).await?;
     Ok(Reply {
         body: reply.body,

@@ -24,6 +24,7 @@ use crate::status::{CloseReason, Error};
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
 use crate::transport::net;
+use crate::types::Encoded;
 use crate::types::NO_PEER_ADDR;
 
 /// A connection to an frpc (or Go fRPC) server. Cheap to clone; clones share the connection,
@@ -653,7 +654,7 @@ impl Client {
     }
 
     /// Sends one unary request and waits for the reply.
-    pub(crate) async fn unary(&self, op: u16, content: Bytes) -> Result<UnaryReply, Error> {
+    pub(crate) async fn unary(&self, op: u16, content: Encoded) -> Result<UnaryReply, Error> {
         let handle = &self.handle;
         let options = CallOptions {
             timeout: self.call_timeout()?,

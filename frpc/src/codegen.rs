@@ -6,12 +6,12 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 pub use bytes::{BufMut, Bytes};
-pub use frpc_wire::DecodeError;
 pub use frpc_wire::polyglot::value::*;
 pub use frpc_wire::polyglot::{Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode};
 pub use frpc_wire::protobuf_cost::{
     Budget as ProtobufBudget, Value as ProtobufValue, fields as protobuf_fields, packed_varints,
 };
+pub use frpc_wire::{DecodeError, Parts};
 pub use tokio::net::ToSocketAddrs;
 pub use {prost, prost_types};
 
@@ -26,7 +26,7 @@ use crate::config::DecodeLimits;
 use crate::context::Context;
 pub use crate::service::{MethodDesc, Service};
 use crate::status::{Code, Error, Status};
-pub use crate::types::{BoxFuture, MethodKind};
+pub use crate::types::{BoxFuture, Encoded, MethodKind};
 
 /// The frpc release series generated code was written for. Every file frpc-codegen 0.1
 /// generates, and every `#[frpc::service]` of frpc-macros 0.1, contains
@@ -128,6 +128,28 @@ where
     })
 }
 
+/// [`unary`] as [`Service::call_unary_parts`] runs it: the reply in parts, its large
+/// `bytes::Bytes` fields left in their own buffers (polyglot replies of types that have such
+/// fields; one buffer otherwise, as [`unary`]).
+pub fn unary_parts<Req, Resp, F, Fut>(
+    ctx: Context,
+    request: Bytes,
+    f: F,
+) -> BoxFuture<Result<Encoded, Status>>
+where
+    Req: Message + Send + 'static,
+    Resp: Message + Send + 'static,
+    F: FnOnce(Context, Req) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
+{
+    Box::pin(async move {
+        let (encoding, limits) = ctx.request_encoding(&request);
+        let request = decode_request::<Req>(&request, encoding, limits)?;
+        let response = f(ctx, request).await?;
+        Ok(codec::encode_reply(&response, encoding))
+    })
+}
+
 pub fn server_streaming<Req, Resp, F, Fut>(
     ctx: Context,
     stream: ServerStream,
@@ -198,6 +220,12 @@ pub fn unimplemented_unary(op: u16) -> BoxFuture<Result<Bytes, Status>> {
     )))))
 }
 
+pub fn unimplemented_unary_parts(op: u16) -> BoxFuture<Result<Encoded, Status>> {
+    Box::pin(std::future::ready(Err(Status::unimplemented(format!(
+        "unimplemented operation {op}"
+    )))))
+}
+
 pub fn unimplemented_streaming(op: u16) -> BoxFuture<Result<(), Status>> {
     Box::pin(std::future::ready(Err(Status::unimplemented(format!(
         "unimplemented streaming method {op}"
@@ -251,8 +279,8 @@ pub async fn call_unary_at<Req: Message, Resp: Message>(
     // and protobuf only if the reply's type reads it too: the server answers in the request's
     // encoding.
     let reply = client
-        .call_at(op, path, |protobuf| {
-            codec::encode(request, Resp::PROTOBUF && protobuf)
+        .call_at_parts(op, path, |protobuf| {
+            codec::encode_request(request, Resp::PROTOBUF && protobuf)
         })
         .await?;
     decode_reply(&reply)

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::calls::ext::{self, CallInfo};
-use crate::calls::server::{Handlers, Limits, ServerDispatch, Target};
+use crate::calls::server::{Handlers, Limits, ServerDispatch, Target, UnaryCall};
 use crate::calls::stream::ServerStream;
 use crate::config::{Concurrency, ServerConfig};
 use crate::context::Context;
@@ -945,10 +945,12 @@ impl Router {
         op: u16,
         body: Bytes,
         call: Option<CallInfo>,
-    ) -> BoxFuture<Result<Bytes, Status>> {
+    ) -> UnaryCall {
         let request = self.shared.call_request(op, self.context(conn, call), body, None);
         let stack = stack.clone();
-        Box::pin(async move { middleware::unary_through(&stack, request?).await })
+        UnaryCall::Bytes(Box::pin(async move {
+            middleware::unary_through(&stack, request?).await
+        }))
     }
 
     /// A stream's opening through the layer stack.
@@ -1002,19 +1004,16 @@ impl Handlers for Router {
         })
     }
 
-    fn unary(
-        &self,
-        conn: &Arc<Connection>,
-        op: u16,
-        request: Bytes,
-        call: Option<CallInfo>,
-    ) -> BoxFuture<Result<Bytes, Status>> {
+    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes, call: Option<CallInfo>) -> UnaryCall {
         if let Some(stack) = &self.shared.stack {
             return self.layered_unary(stack, conn, op, request, call);
         }
         match self.service(op) {
-            Ok(service) => service.call_unary(op, self.context(conn, call), request),
-            Err(status) => Box::pin(std::future::ready(Err(status))),
+            Ok(service) if service.unary_parts() => {
+                UnaryCall::Parts(service.call_unary_parts(op, self.context(conn, call), request))
+            }
+            Ok(service) => UnaryCall::Bytes(service.call_unary(op, self.context(conn, call), request)),
+            Err(status) => UnaryCall::Bytes(Box::pin(std::future::ready(Err(status)))),
         }
     }
 

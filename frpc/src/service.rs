@@ -6,7 +6,7 @@ use bytes::Bytes;
 use crate::calls::stream::ServerStream;
 use crate::context::Context;
 use crate::status::Status;
-use crate::types::{BoxFuture, MethodKind};
+use crate::types::{BoxFuture, Encoded, MethodKind};
 
 /// A method as the server routes it.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +39,21 @@ pub trait Service: Send + Sync + 'static {
     /// out as gRPC's message frame, so neither is copied; generated code does both, and the
     /// face also takes a reply of frpc's protobuf marker and the message (copying it).
     fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
+    /// [`Service::call_unary`] with the reply possibly in several parts ([`Encoded`]: large
+    /// `bytes::Bytes` fields stay in their own buffers and go to the socket from there). What
+    /// the server calls where [`Service::unary_parts`] says so; generated services implement
+    /// it, the default calls `call_unary`.
+    #[doc(hidden)]
+    fn call_unary_parts(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Encoded, Status>> {
+        let call = self.call_unary(op, ctx, request);
+        Box::pin(async move { call.await.map(Encoded::from) })
+    }
+    /// Whether the server should run unary calls through [`Service::call_unary_parts`] (one
+    /// the service implements, not the default): generated services say yes.
+    #[doc(hidden)]
+    fn unary_parts(&self) -> bool {
+        false
+    }
     /// Runs a streaming method on a stream the client opened.
     fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>>;
     /// Whether every request and response type of every method has a protobuf encoding

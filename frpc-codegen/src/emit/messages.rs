@@ -36,6 +36,7 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
     }
     let lens = ordered.iter().map(|f| field_len(msg, f));
     let encodes = ordered.iter().map(|f| field_encode(msg, f));
+    let parts = encode_fields_parts(msg, &ordered);
     let decodes = ordered.iter().map(|f| field_decode(msg, f));
     // Oneof members decode into locals; each oneof is resolved once every field is read.
     let resolves = msg.oneofs.iter().enumerate().map(|(i, oneof)| {
@@ -60,6 +61,7 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
             fn encode_fields(&self, buf: &mut impl ::frpc::codegen::BufMut) {
                 #( #encodes )*
             }
+            #parts
             fn decode_fields(
                 &mut self,
                 dec: &mut ::frpc::codegen::Decoder<'_>,
@@ -206,6 +208,61 @@ fn field_encode(msg: &Message, f: &Field) -> TokenStream {
                     _ => #unset,
                 }
             }
+        }
+    }
+}
+
+/// `encode_fields_parts` for a message with a `bytes::Bytes` field or a message field (which
+/// may hold one): the fields as `encode_fields` writes them, those referenced rather than copied
+/// when large (`Codec::encode_parts`). Nothing for other messages (the default copies).
+fn encode_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
+    let shares = |f: &&Field| match &f.shape {
+        Shape::Value(c) => *c == Codec::ByteBuf,
+        Shape::Optional(c) | Shape::Message(c) => matches!(c, Codec::Message(_)),
+        _ => false,
+    };
+    if !ordered.iter().any(shares) {
+        return TokenStream::new();
+    }
+    let encodes = ordered.iter().map(|f| {
+        let name = ident(&f.ident);
+        match &f.shape {
+            Shape::Value(c) if shares(f) => {
+                let c = codec(c);
+                quote!(#c::encode_parts(&self.#name, parts);)
+            }
+            Shape::Optional(c) | Shape::Message(c) if shares(f) => {
+                let c = codec_ty(c);
+                quote!(::frpc::codegen::encode_optional_parts::<#c>(&self.#name, parts);)
+            }
+            _ => {
+                let encode = field_encode(msg, f);
+                quote!({ let buf = parts.buf_mut(); #encode })
+            }
+        }
+    });
+    // Parts only where a `bytes` field can be met: this message's own, or a message field's.
+    let own = ordered
+        .iter()
+        .any(|f| matches!(&f.shape, Shape::Value(c) if *c == Codec::ByteBuf));
+    let parts = match own {
+        true => quote!(true),
+        false => ordered
+            .iter()
+            .filter_map(|f| match &f.shape {
+                Shape::Optional(c) | Shape::Message(c) if matches!(c, Codec::Message(_)) => {
+                    let c = codec_ty(c);
+                    Some(quote!(<#c as ::frpc::codegen::Codec>::PARTS))
+                }
+                _ => None,
+            })
+            .reduce(|all, next| quote!(#all || #next))
+            .unwrap_or_else(|| quote!(false)),
+    };
+    quote! {
+        const POLYGLOT_PARTS: bool = #parts;
+        fn encode_fields_parts(&self, parts: &mut ::frpc::codegen::Parts) {
+            #( #encodes )*
         }
     }
 }

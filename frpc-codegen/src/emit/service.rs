@@ -185,21 +185,26 @@ fn server_tokens(
             ::frpc::codegen::MethodDesc { name: #name, op: #op, kind: ::frpc::codegen::MethodKind::#kind }
         }
     });
-    let unary: Vec<TokenStream> = s
-        .methods
-        .iter()
-        .filter(|m| m.kind == MethodKind::Unary)
-        .map(|m| {
-            let op = op_lit(m);
-            let f = ident(&m.rust_name);
-            let input = path(&m.input);
-            quote! {
-                #op => ::frpc::codegen::unary(ctx, request, move |ctx, req: #input| async move {
-                    svc.#f(&ctx, req).await
-                }),
-            }
-        })
-        .collect();
+    // `call_unary` and `call_unary_parts` (what the server calls: the reply's large `bytes`
+    // fields stay in their own buffers) dispatch alike, through `run`.
+    let unary_arms = |run: TokenStream| -> Vec<TokenStream> {
+        s.methods
+            .iter()
+            .filter(|m| m.kind == MethodKind::Unary)
+            .map(|m| {
+                let op = op_lit(m);
+                let f = ident(&m.rust_name);
+                let input = path(&m.input);
+                quote! {
+                    #op => #run(ctx, request, move |ctx, req: #input| async move {
+                        svc.#f(&ctx, req).await
+                    }),
+                }
+            })
+            .collect()
+    };
+    let unary = unary_arms(quote!(::frpc::codegen::unary));
+    let unary_parts = unary_arms(quote!(::frpc::codegen::unary_parts));
     let streaming: Vec<TokenStream> = s
         .methods
         .iter()
@@ -241,6 +246,26 @@ fn server_tokens(
                 _ => ::frpc::codegen::unimplemented_unary(op),
             }
         }
+    };
+    let call_unary_parts = match unary_parts.is_empty() {
+        true => TokenStream::new(),
+        false => quote! {
+            fn unary_parts(&self) -> bool {
+                true
+            }
+            fn call_unary_parts(
+                &self,
+                op: u16,
+                ctx: ::frpc::Context,
+                request: ::frpc::codegen::Bytes,
+            ) -> ::frpc::codegen::BoxFuture<::core::result::Result<::frpc::codegen::Encoded, ::frpc::Status>> {
+                let svc = #arc_clone(&self.inner);
+                match op {
+                    #(#unary_parts)*
+                    _ => ::frpc::codegen::unimplemented_unary_parts(op),
+                }
+            }
+        },
     };
     let call_streaming = if streaming.is_empty() {
         quote! { let _ = (ctx, stream); ::frpc::codegen::unimplemented_streaming(op) }
@@ -363,6 +388,7 @@ fn server_tokens(
             ) -> ::frpc::codegen::BoxFuture<::core::result::Result<::frpc::codegen::Bytes, ::frpc::Status>> {
                 #call_unary
             }
+            #call_unary_parts
             fn call_streaming(
                 &self,
                 op: u16,

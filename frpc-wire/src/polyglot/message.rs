@@ -8,6 +8,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::decode::Decoder;
 use super::encode as enc;
 use crate::error::DecodeError;
+use crate::parts::Parts;
 
 /// A message with a polyglot encoding. Generated code implements the three `*_fields` methods;
 /// everything else is provided.
@@ -41,6 +42,28 @@ pub trait Message: Default {
     fn encode_polyglot(&self, buf: &mut impl BufMut) {
         enc::put_u8(buf, 0);
         self.encode_fields(buf);
+    }
+
+    /// Whether [`Message::encode_fields_parts`] may leave a value in its own buffer (the type
+    /// or a message field of it has a `bytes::Bytes` field): a constant, so types without one
+    /// are encoded into one buffer as ever, at no cost. Generated code sets it.
+    const POLYGLOT_PARTS: bool = false;
+
+    /// Writes the fields into a chain of parts, large shared values (`bytes::Bytes` fields)
+    /// as parts of their own (see [`Parts`]); the bytes are those of
+    /// [`Message::encode_fields`]. Generated code overrides it for messages with such fields;
+    /// the default copies everything.
+    #[inline]
+    fn encode_fields_parts(&self, out: &mut Parts) {
+        self.encode_fields(out.buf_mut())
+    }
+
+    /// Writes the whole message value into a chain of parts: `08 00` then
+    /// [`Message::encode_fields_parts`].
+    #[inline]
+    fn encode_polyglot_parts(&self, out: &mut Parts) {
+        enc::put_u8(out.buf_mut(), 0);
+        self.encode_fields_parts(out);
     }
 
     /// Encodes into a buffer allocated once at the exact size.

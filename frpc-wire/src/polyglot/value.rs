@@ -15,6 +15,7 @@ use super::encode::{self as enc};
 use super::kind::Kind;
 use super::message::Message;
 use crate::error::DecodeError;
+use crate::parts::Parts;
 
 type Result<T> = std::result::Result<T, DecodeError>;
 
@@ -27,12 +28,21 @@ pub trait Codec {
     /// The fewest bytes a value takes on the wire (`00`, one byte, for messages), which bounds
     /// how many elements a peer's count can announce for the input left.
     const MIN_LEN: usize = 1;
+    /// Whether [`Codec::encode_parts`] may leave a value in its own buffer (`bytes::Bytes`, or
+    /// a message that may hold one).
+    const PARTS: bool = false;
     /// Exact encoded size of `v`, kind byte included.
     fn len(v: &Self::Value) -> usize;
     /// Writes `v`.
     fn encode(v: &Self::Value, buf: &mut impl BufMut);
     /// Reads a value.
     fn decode(dec: &mut Decoder<'_>) -> Result<Self::Value>;
+    /// Writes `v` into a chain of parts, where a large value held in shared memory may be
+    /// referenced rather than copied (see [`Parts`]). The bytes are those of [`Codec::encode`].
+    #[inline]
+    fn encode_parts(v: &Self::Value, out: &mut Parts) {
+        Self::encode(v, out.buf_mut())
+    }
 }
 
 macro_rules! scalar_codec {
@@ -131,6 +141,7 @@ impl Codec for ByteBuf {
     type Value = Bytes;
     const KIND: Kind = Kind::Bytes;
     const MIN_LEN: usize = 3;
+    const PARTS: bool = true;
     #[inline]
     fn len(v: &Bytes) -> usize {
         enc::bytes_len(v.len())
@@ -142,6 +153,15 @@ impl Codec for ByteBuf {
     #[inline]
     fn decode(dec: &mut Decoder<'_>) -> Result<Bytes> {
         dec.bytes()
+    }
+    /// A value of [`SPLICE_MIN`](crate::parts::SPLICE_MIN) bytes or more becomes a part of
+    /// its own.
+    #[inline]
+    fn encode_parts(v: &Bytes, out: &mut Parts) {
+        let buf = out.buf_mut();
+        buf.put_u8(Kind::Bytes.byte());
+        enc::put_u32(buf, u32::try_from(v.len()).unwrap_or(u32::MAX));
+        out.put_shared(v);
     }
 }
 
@@ -258,6 +278,7 @@ pub struct Msg<M>(PhantomData<M>);
 impl<M: Message> Codec for Msg<M> {
     type Value = M;
     const KIND: Kind = Kind::Any;
+    const PARTS: bool = M::POLYGLOT_PARTS;
     #[inline]
     fn len(v: &M) -> usize {
         v.polyglot_len()
@@ -265,6 +286,10 @@ impl<M: Message> Codec for Msg<M> {
     #[inline]
     fn encode(v: &M, buf: &mut impl BufMut) {
         v.encode_polyglot(buf)
+    }
+    #[inline]
+    fn encode_parts(v: &M, out: &mut Parts) {
+        v.encode_polyglot_parts(out)
     }
     fn decode(dec: &mut Decoder<'_>) -> Result<M> {
         super::message::decode_nested(dec)
@@ -283,6 +308,15 @@ pub fn encode_optional<C: Codec>(v: &Option<C::Value>, buf: &mut impl BufMut) {
     match v {
         Some(v) => C::encode(v, buf),
         None => enc::put_nil(buf),
+    }
+}
+
+/// [`encode_optional`] into a chain of parts (see [`Codec::encode_parts`]).
+#[inline]
+pub fn encode_optional_parts<C: Codec>(v: &Option<C::Value>, out: &mut Parts) {
+    match v {
+        Some(v) => C::encode_parts(v, out),
+        None => enc::put_nil(out.buf_mut()),
     }
 }
 

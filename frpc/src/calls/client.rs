@@ -22,6 +22,8 @@ use crate::hash::IdMap;
 use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
+use crate::transport::writer::Outgoing;
+use crate::types::Encoded;
 
 type Reply = Result<Bytes, Error>;
 
@@ -237,7 +239,7 @@ impl ClientCalls {
         &self,
         conn: &Connection,
         op: u16,
-        content: Bytes,
+        content: Encoded,
         options: CallOptions<'_>,
     ) -> Result<UnaryReply, Error> {
         let call = self.call(conn, op, content, options);
@@ -254,7 +256,7 @@ impl ClientCalls {
         &self,
         conn: &Connection,
         op: u16,
-        content: Bytes,
+        content: Encoded,
         options: CallOptions<'_>,
     ) -> Result<UnaryReply, Error> {
         let mut bits = self.ext.accepted();
@@ -277,7 +279,7 @@ impl ClientCalls {
                 };
                 match header.is_empty() {
                     true => content,
-                    false => header.encode(&content),
+                    false => header.encode_parts(content),
                 }
             }
         };
@@ -291,7 +293,7 @@ impl ClientCalls {
             rx: Some(rx),
             cancel: bits & ext::EXT_CANCEL != 0,
         };
-        let packet = Packet::new(id, op, content);
+        let packet = Outgoing::new(id, op, content);
         // Alone (ping-pong), it is written at once if the writer is idle (no hand-off to its
         // task). With others in flight, or replies just handed over whose callers may call
         // again, it is corked: calls joined on this task (or made by the tasks queued behind

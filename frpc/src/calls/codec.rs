@@ -19,6 +19,7 @@ use frpc_wire::DecodeError;
 use frpc_wire::polyglot::{self, Decoder, Envelope, Message};
 
 use crate::config::DecodeLimits;
+use crate::types::Encoded;
 
 /// First byte of a protobuf-encoded message content.
 pub(crate) const MARKER: u8 = 0xFD;
@@ -85,6 +86,49 @@ pub(crate) fn encode_as<M: Message>(message: &M, encoding: Encoding) -> Bytes {
         Encoding::Grpc if M::PROTOBUF => encode_grpc(message),
         encoding => encode(message, encoding != Encoding::Polyglot),
     }
+}
+
+/// [`encode_as`] for a reply, in parts where that saves a copy: a polyglot reply of a type
+/// with `bytes::Bytes` fields ([`Message::POLYGLOT_PARTS`]) of at least
+/// [`SPLICE_MIN`](frpc_wire::parts::SPLICE_MIN) bytes leaves its large values in their own
+/// buffers. Everything else is [`encode_as`]'s one buffer, at the same cost.
+#[inline]
+pub(crate) fn encode_reply<M: Message>(message: &M, encoding: Encoding) -> Encoded {
+    if M::POLYGLOT_PARTS && encoding == Encoding::Polyglot {
+        return polyglot_parts(message);
+    }
+    encode_as(message, encoding).into()
+}
+
+/// [`encode`] for a request, in parts where that saves a copy (as [`encode_reply`]).
+#[inline]
+pub(crate) fn encode_request<M: Message>(message: &M, protobuf: bool) -> Encoded {
+    if M::POLYGLOT_PARTS && !(M::PROTOBUF && protobuf) {
+        return polyglot_parts(message);
+    }
+    encode(message, protobuf).into()
+}
+
+/// A polyglot message of a type with `bytes::Bytes` fields: in parts when large, in one buffer
+/// at the exact size otherwise.
+#[inline]
+fn polyglot_parts<M: Message>(message: &M) -> Encoded {
+    let len = message.polyglot_len();
+    if len >= frpc_wire::parts::SPLICE_MIN {
+        return encode_parts(message);
+    }
+    let mut buf = BytesMut::with_capacity(len);
+    message.encode_polyglot(&mut buf);
+    buf.freeze().into()
+}
+
+/// A large polyglot message in parts (see [`encode_reply`]). What is not spliced in is mostly
+/// the few bytes of kinds and lengths around the large values, so the buffer starts small.
+#[inline(never)]
+fn encode_parts<M: Message>(message: &M) -> Encoded {
+    let mut parts = frpc_wire::Parts::with_capacity(256);
+    message.encode_polyglot_parts(&mut parts);
+    Encoded::from_parts(parts)
 }
 
 /// `message` as gRPC's message frame, in one allocation at the exact size. A length past

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
 use crate::status::{Code, Status};
+use crate::types::Encoded;
 
 /// The operation of every extension packet. fRPC's generator numbers methods from 10 upward,
 /// one number per method of a .proto file, so it reaches 65535 only with 65,526 methods in one
@@ -202,6 +203,20 @@ impl Header {
     /// Whether there is nothing to send.
     pub(crate) fn is_empty(&self) -> bool {
         self.timeout.is_none() && self.metadata.is_none() && self.code.is_none() && self.open.is_none()
+    }
+
+    /// [`Header::encode`] in front of a content that may be in parts: one buffer as ever for
+    /// a content in one, a part of its own in front of a chain (which is not copied).
+    pub(crate) fn encode_parts(&self, body: Encoded) -> Encoded {
+        match body.into_inner() {
+            Ok(one) => self.encode(&one).into(),
+            Err(parts) => {
+                let mut chain = Vec::with_capacity(1 + parts.len());
+                chain.push(self.encode(&[]));
+                chain.extend(parts);
+                Encoded::chain(chain)
+            }
+        }
     }
 
     /// `PREFIX`, the fields, `FIELD_END`, then `body`.

@@ -24,7 +24,8 @@ use crate::config::{Concurrency, ConnectionConfig, ServerConfig};
 use crate::metadata::Metadata;
 use crate::status::{CloseReason, Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
-use crate::types::BoxFuture;
+use crate::transport::writer::Outgoing;
+use crate::types::{BoxFuture, Encoded};
 
 /// What serves an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,13 +44,7 @@ pub(crate) trait Handlers: Send + Sync + 'static {
     fn target(&self, op: u16) -> Option<Target>;
     /// Runs a unary method: the request content in, the encoded response out. `call` is the
     /// call's extension state, on connections that negotiated extensions.
-    fn unary(
-        &self,
-        conn: &Arc<Connection>,
-        op: u16,
-        request: Bytes,
-        call: Option<CallInfo>,
-    ) -> BoxFuture<Result<Bytes, Status>>;
+    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes, call: Option<CallInfo>) -> UnaryCall;
     /// Runs a streaming method on a stream the client opened.
     fn streaming(
         &self,
@@ -63,6 +58,27 @@ pub(crate) trait Handlers: Send + Sync + 'static {
     /// The service's full proto name and the method's name of method `op`, for the call's
     /// span. Asked only when the span is enabled (a subscriber listens at debug level).
     fn names(&self, op: u16) -> Option<(&'static str, &'static str)>;
+}
+
+/// A running unary call: a service's that encodes its reply in one buffer
+/// ([`Service::call_unary`](crate::Service::call_unary)) or in parts
+/// ([`Service::call_unary_parts`](crate::Service::call_unary_parts)), held as it is so neither
+/// costs an allocation more.
+pub(crate) enum UnaryCall {
+    Bytes(BoxFuture<Result<Bytes, Status>>),
+    Parts(BoxFuture<Result<Encoded, Status>>),
+}
+
+impl Future for UnaryCall {
+    type Output = Result<Encoded, Status>;
+
+    #[inline]
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            UnaryCall::Bytes(call) => call.as_mut().poll(cx).map_ok(Encoded::from),
+            UnaryCall::Parts(call) => call.as_mut().poll(cx),
+        }
+    }
 }
 
 /// Records the service and method names of `op` on a call's span, when anything listens.
@@ -320,7 +336,7 @@ impl<H: Handlers> ServerDispatch<H> {
         conn: &Connection,
         id: u16,
         op: u16,
-        result: Result<Bytes, Status>,
+        result: Result<Encoded, Status>,
         info: &CallInfo,
         bits: u32,
     ) {
@@ -576,10 +592,10 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
 /// The waker is a no-op: a pending handler is spawned at once, and the task's first poll checks
 /// again whatever it waits for and registers the task's own waker, so no wake-up is lost and
 /// the reader is never woken for a call it handed off.
-fn poll_once(call: &mut BoxFuture<Result<Bytes, Status>>) -> Option<Result<Bytes, Status>> {
+fn poll_once(call: &mut UnaryCall) -> Option<Result<Encoded, Status>> {
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
-    match std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx))) {
+    match std::panic::catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(&mut *call).poll(&mut cx))) {
         Ok(Poll::Ready(result)) => Some(result),
         Ok(Poll::Pending) => None,
         Err(panic) => Some(Err(Status::from_panic(panic))),
@@ -587,13 +603,13 @@ fn poll_once(call: &mut BoxFuture<Result<Bytes, Status>>) -> Option<Result<Bytes
 }
 
 /// Runs a unary call and queues its reply under the request's id and operation.
-async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: BoxFuture<Result<Bytes, Status>>) {
+async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: UnaryCall) {
     let result = catch(call).await;
     send_reply(&conn, id, op, result, None).await;
 }
 
 /// Runs a call, turning a panic into an error status.
-async fn catch(call: BoxFuture<Result<Bytes, Status>>) -> Result<Bytes, Status> {
+async fn catch(call: UnaryCall) -> Result<Encoded, Status> {
     AssertUnwindSafe(call)
         .catch_unwind()
         .await
@@ -603,7 +619,10 @@ async fn catch(call: BoxFuture<Result<Bytes, Status>>) -> Result<Bytes, Status> 
 /// Runs a call of a connection with extensions until it finishes (`Some`), the client cancels
 /// it (`None`: the handler is dropped) or its deadline passes (the handler is dropped, its
 /// token fired, and the result is a `DeadlineExceeded` status).
-async fn guarded<T>(call: BoxFuture<Result<T, Status>>, state: &CallState) -> Option<Result<T, Status>> {
+async fn guarded<T>(
+    call: impl Future<Output = Result<T, Status>>,
+    state: &CallState,
+) -> Option<Result<T, Status>> {
     let deadline = async {
         match state.deadline {
             Some(deadline) => tokio::time::sleep_until(deadline).await,
@@ -630,18 +649,18 @@ async fn send_reply(
     conn: &Connection,
     id: u16,
     op: u16,
-    result: Result<Bytes, Status>,
+    result: Result<Encoded, Status>,
     ext: Option<(Option<Metadata>, u32)>,
 ) {
     let (content, close, code) = match result {
         Ok(content) => (content, false, Code::Ok),
         Err(status) => (
-            polyglot::error_to_bytes(status.message()),
+            Encoded::from(polyglot::error_to_bytes(status.message())),
             status.closes_connection(),
             status.code(),
         ),
     };
-    let content = match ext {
+    let mut content = match ext {
         None => content,
         Some((response, bits)) => {
             let header = ext::Header {
@@ -653,16 +672,15 @@ async fn send_reply(
             };
             match header.is_empty() {
                 true => content,
-                false => header.encode(&content),
+                false => header.encode_parts(content),
             }
         }
     };
-    let content = match conn.check_len(content.len()) {
-        Ok(()) => content,
+    if let Err(err) = conn.check_len(content.len()) {
         // Go closes the whole connection here; failing just this call is enough.
-        Err(err) => polyglot::error_to_bytes(&format!("response too large: {err}")),
-    };
-    let _ = conn.send(Packet::new(id, op, content)).await;
+        content = polyglot::error_to_bytes(&format!("response too large: {err}")).into();
+    }
+    let _ = conn.send(Outgoing::new(id, op, content)).await;
     if close {
         conn.close(CloseReason::Local("handler returned a closing status".into()));
     }

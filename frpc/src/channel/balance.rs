@@ -374,7 +374,7 @@ impl Service<Request> for EndpointService {
         Box::pin(async move {
             let mut client = handle.client().await?;
             client.set_options(request.timeout, request.metadata, None);
-            caller::unary(&client, request.op, request.body).await
+            caller::unary(&client, request.op, request.body.into()).await
         })
     }
 }

@@ -445,7 +445,7 @@ impl Channel {
                         None => handle.client_within(timeout).await?,
                     };
                     client.set_options(timeout, metadata, response);
-                    return caller::unary(&client, op, body).await;
+                    return caller::unary(&client, op, body.into()).await;
                 }
                 Route::Balanced(balanced, request) => balanced.call(request).await,
             };
@@ -463,7 +463,7 @@ impl Channel {
             Inner::Single(handle) => {
                 let (mut client, timeout) = handle.client_within(request.timeout).await?;
                 client.set_options(timeout, request.metadata, None);
-                caller::unary(&client, request.op, request.body).await
+                caller::unary(&client, request.op, request.body.into()).await
             }
             Inner::Balanced(balanced) => balanced.call(request).await,
         }

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
-use super::writer::{Outbound, Writer};
+use super::writer::{Outbound, Outgoing, Writer};
 use crate::config::ConnectionConfig;
 use crate::status::{CloseReason, Error};
 
@@ -76,7 +76,7 @@ pub(crate) struct Options {
 
 /// The shared half of a connection: what tasks and handles use to send and to close.
 pub(crate) struct Connection {
-    out: mpsc::Sender<Packet>,
+    out: mpsc::Sender<Outgoing>,
     /// The write side: the direct path and the bookkeeping of what is queued.
     outbound: Arc<dyn Outbound>,
     /// Set by the reader while it has input buffered beyond the packet it dispatches: replies
@@ -221,8 +221,8 @@ impl Connection {
 
     /// Sends a packet: written at once when the writer is idle and nothing is queued ahead,
     /// queued otherwise (waiting while the writer's queue is full).
-    pub(crate) async fn send(&self, packet: Packet) -> Result<(), Error> {
-        self.send_or_cork(packet, false).await
+    pub(crate) async fn send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
+        self.send_or_cork(packet.into(), false).await
     }
 
     /// [`Connection::send`], or with `cork` for a packet that others sent from the same task
@@ -231,7 +231,7 @@ impl Connection {
     /// letting its task run the others once (a yield, no hand-off to the writer task); queued
     /// when the writer is busy. One future for both, so a caller that picks at run time
     /// carries one `enqueue` state, not two (futures are moved by copy).
-    pub(crate) async fn send_or_cork(&self, packet: Packet, cork: bool) -> Result<(), Error> {
+    pub(crate) async fn send_or_cork(&self, packet: Outgoing, cork: bool) -> Result<(), Error> {
         self.admit(&packet)?;
         let packet = if cork {
             match self.outbound.try_cork(packet) {
@@ -259,14 +259,15 @@ impl Connection {
 
     /// Sends a packet through the writer task's queue (waiting while it is full), so it can
     /// leave in one write with others: for senders that know more packets follow.
-    pub(crate) async fn queue(&self, packet: Packet) -> Result<(), Error> {
+    pub(crate) async fn queue(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
+        let packet = packet.into();
         self.admit(&packet)?;
         self.enqueue(packet).await
     }
 
     /// Whether `packet` may go out: within the size limit, on an open connection.
-    fn admit(&self, packet: &Packet) -> Result<(), Error> {
-        self.check_len(packet.content.len())?;
+    fn admit(&self, packet: &Outgoing) -> Result<(), Error> {
+        self.check_len(packet.len())?;
         match self.is_closed() {
             true => Err(self.closed_error()),
             false => Ok(()),
@@ -274,7 +275,7 @@ impl Connection {
     }
 
     /// Puts an admitted packet in the writer's queue.
-    async fn enqueue(&self, packet: Packet) -> Result<(), Error> {
+    async fn enqueue(&self, packet: Outgoing) -> Result<(), Error> {
         self.outbound.queued();
         if self.out.send(packet).await.is_err() {
             self.outbound.unqueued();
@@ -295,8 +296,8 @@ impl Connection {
     pub(crate) fn try_send_now(&self, packet: Packet) -> Result<(), Error> {
         self.check_len(packet.content.len())?;
         let packet = match self.more_input.load(Ordering::Relaxed) {
-            true => packet,
-            false => match self.outbound.try_direct(packet) {
+            true => Outgoing::One(packet),
+            false => match self.outbound.try_direct(packet.into()) {
                 Ok(()) => return Ok(()),
                 Err(packet) => packet,
             },
@@ -305,8 +306,9 @@ impl Connection {
     }
 
     /// Queues a packet if there is room right now (for callers that cannot wait, like `Drop`).
-    pub(crate) fn try_send(&self, packet: Packet) -> Result<(), Error> {
-        self.check_len(packet.content.len())?;
+    pub(crate) fn try_send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
+        let packet = packet.into();
+        self.check_len(packet.len())?;
         self.outbound.queued();
         self.out.try_send(packet).map_err(|_| {
             self.outbound.unqueued();

@@ -21,8 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use frpc_wire::{Framing, Header, Packet, op};
+
+use crate::types::Encoded;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -35,11 +37,85 @@ const BATCH_LIMIT: usize = 64 * 1024;
 /// How long a closing connection may spend flushing what is still queued (Go: 5 s).
 const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A packet on its way out: a [`Packet`], or one whose content is a chain of parts ([`Encoded`]
+/// as [`frpc_wire::Parts`] leaves it: an encoded message whose large `bytes` fields stay in
+/// their own buffers), written with one vectored write and never copied; the header's length
+/// is the whole chain's. The size of a `Packet`.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    One(Packet),
+    Chain {
+        id: u16,
+        op: u16,
+        /// Two parts or more.
+        parts: Box<[Bytes]>,
+    },
+}
+
+impl From<Packet> for Outgoing {
+    #[inline]
+    fn from(packet: Packet) -> Outgoing {
+        Outgoing::One(packet)
+    }
+}
+
+impl Outgoing {
+    /// A packet whose content is `content`.
+    #[inline]
+    pub(crate) fn new(id: u16, op: u16, content: Encoded) -> Outgoing {
+        match content.into_inner() {
+            Ok(one) => Outgoing::One(Packet::new(id, op, one)),
+            Err(parts) => Outgoing::Chain { id, op, parts },
+        }
+    }
+
+    /// The length of the whole content.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Outgoing::One(packet) => packet.content.len(),
+            Outgoing::Chain { parts, .. } => parts.iter().map(Bytes::len).sum(),
+        }
+    }
+
+    /// The operation.
+    #[inline]
+    pub(crate) fn op(&self) -> u16 {
+        match self {
+            Outgoing::One(packet) => packet.op,
+            Outgoing::Chain { op, .. } => *op,
+        }
+    }
+
+    /// The content's parts, one after another.
+    #[inline]
+    fn parts(&self) -> &[Bytes] {
+        match self {
+            Outgoing::One(packet) => std::slice::from_ref(&packet.content),
+            Outgoing::Chain { parts, .. } => parts,
+        }
+    }
+
+    /// The packet's header; its length is checked against the limit (≤ u32) when queued.
+    #[inline]
+    fn header(&self) -> Header {
+        let (id, op) = match self {
+            Outgoing::One(packet) => (packet.id, packet.op),
+            Outgoing::Chain { id, op, .. } => (*id, *op),
+        };
+        Header {
+            id,
+            op,
+            len: self.len() as u32,
+        }
+    }
+}
+
 /// What the connection asks of its write side, whatever the socket type.
 pub(crate) trait Outbound: Send + Sync {
     /// Writes `packet` at once if nothing is ahead of it and the writer is idle; gives it back
     /// to be queued otherwise.
-    fn try_direct(&self, packet: Packet) -> Result<(), Packet>;
+    fn try_direct(&self, packet: Outgoing) -> Result<(), Outgoing>;
     /// A packet is about to be queued (the direct path closes until it is written).
     fn queued(&self);
     /// A packet counted by [`Outbound::queued`] never made it into the queue.
@@ -47,7 +123,7 @@ pub(crate) trait Outbound: Send + Sync {
     /// Appends `packet` to the cork if nothing is queued or half-written ahead of it; gives it
     /// back to be queued otherwise. `Ok(true)`: the cork was empty, so the caller must
     /// [`Outbound::flush_cork`] (once the packets joining it are in).
-    fn try_cork(&self, packet: Packet) -> Result<bool, Packet>;
+    fn try_cork(&self, packet: Outgoing) -> Result<bool, Outgoing>;
     /// Writes the cork if the socket takes it now, or leaves it to the writer task.
     fn flush_cork(&self);
 }
@@ -98,7 +174,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
     /// returns the write half when `keep` is true, or shuts it down.
     pub(crate) async fn run(
         &self,
-        mut queue: mpsc::Receiver<Packet>,
+        mut queue: mpsc::Receiver<Outgoing>,
         closed: &CancellationToken,
         keep: impl FnOnce() -> bool,
     ) -> Result<Option<W>, std::io::Error> {
@@ -142,7 +218,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
 
     /// Closing: flushes the rest of a direct write and what was queued before the close (a
     /// closing status reply, say), for at most [`CLOSE_FLUSH_TIMEOUT`].
-    async fn finish(&self, mut queue: mpsc::Receiver<Packet>, mut buf: BytesMut, keep: bool) -> Option<W> {
+    async fn finish(&self, mut queue: mpsc::Receiver<Outgoing>, mut buf: BytesMut, keep: bool) -> Option<W> {
         let mut side = self.side.lock().await;
         let side = &mut *side;
         let mut write = side.write.take()?;
@@ -151,7 +227,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             queue.close();
             while let Some(packet) = queue.recv().await {
                 // A heartbeat would land in the raw byte stream of a taken-over connection.
-                if keep && packet.op <= op::PONG {
+                if keep && packet.op() <= op::PONG {
                     continue;
                 }
                 write_packet(&mut write, &mut buf, self.framing, packet).await?;
@@ -169,8 +245,8 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
-    fn try_direct(&self, packet: Packet) -> Result<(), Packet> {
-        if packet.content.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
+    fn try_direct(&self, packet: Outgoing) -> Result<(), Outgoing> {
+        if packet.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
             return Err(packet);
         }
         let Ok(mut side) = self.side.try_lock() else {
@@ -214,8 +290,8 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
         Ok(())
     }
 
-    fn try_cork(&self, packet: Packet) -> Result<bool, Packet> {
-        if packet.content.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
+    fn try_cork(&self, packet: Outgoing) -> Result<bool, Outgoing> {
+        if packet.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
             return Err(packet);
         }
         let Ok(mut side) = self.side.try_lock() else {
@@ -293,33 +369,31 @@ fn flush_now<W: AsyncWrite + Unpin>(write: &mut W) -> bool {
 }
 
 /// Appends a packet's header and content to `buf`.
-fn encode(buf: &mut BytesMut, framing: Framing, packet: &Packet) {
-    header(packet).encode(framing, buf);
-    buf.extend_from_slice(&packet.content);
-}
-
-fn header(packet: &Packet) -> Header {
-    Header {
-        id: packet.id,
-        op: packet.op,
-        len: packet.content.len() as u32, // checked against the limit (≤ u32) when queued
+fn encode(buf: &mut BytesMut, framing: Framing, packet: &Outgoing) {
+    packet.header().encode(framing, buf);
+    for part in packet.parts() {
+        buf.extend_from_slice(part);
     }
 }
 
-/// Appends a packet to the batch; a large content is written from its own buffer together with
-/// what is batched so far (one vectored write), so it is never copied.
+/// Appends a packet to the batch; a large content is written from its own buffers (each part
+/// of a chain from its own) together with what is batched so far, in one vectored write, so it
+/// is never copied.
 async fn write_packet<W: AsyncWrite + Unpin>(
     write: &mut W,
     buf: &mut BytesMut,
     framing: Framing,
-    packet: Packet,
+    packet: Outgoing,
 ) -> std::io::Result<()> {
-    if packet.content.len() < LARGE_CONTENT {
+    if packet.len() < LARGE_CONTENT {
         encode(buf, framing, &packet);
         return Ok(());
     }
-    header(&packet).encode(framing, buf);
-    write_both(write, buf, &packet.content).await?;
+    packet.header().encode(framing, buf);
+    match &packet {
+        Outgoing::One(packet) => write_both(write, buf, &packet.content).await?,
+        Outgoing::Chain { parts, .. } => write_chain(write, buf, parts).await?,
+    }
     buf.clear();
     Ok(())
 }
@@ -346,4 +420,27 @@ async fn write_both<W: AsyncWrite + Unpin>(
         }
     }
     write.write_all(second).await
+}
+
+/// Writes `batch` then `parts`, one after another, with vectored writes (one syscall when the
+/// socket takes them all).
+async fn write_chain<W: AsyncWrite + Unpin>(
+    write: &mut W,
+    batch: &[u8],
+    parts: &[Bytes],
+) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = std::iter::once(batch)
+        .chain(parts.iter().map(|part| &part[..]))
+        .filter(|part| !part.is_empty())
+        .map(IoSlice::new)
+        .collect();
+    let mut slices = &mut slices[..];
+    while !slices.is_empty() {
+        let n = write.write_vectored(slices).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut slices, n);
+    }
+    Ok(())
 }
