@@ -244,6 +244,33 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
     }
 }
 
+impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
+    /// Whether a packet may be written (or corked) ahead of the queue: the socket is ours,
+    /// nothing is half-written, and nothing but the cork is outstanding. Checked under the
+    /// lock, as the writer task decrements `outstanding` only while holding it.
+    fn first_in_line(&self, side: &Side<W>) -> bool {
+        !side.partial
+            && side.write.is_some()
+            && self.outstanding.load(Ordering::Acquire) == usize::from(side.corked)
+    }
+
+    /// Writes the cork as far as the socket takes it now; what is left (or a flush the writer
+    /// needs, like TLS) goes to the writer task, before anything queued after it.
+    fn write_cork(&self, side: &mut Side<W>) {
+        let Some(write) = side.write.as_mut() else { return };
+        let written = write_now(write, &side.rest);
+        if written == side.rest.len() && flush_now(write) {
+            side.rest.clear();
+            side.corked = false;
+            self.outstanding.fetch_sub(1, Ordering::Release);
+            return;
+        }
+        side.rest.advance(written);
+        (side.partial, side.corked) = (true, false);
+        self.wake.notify_one();
+    }
+}
+
 impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     fn try_direct(&self, packet: Outgoing) -> Result<(), Outgoing> {
         if packet.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
@@ -253,39 +280,26 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
             return Err(packet);
         };
         let side = &mut *side;
-        // Checked again under the lock (the writer task decrements it only while holding it):
-        // nothing may be ahead of us but a cork, which leaves first, in the same write.
-        if side.partial || self.outstanding.load(Ordering::Acquire) != usize::from(side.corked) {
+        if !self.first_in_line(side) {
             return Err(packet);
         }
-        let Some(write) = side.write.as_mut() else {
-            return Err(packet);
-        };
-        let pending = match side.corked {
-            true => &mut side.rest,
-            false => {
-                side.scratch.clear();
-                &mut side.scratch
-            }
-        };
-        encode(pending, self.framing, &packet);
-        let written = write_now(write, pending);
-        let flushed = written == pending.len() && flush_now(write);
-        if !flushed {
+        if side.corked {
+            // The cork leaves first, in the same write.
+            encode(&mut side.rest, self.framing, &packet);
+            self.write_cork(side);
+            return Ok(());
+        }
+        let write = side.write.as_mut().expect("checked by first_in_line");
+        side.scratch.clear();
+        encode(&mut side.scratch, self.framing, &packet);
+        let written = write_now(write, &side.scratch);
+        if written < side.scratch.len() || !flush_now(write) {
             // The socket is full (or the writer needs a flush, like TLS): the writer task takes
             // it from here, before anything queued after us.
-            if !side.corked {
-                side.rest.extend_from_slice(&side.scratch[written..]);
-                self.outstanding.fetch_add(1, Ordering::Release);
-            } else {
-                side.rest.advance(written);
-            }
-            (side.partial, side.corked) = (true, false);
+            side.rest.extend_from_slice(&side.scratch[written..]);
+            side.partial = true;
+            self.outstanding.fetch_add(1, Ordering::Release);
             self.wake.notify_one();
-        } else if side.corked {
-            side.rest.clear();
-            side.corked = false;
-            self.outstanding.fetch_sub(1, Ordering::Release);
         }
         Ok(())
     }
@@ -298,11 +312,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
             return Err(packet);
         };
         let side = &mut *side;
-        // Only ahead of everything queued: nothing but the cork itself may be outstanding.
-        if side.partial
-            || side.write.is_none()
-            || self.outstanding.load(Ordering::Acquire) != usize::from(side.corked)
-        {
+        if !self.first_in_line(side) {
             return Err(packet);
         }
         encode(&mut side.rest, self.framing, &packet);
@@ -321,22 +331,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
             return;
         };
         let side = &mut *side;
-        if !side.corked {
-            return; // The writer task wrote it already.
+        // Not corked: the writer task (or a direct write) wrote it already.
+        if side.corked {
+            self.write_cork(side);
         }
-        let Some(write) = side.write.as_mut() else {
-            return;
-        };
-        let written = write_now(write, &side.rest);
-        if written == side.rest.len() && flush_now(write) {
-            side.rest.clear();
-            side.corked = false;
-            self.outstanding.fetch_sub(1, Ordering::Release);
-            return;
-        }
-        side.rest.advance(written);
-        (side.partial, side.corked) = (true, false);
-        self.wake.notify_one();
     }
 
     fn queued(&self) {
