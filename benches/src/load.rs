@@ -50,6 +50,10 @@ pub struct LoadArgs {
     /// Worker threads of the load generator's runtime.
     #[arg(long, default_value_t = 2)]
     pub client_threads: usize,
+    /// The server's process id, when it runs on this machine: the report then has its CPU
+    /// time per call too (from procfs, as the matrix run measures its servers).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
     /// Write the report as JSON (`-`: standard output).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -101,7 +105,7 @@ impl LoadArgs {
             name: format!("{client}→{}", self.addr),
             client: self.client,
             addr,
-            server_pid: None,
+            server_pid: self.server_pid,
         })
     }
 }

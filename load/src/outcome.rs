@@ -105,7 +105,12 @@ impl Window {
 
     /// Records a call that failed now, if inside the window.
     pub fn record_failure(&self, failure: Failure, outcome: &mut Outcome) {
-        if self.contains(Instant::now()) {
+        self.record_failure_at(failure, Instant::now(), outcome)
+    }
+
+    /// Records a call that failed at `now`, if inside the window.
+    pub fn record_failure_at(&self, failure: Failure, now: Instant, outcome: &mut Outcome) {
+        if self.contains(now) {
             *outcome.errors.entry(failure).or_default() += 1;
         }
     }
@@ -147,9 +152,10 @@ impl Limit {
         }
     }
 
-    /// Whether a slot that has made `done` calls starts another (taking it from the total).
-    pub(crate) fn more(&self, done: u64) -> bool {
-        if done >= self.calls || Instant::now() >= self.window.end {
+    /// Whether a slot that has made `done` calls starts another at `now` (taking it from the
+    /// total).
+    pub(crate) fn more_at(&self, done: u64, now: Instant) -> bool {
+        if done >= self.calls || now >= self.window.end {
             return false;
         }
         match &self.total {

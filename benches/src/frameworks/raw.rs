@@ -155,10 +155,12 @@ impl Client {
         let mut splitter = Splitter::new(self.framing, op);
         let (mut reader, mut writer) = self.stream.split();
 
+        // A call starts before its write, as an frpc call's clock starts before the call: the
+        // write on loopback carries the packet all the way into the server's socket.
         let first = inflight.min(budget as usize);
+        sent.extend(std::iter::repeat_n(Instant::now(), first));
         writer.write_all(&batch[..first * len]).await.expect("raw write");
         budget -= first as u64;
-        sent.extend(std::iter::repeat_n(Instant::now(), first));
         while !sent.is_empty() {
             let n = reader.read(&mut self.buf).await.expect("raw read");
             assert!(n > 0, "the raw server closed the connection");
@@ -177,9 +179,9 @@ impl Client {
                 0
             };
             if again > 0 {
+                sent.extend(std::iter::repeat_n(now, again));
                 writer.write_all(&batch[..again * len]).await.expect("raw write");
                 budget -= again as u64;
-                sent.extend(std::iter::repeat_n(Instant::now(), again));
             }
         }
         outcome

@@ -7,7 +7,8 @@
 //!   flushing as soon as its queue is empty. Its queue is bounded: a peer that stops reading
 //!   slows our senders down instead of growing memory.
 //! - The **reader** answers PING with PONG, drops PONG and hands everything else to the
-//!   dispatcher.
+//!   dispatcher. What it sends itself while more input is buffered (the replies of inline
+//!   handlers) is corked, and written once it runs out of input or has to wait.
 //! - The **heartbeat** sends a PING every `ping_interval` and closes the connection when the
 //!   peer has sent nothing, not a byte, for `idle_timeout` (Go's 5 s read deadline): a packet
 //!   still arriving on a slow link keeps the connection up however long it takes.
@@ -80,8 +81,11 @@ pub(crate) struct Connection {
     /// The write side: the direct path and the bookkeeping of what is queued.
     outbound: Arc<dyn Outbound>,
     /// Set by the reader while it has input buffered beyond the packet it dispatches: replies
-    /// then go through the queue, where they batch into one write.
+    /// then batch into one write, in the cork when the reader itself sends them (it writes the
+    /// cork once it runs out of input or has to wait), through the queue otherwise.
     more_input: AtomicBool,
+    /// The reader's task, once it runs: what it sends while it has more input is corked.
+    reader: OnceLock<tokio::task::Id>,
     closed: CancellationToken,
     is_closed: AtomicBool,
     close_reason: OnceLock<CloseReason>,
@@ -145,6 +149,7 @@ impl Connection {
             out,
             outbound: writer.clone(),
             more_input: AtomicBool::new(false),
+            reader: OnceLock::new(),
             closed: CancellationToken::new(),
             is_closed: AtomicBool::new(false),
             close_reason: OnceLock::new(),
@@ -247,7 +252,15 @@ impl Connection {
                 Err(packet) => packet,
             }
         } else if self.more_input.load(Ordering::Relaxed) {
-            packet
+            if !self.on_reader() {
+                packet
+            } else {
+                // The reader writes the cork when it runs out of input or has to wait.
+                match self.outbound.try_cork(packet) {
+                    Ok(_) => return Ok(()),
+                    Err(packet) => packet,
+                }
+            }
         } else {
             match self.outbound.try_direct(packet) {
                 Ok(()) => return Ok(()),
@@ -255,6 +268,13 @@ impl Connection {
             }
         };
         self.enqueue(packet).await
+    }
+
+    /// Whether the caller is the reader's task.
+    fn on_reader(&self) -> bool {
+        self.reader
+            .get()
+            .is_some_and(|&reader| tokio::task::try_id() == Some(reader))
     }
 
     /// Sends a packet through the writer task's queue (waiting while it is full), so it can
@@ -416,6 +436,36 @@ impl Drop for FlushCork<'_> {
     }
 }
 
+pin_project_lite::pin_project! {
+    /// Runs one of the reader's futures, writing the cork whenever it has to wait (for input,
+    /// or for a handler): replies the reader corked never wait for more than the packets at
+    /// hand. A struct rather than an `async fn`, so the future it wraps is not moved again.
+    struct FlushWhenPending<'a, F> {
+        conn: &'a Connection,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<'a, F: Future> FlushWhenPending<'a, F> {
+    fn new(conn: &'a Connection, future: F) -> Self {
+        FlushWhenPending { conn, future }
+    }
+}
+
+impl<F: Future> Future for FlushWhenPending<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let poll = this.future.poll(cx);
+        if poll.is_pending() {
+            this.conn.outbound.flush_cork();
+        }
+        poll
+    }
+}
+
 /// Pending once, waking its own task: the task's other futures (calls joined with this one)
 /// and the tasks queued behind it run before it resumes. Unlike `tokio::task::yield_now`, it
 /// does not wait for the runtime to poll the I/O driver (a system call).
@@ -460,6 +510,9 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     // Whether the peer has sent one valid packet: if it hangs up (or sends garbage) before, its
     // framing is the likely cause, and the close reason says so.
     let mut parsed_any = false;
+    if let Some(id) = tokio::task::try_id() {
+        let _ = conn.reader.set(id);
+    }
     loop {
         // Closing and stopping are checked with atomics between packets (a takeover must stop
         // before the next packet is parsed); the cancellation futures below are only polled when
@@ -477,7 +530,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         }
         let next = tokio::select! {
             biased;
-            next = framed.next() => next,
+            next = FlushWhenPending::new(&conn, framed.next()) => next,
             _ = &mut closed => break,
             _ = &mut stopped => break,
             _ = &mut draining => {
@@ -490,7 +543,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                 parsed_any = true;
                 let more = !framed.read_buffer().is_empty();
                 conn.more_input.store(more, Ordering::Relaxed);
-                handle(&conn, &*dispatch, frame).await
+                FlushWhenPending::new(&conn, handle(&conn, &*dispatch, frame)).await
             }
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
@@ -508,6 +561,8 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             }
         }
     }
+    conn.more_input.store(false, Ordering::Relaxed);
+    conn.outbound.flush_cork();
     let parts = framed.into_parts();
     (parts.io, parts.read_buf)
 }

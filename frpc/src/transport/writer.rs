@@ -11,10 +11,16 @@
 //! replies batch better through the queue) take the queue.
 //!
 //! The **cork** batches without the writer task: a sender that knows others follow on its own
-//! task (a client call with others in flight) appends its packet to the bytes pending ahead of
-//! the queue; the first to cork flushes them all with one write once its task has let the
-//! others append, and the writer task takes whatever is still
-//! corked before its queue (`Connection::send_or_cork`). Ten calls joined on one task thus cost one write and no hand-off.
+//! task appends its packet to the bytes pending ahead of the queue, and the writer task takes
+//! whatever is still corked before its queue (`Connection::send_or_cork`). Two senders cork:
+//! - a client call made with others in flight: the first to cork writes them all with one
+//!   write once its task has let the others append, so ten calls joined on one task cost one
+//!   write and no hand-off;
+//! - a server's reader replying while more requests are buffered: it writes the cork once it
+//!   runs out of input (with its last reply) or has to wait (for the socket, or for a handler),
+//!   so a batch of pipelined requests costs one write and no hand-off either.
+//!
+//! A cork that reaches the batch limit is written at once.
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -321,10 +327,19 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
             side.corked = true;
             self.outstanding.fetch_add(1, Ordering::Release);
         }
+        if side.rest.len() >= BATCH_LIMIT {
+            // A long batch (a reader with plenty of input) leaves now, as the writer's would.
+            self.write_cork(side);
+        }
         Ok(first)
     }
 
     fn flush_cork(&self) {
+        // Nothing outstanding, so nothing corked: the common case (a reader about to wait)
+        // costs one load instead of the lock.
+        if self.outstanding.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let Ok(mut side) = self.side.try_lock() else {
             // The writer task holds it (and takes the cork) or will once woken.
             self.wake.notify_one();
