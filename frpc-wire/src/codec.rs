@@ -15,15 +15,19 @@ use crate::packet::Packet;
 pub const READ_RESERVE: usize = 64 * 1024;
 
 /// How much room to make for a packet still arriving, `missing` bytes short with `buffered`
-/// bytes in the buffer: never more than is missing, and never more than what arrived (or
-/// [`READ_RESERVE`], whichever is larger). The announced length is only a claim, so the buffer
-/// grows with the bytes that really came (its capacity stays within a few times them, plus
+/// bytes in the buffer, from a peer whose largest whole packet so far took `proven` bytes:
+/// never more than is missing, and never more than what arrived (or [`READ_RESERVE`], or
+/// `proven`, whichever is largest). The announced length is only a claim, so the buffer grows
+/// with the bytes that really came (its capacity stays within a few times them, plus
 /// `READ_RESERVE`), and it grows geometrically whatever `BytesMut` does with a request (it
 /// doubles a buffer it owns, but sizes a new one for a buffer still shared with a packet split
 /// off earlier exactly as asked), so a large packet costs O(its size) in reallocation copies.
+/// A packet no larger than one the peer already sent whole gets its room at once: the peer has
+/// shown it sends packets that large, and growing would copy the packet once more (the
+/// allocation of its predecessor is often still shared with that packet's reply, unfinished).
 #[inline]
-fn read_ahead(missing: usize, buffered: usize) -> usize {
-    missing.min(buffered.max(READ_RESERVE))
+fn read_ahead(missing: usize, buffered: usize, proven: usize) -> usize {
+    missing.min(buffered.max(READ_RESERVE).max(proven))
 }
 
 /// [`FrameCodec`]'s default [`max_skip`](FrameCodec::with_max_skip): 64 MiB.
@@ -34,11 +38,15 @@ pub const DEFAULT_MAX_SKIP: u32 = 64 * 1024 * 1024;
 /// Decoded content is split off the read buffer, so it is a zero-copy [`bytes::Bytes`] slice.
 /// A header announcing more than `max_content_length` is refused before any of its content is
 /// buffered, and one within it only makes the buffer grow as its bytes arrive (at most
-/// about as much again as arrived), so a hostile length never makes us allocate it.
+/// about as much again as arrived), or at once up to the size of the largest packet the peer
+/// already sent whole, so a hostile length never makes us allocate it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PacketCodec {
     framing: Framing,
     max_content_length: u32,
+    /// The largest packet (header included) decoded whole so far: room the peer has proven it
+    /// fills (see [`read_ahead`]).
+    proven: usize,
 }
 
 impl Default for PacketCodec {
@@ -54,6 +62,7 @@ impl PacketCodec {
         PacketCodec {
             framing,
             max_content_length: DEFAULT_MAX_CONTENT_LENGTH,
+            proven: 0,
         }
     }
 
@@ -131,14 +140,24 @@ impl Decoder for PacketCodec {
             if src.len() <= READ_RESERVE && src.capacity() - src.len() < missing {
                 let _ = src.try_reclaim(missing);
             }
-            src.reserve(read_ahead(missing, src.len()));
+            src.reserve(read_ahead(missing, src.len(), self.proven));
             return Ok(None);
         }
+        self.proven = self.proven.max(total);
         src.advance(self.framing.header_len());
+        let content = src.split_to(header.len as usize).freeze();
+        if src.is_empty() && src.capacity() > READ_RESERVE && src.capacity() < self.proven {
+            // The room left behind this packet is too small for the next one as large, yet
+            // large enough that a read could fill it before the next header is seen: the next
+            // packet would then be copied out of it whole once its header asks for more room.
+            // Room for a packet as large as the peer has sent whole takes it without a copy
+            // (the room left behind was about as large: the memory held stays the same).
+            *src = BytesMut::with_capacity(self.proven);
+        }
         Ok(Some(Packet {
             id: header.id,
             op: header.op,
-            content: src.split_to(header.len as usize).freeze(),
+            content,
         }))
     }
 
@@ -456,6 +475,110 @@ mod tests {
                 "packet {i}: {copied} bytes copied ({moved:?})"
             );
         }
+    }
+
+    /// Packets of 1 MiB one after another, each kept until the next one is whole (a server
+    /// whose reply, sharing the request's buffer, is still being written when the client's
+    /// next request arrives): the buffer cannot be reused, but after the first packet each one
+    /// gets its room at once, so the bytes copied per packet are a read's worth, not the
+    /// packet. A larger claim after them still grows with what arrives.
+    #[test]
+    fn packets_as_large_as_one_already_sent_get_their_room_at_once() {
+        let len = 1 << 20;
+        let chunk = 48 * 1024;
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let mut src = BytesMut::with_capacity(64 * 1024);
+        let mut stream = Vec::new();
+        for id in 0..4 {
+            stream.extend_from_slice(&header(Framing::Frisbee, id, 10, len));
+            stream.extend((0..len).map(|i| (i as u8) ^ (id as u8)));
+        }
+        let (mut at, mut copied, mut held) = (0, 0, None);
+        let mut moved = Vec::new();
+        while at < stream.len() {
+            let before = src.as_ptr();
+            src.reserve(1);
+            if src.as_ptr() != before {
+                copied += src.len();
+            }
+            let n = chunk.min(stream.len() - at).min(src.capacity() - src.len());
+            src.extend_from_slice(&stream[at..at + n]);
+            at += n;
+            loop {
+                let before = (src.as_ptr(), src.len());
+                let packet = codec.decode(&mut src).unwrap();
+                if packet.is_none() && src.as_ptr() != before.0 {
+                    copied += before.1;
+                }
+                let Some(packet) = packet else { break };
+                assert_eq!(packet.content.len(), len as usize);
+                assert_eq!(packet.content[5], 5 ^ (packet.id as u8));
+                moved.push(std::mem::take(&mut copied));
+                // Dropped only now: the one before it lived until this one was whole.
+                held = Some(packet);
+            }
+        }
+        assert_eq!(moved.len(), 4);
+        for (i, &copied) in moved.iter().enumerate().skip(1) {
+            assert!(
+                copied <= 2 * chunk,
+                "packet {i}: {copied} bytes copied ({moved:?})"
+            );
+        }
+        drop(held);
+        // A 5 MiB claim of which 64 KiB came: room for the proven 1 MiB at most, not 5.
+        let mut src = BytesMut::new();
+        src.extend_from_slice(&header(Framing::Frisbee, 9, 10, DEFAULT_MAX_CONTENT_LENGTH));
+        src.put_bytes(1, 64 * 1024);
+        assert_eq!(codec.decode(&mut src).unwrap(), None);
+        let proven = Framing::Frisbee.header_len() + len as usize;
+        assert!(
+            src.capacity() <= proven + 64 * 1024 + 16,
+            "capacity {}",
+            src.capacity()
+        );
+    }
+
+    /// Request and reply: each 1 MiB packet arrives whole in the socket after the previous
+    /// one was split off (still held: its reply is being written), and every read takes all
+    /// the room there is. The room left behind a packet must not take most of the next one
+    /// before its header asks for more (that would copy it whole): copies stay a read's worth.
+    #[test]
+    fn a_packet_read_at_once_after_another_is_not_copied_whole() {
+        let len = 1 << 20;
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let mut src = BytesMut::with_capacity(64 * 1024);
+        let mut held = None;
+        for id in 0..4u16 {
+            let mut packet = header(Framing::Frisbee, id, 10, len).to_vec();
+            packet.extend((0..len).map(|i| (i as u8) ^ (id as u8)));
+            let (mut at, mut copied) = (0, 0);
+            let decoded = loop {
+                let before = src.as_ptr();
+                src.reserve(1);
+                if src.as_ptr() != before {
+                    copied += src.len();
+                }
+                let n = (packet.len() - at).min(src.capacity() - src.len());
+                src.extend_from_slice(&packet[at..at + n]);
+                at += n;
+                let before = (src.as_ptr(), src.len());
+                let decoded = codec.decode(&mut src).unwrap();
+                if decoded.is_none() && src.as_ptr() != before.0 {
+                    copied += before.1;
+                }
+                if let Some(decoded) = decoded {
+                    break decoded;
+                }
+            };
+            assert_eq!(decoded.content[7], 7 ^ (id as u8));
+            // The first grows from nothing; every later one lands in room made for it.
+            if id > 0 {
+                assert_eq!(copied, 0, "packet {id}: {copied} bytes copied");
+            }
+            held = Some(decoded);
+        }
+        drop(held);
     }
 
     /// The content stays a zero-copy slice of the read buffer, even after growing in steps.
