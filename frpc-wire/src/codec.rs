@@ -425,67 +425,13 @@ mod tests {
         }
     }
 
-    /// Packets of 1 MiB one after another, each dropped before the next arrives (a server
-    /// whose reply is written before the client sends again): after the first, the buffer is
-    /// reused in place, and the bytes moved per packet are a read's worth, not the packet.
-    #[test]
-    fn large_packets_reuse_the_buffer() {
+    /// Four 1 MiB packets back to back, read `chunk` bytes at a time as `FramedRead` reads
+    /// (reserve one byte, read what the socket has up to the spare capacity, decode): the bytes
+    /// buffer moves copied for each packet, and the codec. With `hold`, each packet lives until
+    /// the next one is whole (its reply still being written); without, it is dropped at once
+    /// (a server whose reply is written before the client sends again).
+    fn back_to_back(chunk: usize, hold: bool) -> (Vec<usize>, PacketCodec) {
         let len = 1 << 20;
-        let chunk = 48 * 1024;
-        let mut codec = PacketCodec::new(Framing::Frisbee);
-        let mut src = BytesMut::with_capacity(64 * 1024);
-        let mut stream = Vec::new();
-        for id in 0..4 {
-            stream.extend_from_slice(&header(Framing::Frisbee, id, 10, len));
-            stream.extend((0..len).map(|i| (i as u8) ^ (id as u8)));
-        }
-        let mut at = 0;
-        let mut moved = Vec::new();
-        let mut copied = 0;
-        while at < stream.len() {
-            // What is read is what the socket has, up to the spare capacity.
-            let before = src.as_ptr();
-            src.reserve(1);
-            if src.as_ptr() != before {
-                copied += src.len();
-            }
-            let n = chunk.min(stream.len() - at).min(src.capacity() - src.len());
-            src.extend_from_slice(&stream[at..at + n]);
-            at += n;
-            loop {
-                let before = (src.as_ptr(), src.len());
-                let packet = codec.decode(&mut src).unwrap();
-                if packet.is_none() && src.as_ptr() != before.0 {
-                    copied += before.1;
-                }
-                match packet {
-                    Some(packet) => {
-                        assert_eq!(packet.content.len(), len as usize);
-                        assert_eq!(packet.content[5], 5 ^ (packet.id as u8));
-                        moved.push(std::mem::take(&mut copied));
-                    }
-                    None => break,
-                }
-            }
-        }
-        assert_eq!(moved.len(), 4);
-        for (i, &copied) in moved.iter().enumerate().skip(1) {
-            assert!(
-                copied <= 2 * chunk,
-                "packet {i}: {copied} bytes copied ({moved:?})"
-            );
-        }
-    }
-
-    /// Packets of 1 MiB one after another, each kept until the next one is whole (a server
-    /// whose reply, sharing the request's buffer, is still being written when the client's
-    /// next request arrives): the buffer cannot be reused, but after the first packet each one
-    /// gets its room at once, so the bytes copied per packet are a read's worth, not the
-    /// packet. A larger claim after them still grows with what arrives.
-    #[test]
-    fn packets_as_large_as_one_already_sent_get_their_room_at_once() {
-        let len = 1 << 20;
-        let chunk = 48 * 1024;
         let mut codec = PacketCodec::new(Framing::Frisbee);
         let mut src = BytesMut::with_capacity(64 * 1024);
         let mut stream = Vec::new();
@@ -514,24 +460,49 @@ mod tests {
                 assert_eq!(packet.content.len(), len as usize);
                 assert_eq!(packet.content[5], 5 ^ (packet.id as u8));
                 moved.push(std::mem::take(&mut copied));
-                // Dropped only now: the one before it lived until this one was whole.
-                held = Some(packet);
+                // Held, the one before it is dropped only now.
+                held = hold.then_some(packet);
             }
         }
+        drop(held);
         assert_eq!(moved.len(), 4);
+        (moved, codec)
+    }
+
+    /// 1 MiB packets, each dropped before the next arrives: after the first, the buffer is
+    /// reused in place, and the bytes moved per packet are a read's worth, not the packet.
+    #[test]
+    fn large_packets_reuse_the_buffer() {
+        let chunk = 48 * 1024;
+        let (moved, _) = back_to_back(chunk, false);
         for (i, &copied) in moved.iter().enumerate().skip(1) {
             assert!(
                 copied <= 2 * chunk,
                 "packet {i}: {copied} bytes copied ({moved:?})"
             );
         }
-        drop(held);
+    }
+
+    /// 1 MiB packets, each kept until the next one is whole: the buffer cannot be reused, but
+    /// after the first packet each one gets its room at once, so the bytes copied per packet
+    /// are a read's worth, not the packet. A larger claim after them still grows with what
+    /// arrives.
+    #[test]
+    fn packets_as_large_as_one_already_sent_get_their_room_at_once() {
+        let chunk = 48 * 1024;
+        let (moved, mut codec) = back_to_back(chunk, true);
+        for (i, &copied) in moved.iter().enumerate().skip(1) {
+            assert!(
+                copied <= 2 * chunk,
+                "packet {i}: {copied} bytes copied ({moved:?})"
+            );
+        }
         // A 5 MiB claim of which 64 KiB came: room for the proven 1 MiB at most, not 5.
         let mut src = BytesMut::new();
         src.extend_from_slice(&header(Framing::Frisbee, 9, 10, DEFAULT_MAX_CONTENT_LENGTH));
         src.put_bytes(1, 64 * 1024);
         assert_eq!(codec.decode(&mut src).unwrap(), None);
-        let proven = Framing::Frisbee.header_len() + len as usize;
+        let proven = Framing::Frisbee.header_len() + (1 << 20);
         assert!(
             src.capacity() <= proven + 64 * 1024 + 16,
             "capacity {}",
