@@ -146,12 +146,14 @@ impl Decoder for PacketCodec {
         self.proven = self.proven.max(total);
         src.advance(self.framing.header_len());
         let content = src.split_to(header.len as usize).freeze();
-        if src.is_empty() && src.capacity() > READ_RESERVE && src.capacity() < self.proven {
-            // The room left behind this packet is too small for the next one as large, yet
-            // large enough that a read could fill it before the next header is seen: the next
-            // packet would then be copied out of it whole once its header asks for more room.
-            // Room for a packet as large as the peer has sent whole takes it without a copy
-            // (the room left behind was about as large: the memory held stays the same).
+        let large = total > READ_RESERVE;
+        if large && src.is_empty() && src.capacity() > READ_RESERVE && src.capacity() < self.proven {
+            // The room left behind this large packet is too small for the next one as large,
+            // yet large enough that a read could fill it before the next header is seen: the
+            // next packet would then be copied out of it whole once its header asks for more
+            // room. Room for a packet as large as the peer has sent whole takes it without a
+            // copy (the room left behind was about as large: the memory held stays the same).
+            // Only after a large packet: small ones after it keep the room they find.
             *src = BytesMut::with_capacity(self.proven);
         }
         Ok(Some(Packet {
@@ -550,6 +552,29 @@ mod tests {
             held = Some(decoded);
         }
         drop(held);
+    }
+
+    /// Small packets after a large one use the room it left: the buffer is not replaced by a
+    /// fresh one the size of the large packet (an allocation) once per small packet.
+    #[test]
+    fn small_packets_after_a_large_one_keep_the_buffer() {
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let mut src = BytesMut::with_capacity(2 << 20);
+        src.extend_from_slice(&header(Framing::Frisbee, 1, 10, 1 << 20));
+        src.put_bytes(7, 1 << 20);
+        let large = codec.decode(&mut src).unwrap().expect("the large packet");
+        let mut room = src.capacity();
+        assert!(room > READ_RESERVE, "room {room}");
+        for id in 0..1000 {
+            src.extend_from_slice(&header(Framing::Frisbee, id, 10, 32));
+            src.put_bytes(1, 32);
+            let small = codec.decode(&mut src).unwrap().expect("a small packet");
+            assert_eq!(small.content.len(), 32);
+            // The same room, 42 bytes less each time.
+            assert_eq!(src.capacity(), room - 42, "packet {id}");
+            room = src.capacity();
+        }
+        drop(large);
     }
 
     /// The content stays a zero-copy slice of the read buffer, even after growing in steps.
