@@ -260,6 +260,18 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             && self.outstanding.load(Ordering::Acquire) == usize::from(side.corked)
     }
 
+    /// The write side, if a small packet of `len` bytes may go (or be corked) ahead of the
+    /// queue now: cheap checks first, then the lock without waiting, then [`first_in_line`].
+    ///
+    /// [`first_in_line`]: Writer::first_in_line
+    fn ahead_of_queue(&self, len: usize) -> Option<tokio::sync::MutexGuard<'_, Side<W>>> {
+        if len >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
+            return None;
+        }
+        let side = self.side.try_lock().ok()?;
+        self.first_in_line(&side).then_some(side)
+    }
+
     /// Writes the cork as far as the socket takes it now; what is left (or a flush the writer
     /// needs, like TLS) goes to the writer task, before anything queued after it.
     fn write_cork(&self, side: &mut Side<W>) {
@@ -279,16 +291,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     fn try_direct(&self, packet: Outgoing) -> Result<(), Outgoing> {
-        if packet.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
-            return Err(packet);
-        }
-        let Ok(mut side) = self.side.try_lock() else {
+        let Some(mut side) = self.ahead_of_queue(packet.len()) else {
             return Err(packet);
         };
         let side = &mut *side;
-        if !self.first_in_line(side) {
-            return Err(packet);
-        }
         if side.corked {
             // The cork leaves first, in the same write.
             encode(&mut side.rest, self.framing, &packet);
@@ -311,16 +317,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     }
 
     fn try_cork(&self, packet: Outgoing) -> Result<bool, Outgoing> {
-        if packet.len() >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
-            return Err(packet);
-        }
-        let Ok(mut side) = self.side.try_lock() else {
+        let Some(mut side) = self.ahead_of_queue(packet.len()) else {
             return Err(packet);
         };
         let side = &mut *side;
-        if !self.first_in_line(side) {
-            return Err(packet);
-        }
         encode(&mut side.rest, self.framing, &packet);
         let first = !side.corked;
         if first {
