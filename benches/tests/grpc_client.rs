@@ -301,7 +301,7 @@ async fn what_it_cannot_do_fails_clearly() {
     let (addr, _events) = tonic_server().await;
     let channel = GrpcChannel::connect(&format!("http://{addr}")).await.unwrap();
     // A call by operation number alone has no gRPC method to go to, streaming or not.
-    let err = frpc::codegen::call_unary::<fpb::Request, fpb::Response>(&channel, 10, &request("x"))
+    let err = frpc::codegen::call_unary::<fpb::Request, fpb::Response>(&channel, 10, request("x"))
         .await
         .unwrap_err();
     assert!(
@@ -333,7 +333,7 @@ async fn what_it_cannot_do_fails_clearly() {
         &channel,
         10,
         "/benchmark.BenchmarkService/Nope",
-        &request("x"),
+        request("x"),
     )
     .await
     .unwrap_err();

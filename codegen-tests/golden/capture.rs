@@ -48,6 +48,19 @@ impl ::frpc::codegen::Message for Request {
             request::Corpus,
         > as ::frpc::codegen::Codec>::encode(&self.corpus, buf);
     }
+    const POLYGLOT_OWNED_PARTS: bool = true;
+    fn into_fields_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        <::frpc::codegen::Str as ::frpc::codegen::Codec>::into_parts(
+            ::core::mem::take(&mut self.message),
+            parts,
+        );
+        {
+            let buf = parts.buf_mut();
+            <::frpc::codegen::Enum<
+                request::Corpus,
+            > as ::frpc::codegen::Codec>::encode(&self.corpus, buf);
+        }
+    }
     fn decode_fields(
         &mut self,
         dec: &mut ::frpc::codegen::Decoder<'_>,
@@ -125,6 +138,16 @@ impl ::frpc::codegen::Message for Response {
             ::frpc::codegen::Msg<Data>,
         >(&self.test, parts);
     }
+    const POLYGLOT_OWNED_PARTS: bool = true;
+    fn into_fields_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        <::frpc::codegen::Str as ::frpc::codegen::Codec>::into_parts(
+            ::core::mem::take(&mut self.message),
+            parts,
+        );
+        ::frpc::codegen::encode_optional_into_parts::<
+            ::frpc::codegen::Msg<Data>,
+        >(self.test.take(), parts);
+    }
     fn decode_fields(
         &mut self,
         dec: &mut ::frpc::codegen::Decoder<'_>,
@@ -174,6 +197,19 @@ impl ::frpc::codegen::Message for Data {
         <::frpc::codegen::Enum<
             Test,
         > as ::frpc::codegen::Codec>::encode(&self.checker, buf);
+    }
+    const POLYGLOT_OWNED_PARTS: bool = true;
+    fn into_fields_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        <::frpc::codegen::Str as ::frpc::codegen::Codec>::into_parts(
+            ::core::mem::take(&mut self.message),
+            parts,
+        );
+        {
+            let buf = parts.buf_mut();
+            <::frpc::codegen::Enum<
+                Test,
+            > as ::frpc::codegen::Codec>::encode(&self.checker, buf);
+        }
     }
     fn decode_fields(
         &mut self,
@@ -379,6 +415,23 @@ impl ::frpc::codegen::Message for search_response::Result {
         <::frpc::codegen::Str as ::frpc::codegen::Codec>::encode(&self.url, buf);
         <::frpc::codegen::Str as ::frpc::codegen::Codec>::encode(&self.title, buf);
         ::frpc::codegen::encode_repeated::<::frpc::codegen::Str>(&self.snippets, buf);
+    }
+    const POLYGLOT_OWNED_PARTS: bool = true;
+    fn into_fields_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        <::frpc::codegen::Str as ::frpc::codegen::Codec>::into_parts(
+            ::core::mem::take(&mut self.url),
+            parts,
+        );
+        <::frpc::codegen::Str as ::frpc::codegen::Codec>::into_parts(
+            ::core::mem::take(&mut self.title),
+            parts,
+        );
+        {
+            let buf = parts.buf_mut();
+            ::frpc::codegen::encode_repeated::<
+                ::frpc::codegen::Str,
+            >(&self.snippets, buf);
+        }
     }
     fn decode_fields(
         &mut self,
@@ -843,7 +896,7 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
                     &self.client,
                     10,
                     "/capture.EchoService/Echo",
-                    &request,
+                    request,
                 ),
             )
             .await
@@ -877,7 +930,7 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
                     &self.client,
                     12,
                     "/capture.EchoService/Testy",
-                    &request,
+                    request,
                 ),
             )
             .await

@@ -2,6 +2,8 @@
 //! a chain of parts: the encoded bytes around them and the fields themselves), and the bytes on
 //! the wire are exactly the encoding into one buffer: with a reader that takes them a little
 //! at a time (the writer's vectored writes go through partly) and with several replies queued.
+//! Large `String` fields of a message given up (a reply, a generated client's request) are
+//! handed over the same way.
 
 use std::time::Duration;
 
@@ -9,7 +11,9 @@ use frpc::codegen::{Bytes, Message, Parts};
 use frpc::wire::parts::SPLICE_MIN;
 use frpc::wire::{Framing, Header};
 use frpc::{Concurrency, Context, Status};
-use frpc_codegen_tests::bytes::blob::{Blobs, BlobsServer, Pair, blobs};
+use frpc_codegen_tests::bytes::blob::{
+    Blobs, BlobsServer, Note, Notes, NotesClient, NotesServer, Pair, blobs, notes,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -64,21 +68,84 @@ fn parts_are_the_one_buffer_encoding() {
     }
 }
 
+/// A note whose strings (`title`, `remark`, each tag) are `text` bytes long, with `pair`.
+fn note(text: usize, pair: Pair, seed: u8) -> Note {
+    let text = |salt: u8| -> String {
+        (0..text)
+            .map(|i| char::from(b'a' + (i as u8 ^ seed ^ salt) % 26))
+            .collect()
+    };
+    Note {
+        title: text(1),
+        remark: Some(text(2)),
+        pair: Some(pair),
+        tags: vec![text(3), text(4)],
+        count: u32::from(seed),
+    }
+}
+
+/// A given-up note's parts, one after another, are its one-buffer encoding; its large
+/// `title` and `remark` are parts of their own, the very memory of the strings (a `tags`
+/// element, repeated, is copied), and so are its pair's large fields.
+#[test]
+fn a_note_given_up_is_the_one_buffer_encoding() {
+    const { assert!(<Note as Message>::POLYGLOT_OWNED_PARTS) };
+    for (text, pair) in [
+        (0, pair(0, 0, 0)),
+        (SPLICE_MIN - 1, pair(SPLICE_MIN, 9, 1)),
+        (SPLICE_MIN, pair(1, 2, 3)),
+        (1 << 20, pair(5, 1 << 20, 4)),
+    ] {
+        let note = note(text, pair, text as u8);
+        let (bytes, len) = (note.to_polyglot(), note.polyglot_len());
+        let held = [
+            note.title.as_ptr(),
+            note.remark.as_ref().unwrap().as_ptr(),
+            note.tags[0].as_ptr(),
+        ];
+        let pair = note.pair.clone().unwrap();
+        let mut parts = Parts::default();
+        note.into_polyglot_parts(&mut parts);
+        assert_eq!(parts.len(), len);
+        let chain = parts.into_vec();
+        assert_eq!(chain.concat(), bytes, "{text}");
+        let handed_over = |at: *const u8| chain.iter().any(|part| part.as_ptr() == at && part.len() == text);
+        assert_eq!(handed_over(held[0]), text >= SPLICE_MIN, "title, {text}");
+        assert_eq!(handed_over(held[1]), text >= SPLICE_MIN, "remark, {text}");
+        assert!(!handed_over(held[2]) || text == 0, "a tag is copied");
+        for field in [&pair.head, &pair.tail] {
+            let spliced = chain
+                .iter()
+                .any(|part| part.as_ptr() == field.as_ptr() && part.len() == field.len());
+            assert_eq!(spliced, field.len() >= SPLICE_MIN, "pair, {text}");
+        }
+    }
+}
+
+struct EchoNotes;
+
+impl Notes for EchoNotes {
+    async fn echo(&self, _: &Context, request: Note) -> Result<Note, Status> {
+        Ok(request)
+    }
+}
+
 fn server(concurrency: Concurrency) -> frpc::Server {
     frpc::Server::builder()
         .concurrency(concurrency)
         .add_service(BlobsServer::new(Echo))
+        .add_service(NotesServer::new(EchoNotes))
         .build()
         .unwrap()
 }
 
-/// A request frame for `pair` under `id`.
-fn frame(id: u16, pair: &Pair) -> Vec<u8> {
-    let content = pair.to_polyglot();
+/// A request frame for `message` to operation `op` under `id`.
+fn frame(id: u16, op: u16, message: &impl Message) -> Vec<u8> {
+    let content = message.to_polyglot();
     let mut frame = Vec::new();
     Header {
         id,
-        op: blobs::ECHO,
+        op,
         len: content.len() as u32,
     }
     .encode(Framing::Frisbee, &mut frame);
@@ -86,9 +153,9 @@ fn frame(id: u16, pair: &Pair) -> Vec<u8> {
     frame
 }
 
-/// Echoes of large pairs, read off the socket byte for byte: each is its request's frame (the
-/// echo encodes as the request did). `slow` reads in small pieces with pauses, so the server's
-/// socket fills and its vectored writes go through in pieces.
+/// Echoes of large pairs and notes, read off the socket byte for byte: each is its request's
+/// frame (the echo encodes as the request did). `slow` reads in small pieces with pauses, so
+/// the server's socket fills and its vectored writes go through in pieces.
 async fn echo_on_the_wire(concurrency: Concurrency, slow: bool) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -101,7 +168,17 @@ async fn echo_on_the_wire(concurrency: Concurrency, slow: bool) {
         pair(SPLICE_MIN, SPLICE_MIN + 1, 3),
         pair(3, 3 << 20, 4),
     ];
-    let frames: Vec<Vec<u8>> = (1..).zip(&pairs).map(|(id, pair)| frame(id, pair)).collect();
+    let mut frames: Vec<Vec<u8>> = (1..)
+        .zip(&pairs)
+        .map(|(id, pair)| frame(id, blobs::ECHO, pair))
+        .collect();
+    for (id, text) in [(10, 1 << 20), (11, 7), (12, SPLICE_MIN)] {
+        frames.push(frame(
+            id,
+            notes::ECHO,
+            &note(text, pair(text.min(SPLICE_MIN), 2 * SPLICE_MIN, 5), id as u8),
+        ));
+    }
     let (mut read, mut write) = socket.split();
     let writing = async {
         for frame in &frames {
@@ -179,5 +256,24 @@ async fn large_replies_are_exact_on_the_wire() {
 async fn large_replies_are_exact_through_partial_writes() {
     for concurrency in [Concurrency::Inline, Concurrency::PerRpc] {
         echo_on_the_wire(concurrency, true).await;
+    }
+}
+
+/// A generated client gives its request up: large strings go out from their own buffers and
+/// come back whole, whichever the server runs the call on.
+#[tokio::test]
+async fn large_notes_round_trip_through_the_generated_client() {
+    for concurrency in [Concurrency::Inline, Concurrency::PerRpc] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = server(concurrency);
+        let serving = tokio::spawn(async move { server.serve_listener(listener).await });
+        let client = NotesClient::connect(addr).await.unwrap();
+        for text in [1 << 20, 3, SPLICE_MIN] {
+            let sent = note(text, pair(SPLICE_MIN, 1 << 16, 6), text as u8);
+            let reply = client.echo(sent.clone()).await.unwrap();
+            assert!(reply == sent, "{text} bytes ({concurrency:?})");
+        }
+        serving.abort();
     }
 }

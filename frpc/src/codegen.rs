@@ -146,7 +146,7 @@ where
         let (encoding, limits) = ctx.request_encoding(&request);
         let request = decode_request::<Req>(&request, encoding, limits)?;
         let response = f(ctx, request).await?;
-        Ok(codec::encode_reply(&response, encoding))
+        Ok(codec::encode_reply(response, encoding))
     })
 }
 
@@ -262,24 +262,25 @@ pub fn traced<F: Future>(
 pub async fn call_unary<Req: Message, Resp: Message>(
     client: &impl Caller,
     op: u16,
-    request: &Req,
+    request: Req,
 ) -> Result<Resp, Error> {
     call_unary_at(client, op, "", request).await
 }
 
 /// A unary call to operation `op`, gRPC path `path` (`/package.Service/Method`): what
-/// generated clients call.
+/// generated clients call. The request is given up, so its large `String` and `bytes::Bytes`
+/// fields go to the socket from their own buffers (see [`Message::into_fields_parts`]).
 pub async fn call_unary_at<Req: Message, Resp: Message>(
     client: &impl Caller,
     op: u16,
     path: &'static str,
-    request: &Req,
+    request: Req,
 ) -> Result<Resp, Error> {
     // The encoding is picked where the connection is known (protobuf once it was negotiated),
     // and protobuf only if the reply's type reads it too: the server answers in the request's
     // encoding.
     let reply = client
-        .call_at_parts(op, path, |protobuf| {
+        .call_at_parts(op, path, move |protobuf| {
             codec::encode_request(request, Resp::PROTOBUF && protobuf)
         })
         .await?;

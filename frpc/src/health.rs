@@ -491,7 +491,7 @@ impl<T: Caller> HealthClient<T> {
             service: service.to_owned(),
         };
         let response: HealthCheckResponse =
-            codegen::call_unary_at(&self.client, CHECK_OP, GRPC_CHECK, &request).await?;
+            codegen::call_unary_at(&self.client, CHECK_OP, GRPC_CHECK, request).await?;
         Ok(response.status)
     }
 

@@ -22,9 +22,8 @@ fn quiet(mut config: frpc::ClientConfig) -> frpc::ClientConfig {
 /// Allocations per call on this thread for `CALLS` echoes through `caller`.
 fn per_call(rt: &tokio::runtime::Runtime, caller: &impl Caller) -> f64 {
     let payload = "x".repeat(32);
-    let echo = || async {
-        frpc::codegen::call_unary::<Text, Text>(caller, ECHO, &Text::new(payload.as_str())).await
-    };
+    let echo =
+        || async { frpc::codegen::call_unary::<Text, Text>(caller, ECHO, Text::new(payload.as_str())).await };
     rt.block_on(async {
         for _ in 0..WARM_UP {
             echo().await.unwrap();

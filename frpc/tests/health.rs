@@ -290,7 +290,7 @@ async fn health_keeps_protobuf_on_beside_a_protobuf_service() {
     let request = HealthCheckRequest {
         service: "hp.PbEcho".into(),
     };
-    let reply: StatusNumber = frpc::codegen::call_unary(&client, health::CHECK_OP, &request)
+    let reply: StatusNumber = frpc::codegen::call_unary(&client, health::CHECK_OP, request.clone())
         .await
         .unwrap();
     assert_eq!(reply.status, ServingStatus::NotServing as i32);
@@ -318,7 +318,7 @@ async fn protobuf_with_health_alone_and_off_beside_a_polyglot_only_service() {
     let health = HealthClient::new(client.clone());
     assert_eq!(health.check("").await.unwrap(), ServingStatus::Serving);
     let request = HealthCheckRequest::default();
-    let err = frpc::codegen::call_unary::<_, StatusNumber>(&client, health::CHECK_OP, &request)
+    let err = frpc::codegen::call_unary::<_, StatusNumber>(&client, health::CHECK_OP, request)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("decode"), "{err}");

@@ -37,6 +37,7 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
     let lens = ordered.iter().map(|f| field_len(msg, f));
     let encodes = ordered.iter().map(|f| field_encode(msg, f));
     let parts = encode_fields_parts(msg, &ordered);
+    let owned_parts = into_fields_parts(msg, &ordered);
     let decodes = ordered.iter().map(|f| field_decode(msg, f));
     // Oneof members decode into locals; each oneof is resolved once every field is read.
     let resolves = msg.oneofs.iter().enumerate().map(|(i, oneof)| {
@@ -62,6 +63,7 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
                 #( #encodes )*
             }
             #parts
+            #owned_parts
             fn decode_fields(
                 &mut self,
                 dec: &mut ::frpc::codegen::Decoder<'_>,
@@ -216,18 +218,15 @@ fn field_encode(msg: &Message, f: &Field) -> TokenStream {
 /// may hold one): the fields as `encode_fields` writes them, those referenced rather than copied
 /// when large (`Codec::encode_parts`). Nothing for other messages (the default copies).
 fn encode_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
-    let shares = |f: &&Field| match &f.shape {
-        Shape::Value(c) => *c == Codec::ByteBuf,
-        Shape::Optional(c) | Shape::Message(c) => matches!(c, Codec::Message(_)),
-        _ => false,
-    };
-    if !ordered.iter().any(shares) {
+    let own = |f: &Field| matches!(&f.shape, Shape::Value(Codec::ByteBuf));
+    let shares = |f: &Field| own(f) || message_field(f).is_some();
+    if !ordered.iter().any(|f| shares(f)) {
         return TokenStream::new();
     }
     let encodes = ordered.iter().map(|f| {
         let name = ident(&f.ident);
         match &f.shape {
-            Shape::Value(c) if shares(f) => {
+            Shape::Value(c) if own(f) => {
                 let c = codec(c);
                 quote!(#c::encode_parts(&self.#name, parts);)
             }
@@ -235,36 +234,83 @@ fn encode_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
                 let c = codec_ty(c);
                 quote!(::frpc::codegen::encode_optional_parts::<#c>(&self.#name, parts);)
             }
-            _ => {
-                let encode = field_encode(msg, f);
-                quote!({ let buf = parts.buf_mut(); #encode })
-            }
+            _ => into_buf(field_encode(msg, f)),
         }
     });
-    // Parts only where a `bytes` field can be met: this message's own, or a message field's.
-    let own = ordered
-        .iter()
-        .any(|f| matches!(&f.shape, Shape::Value(c) if *c == Codec::ByteBuf));
-    let parts = match own {
-        true => quote!(true),
-        false => ordered
-            .iter()
-            .filter_map(|f| match &f.shape {
-                Shape::Optional(c) | Shape::Message(c) if matches!(c, Codec::Message(_)) => {
-                    let c = codec_ty(c);
-                    Some(quote!(<#c as ::frpc::codegen::Codec>::PARTS))
-                }
-                _ => None,
-            })
-            .reduce(|all, next| quote!(#all || #next))
-            .unwrap_or_else(|| quote!(false)),
-    };
+    let parts = parts_const(ordered, own, quote!(PARTS));
     quote! {
         const POLYGLOT_PARTS: bool = #parts;
         fn encode_fields_parts(&self, parts: &mut ::frpc::codegen::Parts) {
             #( #encodes )*
         }
     }
+}
+
+/// `into_fields_parts` for a message with a `String` or `bytes::Bytes` field (plain or proto3
+/// `optional`) or a message field: as `encode_fields_parts`, but the message is given up, so
+/// a large string's buffer is handed over as a part rather than copied (`Codec::into_parts`).
+/// Repeated, map and oneof fields are written into the buffer. Nothing for other messages.
+///
+/// The fields are taken out with `mem::take` rather than moved, so a message type with its own
+/// `Drop` (a Rust-first one may have it) compiles too.
+fn into_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
+    let own = |f: &Field| matches!(&f.shape, Shape::Value(c) | Shape::Optional(c) if matches!(c, Codec::Str | Codec::ByteBuf));
+    let given = |f: &Field| own(f) || message_field(f).is_some();
+    if !ordered.iter().any(|f| given(f)) {
+        return TokenStream::new();
+    }
+    let encodes = ordered.iter().map(|f| {
+        let name = ident(&f.ident);
+        match &f.shape {
+            Shape::Value(c) if own(f) => {
+                let c = codec(c);
+                quote!(#c::into_parts(::core::mem::take(&mut self.#name), parts);)
+            }
+            Shape::Optional(c) | Shape::Message(c) if given(f) => {
+                let c = codec_ty(c);
+                quote!(::frpc::codegen::encode_optional_into_parts::<#c>(self.#name.take(), parts);)
+            }
+            _ => into_buf(field_encode(msg, f)),
+        }
+    });
+    let parts = parts_const(ordered, own, quote!(OWNED_PARTS));
+    quote! {
+        const POLYGLOT_OWNED_PARTS: bool = #parts;
+        fn into_fields_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+            #( #encodes )*
+        }
+    }
+}
+
+/// The codec of a singular message field (plain or optional).
+fn message_field(f: &Field) -> Option<&Codec> {
+    match &f.shape {
+        Shape::Optional(c) | Shape::Message(c) if matches!(c, Codec::Message(_)) => Some(c),
+        _ => None,
+    }
+}
+
+/// A field's `encode_fields` statement, writing into the parts' buffer.
+fn into_buf(encode: TokenStream) -> TokenStream {
+    quote!({ let buf = parts.buf_mut(); #encode })
+}
+
+/// A parts constant (`POLYGLOT_PARTS`, `POLYGLOT_OWNED_PARTS`): `true` when the message has a
+/// field `own` picks, otherwise whether one of its message fields' codecs has `codec_const`.
+/// Parts only where a value that can be left in its own buffer can be met.
+fn parts_const(ordered: &[&Field], own: impl Fn(&Field) -> bool, codec_const: TokenStream) -> TokenStream {
+    if ordered.iter().any(|f| own(f)) {
+        return quote!(true);
+    }
+    ordered
+        .iter()
+        .filter_map(|f| message_field(f))
+        .map(|c| {
+            let c = codec_ty(c);
+            quote!(<#c as ::frpc::codegen::Codec>::#codec_const)
+        })
+        .reduce(|all, next| quote!(#all || #next))
+        .unwrap_or_else(|| quote!(false))
 }
 
 fn field_decode(msg: &Message, f: &Field) -> TokenStream {

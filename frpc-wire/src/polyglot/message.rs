@@ -66,6 +66,28 @@ pub trait Message: Default {
         self.encode_fields_parts(out);
     }
 
+    /// Whether [`Message::into_fields_parts`] may leave a value in its own buffer: the type or
+    /// a message field of it has a `bytes::Bytes` field, or a `String` field (whose buffer,
+    /// given up by value, becomes a part). Generated code sets it.
+    const POLYGLOT_OWNED_PARTS: bool = Self::POLYGLOT_PARTS;
+
+    /// [`Message::encode_fields_parts`] for a message given up: large `String` fields become
+    /// parts of their own as well, their buffers handed over without a copy. The bytes are
+    /// those of [`Message::encode_fields`]. Generated code overrides it for messages with such
+    /// fields; the default encodes by reference.
+    #[inline]
+    fn into_fields_parts(self, out: &mut Parts) {
+        self.encode_fields_parts(out)
+    }
+
+    /// Writes the whole message value, given up, into a chain of parts: `08 00` then
+    /// [`Message::into_fields_parts`].
+    #[inline]
+    fn into_polyglot_parts(self, out: &mut Parts) {
+        enc::put_u8(out.buf_mut(), 0);
+        self.into_fields_parts(out);
+    }
+
     /// Encodes into a buffer allocated once at the exact size.
     fn to_polyglot(&self) -> Bytes {
         let mut buf = BytesMut::with_capacity(self.polyglot_len());

@@ -43,6 +43,15 @@ pub trait Codec {
     fn encode_parts(v: &Self::Value, out: &mut Parts) {
         Self::encode(v, out.buf_mut())
     }
+    /// Whether [`Codec::into_parts`] may leave a value in its own buffer: what
+    /// [`Codec::PARTS`] says, and `String`s too, whose buffer is given up by value.
+    const OWNED_PARTS: bool = Self::PARTS;
+    /// [`Codec::encode_parts`] for a value given up: a large `String`'s own buffer becomes a
+    /// part, where by reference it is copied. The bytes are those of [`Codec::encode`].
+    #[inline]
+    fn into_parts(v: Self::Value, out: &mut Parts) {
+        Self::encode_parts(&v, out)
+    }
 }
 
 macro_rules! scalar_codec {
@@ -108,6 +117,19 @@ impl Codec for Str {
     #[inline]
     fn decode(dec: &mut Decoder<'_>) -> Result<String> {
         dec.string()
+    }
+    const OWNED_PARTS: bool = true;
+    /// A string of [`SPLICE_MIN`](crate::parts::SPLICE_MIN) bytes or more becomes a part of
+    /// its own: its buffer, handed over without a copy.
+    #[inline]
+    fn into_parts(v: String, out: &mut Parts) {
+        if v.len() < crate::parts::SPLICE_MIN {
+            return Self::encode(&v, out.buf_mut());
+        }
+        let buf = out.buf_mut();
+        buf.put_u8(Kind::String.byte());
+        enc::put_u32(buf, u32::try_from(v.len()).unwrap_or(u32::MAX));
+        out.splice(Bytes::from(v.into_bytes()));
     }
 }
 
@@ -291,6 +313,11 @@ impl<M: Message> Codec for Msg<M> {
     fn encode_parts(v: &M, out: &mut Parts) {
         v.encode_polyglot_parts(out)
     }
+    const OWNED_PARTS: bool = M::POLYGLOT_OWNED_PARTS;
+    #[inline]
+    fn into_parts(v: M, out: &mut Parts) {
+        v.into_polyglot_parts(out)
+    }
     fn decode(dec: &mut Decoder<'_>) -> Result<M> {
         super::message::decode_nested(dec)
     }
@@ -316,6 +343,15 @@ pub fn encode_optional<C: Codec>(v: &Option<C::Value>, buf: &mut impl BufMut) {
 pub fn encode_optional_parts<C: Codec>(v: &Option<C::Value>, out: &mut Parts) {
     match v {
         Some(v) => C::encode_parts(v, out),
+        None => enc::put_nil(out.buf_mut()),
+    }
+}
+
+/// [`encode_optional_parts`] for a value given up (see [`Codec::into_parts`]).
+#[inline]
+pub fn encode_optional_into_parts<C: Codec>(v: Option<C::Value>, out: &mut Parts) {
+    match v {
+        Some(v) => C::into_parts(v, out),
         None => enc::put_nil(out.buf_mut()),
     }
 }
@@ -499,5 +535,44 @@ impl<C: Codec> Codec for Boxed<C> {
     fn decode(dec: &mut Decoder<'_>) -> Result<Box<C::Value>> {
         dec.reserve_memory(size_of::<C::Value>())?;
         C::decode(dec).map(Box::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parts::SPLICE_MIN;
+
+    fn by_reference<C: Codec>(v: &C::Value) -> Vec<u8> {
+        let mut buf = Vec::new();
+        C::encode(v, &mut buf);
+        buf
+    }
+
+    #[test]
+    fn a_large_string_given_up_is_its_own_part() {
+        let text = "é".repeat(SPLICE_MIN);
+        let (at, bytes) = (text.as_ptr(), by_reference::<Str>(&text));
+        let mut parts = Parts::default();
+        Str::into_parts(text, &mut parts);
+        let chain = parts.into_vec();
+        assert_eq!(chain.len(), 2, "a header, then the string's own buffer");
+        assert_eq!(chain[1].as_ptr(), at, "handed over, not copied");
+        assert_eq!(chain.concat(), bytes);
+    }
+
+    #[test]
+    fn a_small_string_given_up_is_copied_with_its_neighbours() {
+        let text = "x".repeat(SPLICE_MIN - 1);
+        let bytes = by_reference::<Str>(&text);
+        let mut parts = Parts::default();
+        Str::into_parts(text.clone(), &mut parts);
+        encode_optional_into_parts::<Str>(Some(text.clone()), &mut parts);
+        encode_optional_into_parts::<Str>(None, &mut parts);
+        assert_eq!(parts.count(), 1);
+        let mut expected = bytes.clone();
+        expected.extend_from_slice(&bytes);
+        expected.push(Kind::Nil.byte());
+        assert_eq!(parts.into_bytes(), expected);
     }
 }

@@ -88,31 +88,31 @@ pub(crate) fn encode_as<M: Message>(message: &M, encoding: Encoding) -> Bytes {
     }
 }
 
-/// [`encode_as`] for a reply, in parts where that saves a copy: a polyglot reply of a type
-/// with `bytes::Bytes` fields ([`Message::POLYGLOT_PARTS`]) of at least
+/// [`encode_as`] for a reply given up, in parts where that saves a copy: a polyglot reply of a
+/// type with `bytes::Bytes` or `String` fields ([`Message::POLYGLOT_OWNED_PARTS`]) of at least
 /// [`SPLICE_MIN`](frpc_wire::parts::SPLICE_MIN) bytes leaves its large values in their own
 /// buffers. Everything else is [`encode_as`]'s one buffer, at the same cost.
 #[inline]
-pub(crate) fn encode_reply<M: Message>(message: &M, encoding: Encoding) -> Encoded {
-    if M::POLYGLOT_PARTS && encoding == Encoding::Polyglot {
+pub(crate) fn encode_reply<M: Message>(message: M, encoding: Encoding) -> Encoded {
+    if M::POLYGLOT_OWNED_PARTS && encoding == Encoding::Polyglot {
         return polyglot_parts(message);
     }
-    encode_as(message, encoding).into()
+    encode_as(&message, encoding).into()
 }
 
-/// [`encode`] for a request, in parts where that saves a copy (as [`encode_reply`]).
+/// [`encode`] for a request given up, in parts where that saves a copy (as [`encode_reply`]).
 #[inline]
-pub(crate) fn encode_request<M: Message>(message: &M, protobuf: bool) -> Encoded {
-    if M::POLYGLOT_PARTS && !(M::PROTOBUF && protobuf) {
+pub(crate) fn encode_request<M: Message>(message: M, protobuf: bool) -> Encoded {
+    if M::POLYGLOT_OWNED_PARTS && !(M::PROTOBUF && protobuf) {
         return polyglot_parts(message);
     }
-    encode(message, protobuf).into()
+    encode(&message, protobuf).into()
 }
 
-/// A polyglot message of a type with `bytes::Bytes` fields: in parts when large, in one buffer
-/// at the exact size otherwise.
+/// A polyglot message of a type with large-value fields: in parts when large, in one buffer at
+/// the exact size otherwise.
 #[inline]
-fn polyglot_parts<M: Message>(message: &M) -> Encoded {
+fn polyglot_parts<M: Message>(message: M) -> Encoded {
     let len = message.polyglot_len();
     if len >= frpc_wire::parts::SPLICE_MIN {
         return encode_parts(message);
@@ -125,9 +125,9 @@ fn polyglot_parts<M: Message>(message: &M) -> Encoded {
 /// A large polyglot message in parts (see [`encode_reply`]). What is not spliced in is mostly
 /// the few bytes of kinds and lengths around the large values, so the buffer starts small.
 #[inline(never)]
-fn encode_parts<M: Message>(message: &M) -> Encoded {
+fn encode_parts<M: Message>(message: M) -> Encoded {
     let mut parts = frpc_wire::Parts::with_capacity(256);
-    message.encode_polyglot_parts(&mut parts);
+    message.into_polyglot_parts(&mut parts);
     Encoded::from_parts(parts)
 }
 
@@ -368,5 +368,43 @@ mod tests {
             decode::<Both>(&Bytes::from_static(b"\xfd\x0a\x09hi"), DecodeLimits::default()),
             Err(DecodeError::Protobuf(_))
         ));
+    }
+
+    /// A message given up (a generated reply, a generated client's request) sends a large
+    /// `String` from its own buffer in polyglot; a small one, or protobuf, is one buffer. The
+    /// bytes are the one-buffer encoding's either way.
+    #[test]
+    fn large_strings_given_up_leave_from_their_own_buffers() {
+        use crate::health::HealthCheckRequest;
+        let message = |len: usize| HealthCheckRequest {
+            service: "s".repeat(len),
+        };
+        for len in [frpc_wire::parts::SPLICE_MIN, 1 << 20] {
+            let (request, reply) = (message(len), message(len));
+            let (whole, at) = (
+                request.to_polyglot(),
+                [request.service.as_ptr(), reply.service.as_ptr()],
+            );
+            let encodings = [
+                encode_request(request, false),
+                encode_reply(reply, Encoding::Polyglot),
+            ];
+            for (encoded, at) in encodings.into_iter().zip(at) {
+                let parts = encoded.into_inner().expect_err("in parts");
+                assert!(parts.iter().any(|part| part.as_ptr() == at), "{len}: handed over");
+                assert_eq!(parts.concat(), whole);
+            }
+        }
+        let small = message(frpc_wire::parts::SPLICE_MIN - 10);
+        assert_eq!(
+            encode_request(small.clone(), false).into_inner(),
+            Ok(small.to_polyglot())
+        );
+        let protobuf = encode_request(message(1 << 20), true)
+            .into_inner()
+            .expect("one buffer");
+        assert_eq!(protobuf[0], MARKER);
+        let reply = encode_reply(message(1 << 20), Encoding::Protobuf).into_inner();
+        assert_eq!(reply.map(|one| one[0]), Ok(MARKER));
     }
 }

@@ -277,7 +277,7 @@ pub async fn start(config: frpc::ServerConfig) -> Running {
 }
 
 pub async fn call(client: &frpc::Client, op: u16, value: &str) -> Result<Text, frpc::Error> {
-    codegen::call_unary::<Text, Text>(client, op, &Text::new(value)).await
+    codegen::call_unary::<Text, Text>(client, op, Text::new(value)).await
 }
 
 pub fn config(concurrency: frpc::Concurrency) -> frpc::ServerConfig {
