@@ -162,17 +162,22 @@ async fn echo_on_the_wire(concurrency: Concurrency, slow: bool) {
     let server = server(concurrency);
     let serving = tokio::spawn(async move { server.serve_listener(listener).await });
     let mut socket = TcpStream::connect(addr).await.unwrap();
-    let pairs = [
+    // Medium pairs first (each written at once when nothing is ahead of it, not queued):
+    // enough to fill the socket of a slow reader while one is being written.
+    let mut pairs: Vec<Pair> = (0..30)
+        .map(|i| pair(100 * 1024, 90 * 1024 + i, 5 + i as u8))
+        .collect();
+    pairs.extend([
         pair(1 << 20, 40 * 1024, 1),
         pair(100, 200, 2),
         pair(SPLICE_MIN, SPLICE_MIN + 1, 3),
         pair(3, 3 << 20, 4),
-    ];
+    ]);
     let mut frames: Vec<Vec<u8>> = (1..)
         .zip(&pairs)
         .map(|(id, pair)| frame(id, blobs::ECHO, pair))
         .collect();
-    for (id, text) in [(10, 1 << 20), (11, 7), (12, SPLICE_MIN)] {
+    for (id, text) in [(100, 1 << 20), (101, 7), (102, SPLICE_MIN)] {
         frames.push(frame(
             id,
             notes::ECHO,

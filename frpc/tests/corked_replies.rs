@@ -1,9 +1,10 @@
 //! Replies the server's reader sends while it has more requests buffered are corked: they wait
 //! in the write side's cork and leave together once the reader runs out of input, or as soon as
 //! a handler has to wait. Checked with a bare Frisbee client that pipelines its requests in
-//! large writes: every reply arrives whole and in order (small ones corked, large ones queued
-//! behind them), in both framings; a reply corked before a waiting handler is not held up by
-//! it, nor by a request whose bytes are still arriving.
+//! large writes: every reply arrives whole and in order (small ones corked, large ones written
+//! at once with the cork ahead of them), in both framings, also when the client reads slowly at
+//! first, so those writes come out partial; a reply corked before a waiting handler is not held
+//! up by it, nor by a request whose bytes are still arriving.
 
 mod support;
 
@@ -15,9 +16,8 @@ use frpc::{Concurrency, Framing, ServerConfig};
 use frpc_wire::{Header, Packet, PacketCodec};
 use futures_util::StreamExt;
 use support::*;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedReadHalf;
 use tokio_util::codec::FramedRead;
 
 /// A server whose heartbeat never fires during the test (a PING would write a stuck cork and
@@ -30,11 +30,11 @@ fn quiet(concurrency: Concurrency, framing: Framing) -> ServerConfig {
     config
 }
 
-/// Request `i`'s text: mostly small, every 50th one large enough (40 KiB) to skip the cork and
-/// take the writer's queue.
-fn text(i: u16) -> String {
-    let len = if i % 50 == 49 {
-        40 * 1024
+/// Request `i`'s text: mostly small, every `every`th one `large` bytes (32 KiB or more:
+/// written at once, with the cork ahead of it).
+fn text(i: u16, (large, every): (usize, u16)) -> String {
+    let len = if i % every == every - 1 {
+        large
     } else {
         1 + usize::from(i) % 300
     };
@@ -56,7 +56,7 @@ fn encode(framing: Framing, id: u16, op: u16, value: &str, into: &mut BytesMut) 
 }
 
 /// The next reply (skipping heartbeats), within 10 s so a stuck reply fails instead of hanging.
-async fn next_reply(replies: &mut FramedRead<OwnedReadHalf, PacketCodec>) -> Packet {
+async fn next_reply(replies: &mut FramedRead<impl AsyncRead + Unpin, PacketCodec>) -> Packet {
     loop {
         let next = tokio::time::timeout(Duration::from_secs(10), replies.next());
         let packet = next
@@ -72,34 +72,65 @@ async fn next_reply(replies: &mut FramedRead<OwnedReadHalf, PacketCodec>) -> Pac
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_requests_get_every_reply_whole_and_in_order() {
-    const REQUESTS: u16 = 1_000;
     for framing in [Framing::Frisbee, Framing::Legacy] {
         for concurrency in [Concurrency::Inline, Concurrency::PerRpc] {
-            let server = start(quiet(concurrency, framing)).await;
-            let stream = TcpStream::connect(server.addr).await.unwrap();
-            let (read, mut write) = stream.into_split();
-            // Ten writes of a hundred requests each: the reader finds many in its buffer.
-            let sender = tokio::spawn(async move {
-                for batch in 0..10u16 {
-                    let mut bytes = BytesMut::new();
-                    for i in batch * 100..(batch + 1) * 100 {
-                        encode(framing, i, ECHO, &text(i), &mut bytes);
-                    }
-                    write.write_all(&bytes).await.unwrap();
-                }
-                write
-            });
-            let mut replies = FramedRead::new(read, PacketCodec::new(framing));
-            for i in 0..REQUESTS {
-                let reply = next_reply(&mut replies).await;
-                let what = format!("{framing:?} {concurrency:?} reply {i}");
-                assert_eq!((reply.op, reply.id), (ECHO, i), "{what}: out of order");
-                let value = Text::from_polyglot(&reply.content).expect("a Text").value;
-                assert!(value == text(i), "{what}: content differs");
-            }
-            drop(sender.await.unwrap());
+            pipelined_replies(framing, concurrency, false).await;
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_replies_through_a_full_socket_arrive_whole_and_in_order() {
+    for concurrency in [Concurrency::Inline, Concurrency::PerRpc] {
+        pipelined_replies(Framing::Frisbee, concurrency, true).await;
+    }
+}
+
+/// A thousand pipelined requests, their replies read whole and in order; `slow` reads the
+/// first 256 KiB 64 bytes at a time through a small receive buffer, so the server's socket
+/// fills and its writes (corks, and large replies with a cork ahead of them) come out partial.
+async fn pipelined_replies(framing: Framing, concurrency: Concurrency, slow: bool) {
+    const REQUESTS: u16 = 1_000;
+    // Slow: 40 MiB of replies in all, more than the server's socket holds (each large one
+    // still written at once, not queued).
+    let large = if slow { (200 * 1024, 5) } else { (40 * 1024, 50) };
+    let server = start(quiet(concurrency, framing)).await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    if slow {
+        // A small receive window keeps the server's send buffer small too.
+        socket.set_recv_buffer_size(8 * 1024).unwrap();
+    }
+    let stream = socket.connect(server.addr).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    // Ten writes of a hundred requests each: the reader finds many in its buffer.
+    let sender = tokio::spawn(async move {
+        for batch in 0..10u16 {
+            let mut bytes = BytesMut::new();
+            for i in batch * 100..(batch + 1) * 100 {
+                encode(framing, i, ECHO, &text(i, large), &mut bytes);
+            }
+            write.write_all(&bytes).await.unwrap();
+        }
+        write
+    });
+    let mut head = Vec::new();
+    while slow && head.len() < 256 * 1024 {
+        let mut trickle = [0u8; 64];
+        let n = read.read(&mut trickle).await.unwrap();
+        assert!(n > 0, "closed early");
+        head.extend_from_slice(&trickle[..n]);
+        tokio::task::yield_now().await;
+    }
+    let read = std::io::Cursor::new(head).chain(read);
+    let mut replies = FramedRead::new(read, PacketCodec::new(framing));
+    for i in 0..REQUESTS {
+        let reply = next_reply(&mut replies).await;
+        let what = format!("{framing:?} {concurrency:?} reply {i}");
+        assert_eq!((reply.op, reply.id), (ECHO, i), "{what}: out of order");
+        let value = Text::from_polyglot(&reply.content).expect("a Text").value;
+        assert!(value == text(i, large), "{what}: content differs");
+    }
+    drop(sender.await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

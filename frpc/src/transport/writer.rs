@@ -7,8 +7,13 @@
 //! nothing is queued or half-written ahead of the packet (`outstanding` counts only the cork,
 //! checked under the lock), so packets leave in the order they were sent. A direct write that
 //! the socket only partly takes leaves the rest to the writer task, which writes it before
-//! anything else. Large contents, a busy writer and a reader with more input buffered (whose
-//! replies batch better through the queue) take the queue.
+//! anything else, the large contents it left in their own buffers. A busy writer and a reader
+//! with more input buffered (whose replies batch better through the queue) take the queue.
+//!
+//! A **large content** (32 KiB to 256 KiB) ahead of the queue is written at once straight from
+//! its own buffers, in vectored writes, whoever sends it (a cork leaves with it): worth a write
+//! of its own, it is never copied into a batch. A larger one takes the queue: its write takes
+//! long enough that the writer task doing it on another thread is worth the hand-off.
 //!
 //! The **cork** batches without the writer task: a sender that knows others follow on its own
 //! task appends its packet to the bytes pending ahead of the queue, and the writer task takes
@@ -36,8 +41,13 @@ use tokio::sync::{Mutex, Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// Content at least this large is written straight from its own buffer instead of being copied
-/// into the batch buffer (and never takes the direct path).
+/// into the batch buffer (and never corked: ahead of the queue it is written at once, after the
+/// cork if there is one).
 const LARGE_CONTENT: usize = 32 * 1024;
+/// Content larger than this takes the queue even when nothing is ahead of it: writing it takes
+/// long enough that the writer task doing it on another thread, while the sender goes on (a
+/// server's reader to the next request), is worth the hand-off.
+const DIRECT_MAX: usize = 256 * 1024;
 /// The writer stops batching once this much is buffered.
 const BATCH_LIMIT: usize = 64 * 1024;
 /// How long a closing connection may spend flushing what is still queued (Go: 5 s).
@@ -140,6 +150,9 @@ struct Side<W> {
     write: Option<W>,
     /// Bytes a direct write could not hand to the socket.
     rest: BytesMut,
+    /// What a direct write of a large packet could not hand to the socket after `rest`: the
+    /// rest of its content, still in its own buffers.
+    rest_parts: Vec<Bytes>,
     /// Whether a direct write left work (bytes or a flush) for the writer task.
     partial: bool,
     /// Whether `rest` holds corked packets that nobody tried to write yet (see the module
@@ -165,6 +178,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             side: Mutex::new(Side {
                 write: Some(write),
                 rest: BytesMut::new(),
+                rest_parts: Vec::new(),
                 partial: false,
                 corked: false,
                 scratch: BytesMut::new(),
@@ -199,9 +213,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             let side = &mut *side;
             let Some(write) = side.write.as_mut() else { break };
             if side.partial || side.corked {
-                write.write_all(&side.rest).await?;
+                write_chain(write, &side.rest, &side.rest_parts).await?;
                 write.flush().await?;
                 side.rest.clear();
+                side.rest_parts.clear();
                 (side.partial, side.corked) = (false, false);
                 self.outstanding.fetch_sub(1, Ordering::Release);
             }
@@ -229,7 +244,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
         let side = &mut *side;
         let mut write = side.write.take()?;
         let flush = async {
-            write.write_all(&side.rest).await?;
+            write_chain(&mut write, &side.rest, &side.rest_parts).await?;
             queue.close();
             while let Some(packet) = queue.recv().await {
                 // A heartbeat would land in the raw byte stream of a taken-over connection.
@@ -260,16 +275,48 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             && self.outstanding.load(Ordering::Acquire) == usize::from(side.corked)
     }
 
-    /// The write side, if a small packet of `len` bytes may go (or be corked) ahead of the
-    /// queue now: cheap checks first, then the lock without waiting, then [`first_in_line`].
+    /// The write side, if a packet may go (or be corked) ahead of the queue now: cheap checks
+    /// first, then the lock without waiting, then [`first_in_line`].
     ///
     /// [`first_in_line`]: Writer::first_in_line
-    fn ahead_of_queue(&self, len: usize) -> Option<tokio::sync::MutexGuard<'_, Side<W>>> {
-        if len >= LARGE_CONTENT || self.outstanding.load(Ordering::Acquire) > 1 {
+    fn ahead_of_queue(&self) -> Option<tokio::sync::MutexGuard<'_, Side<W>>> {
+        if self.outstanding.load(Ordering::Acquire) > 1 {
             return None;
         }
         let side = self.side.try_lock().ok()?;
         self.first_in_line(&side).then_some(side)
+    }
+
+    /// Writes a large packet ahead of the queue (after the cork, if there is one, which leaves
+    /// with it) straight from its own buffers, in vectored writes: no copy and no hand-off to
+    /// the writer task when the socket takes it. What the socket does not take now goes to the
+    /// writer task, the content still in its own buffers.
+    fn write_large(&self, side: &mut Side<W>, packet: &Outgoing) {
+        let counted = std::mem::take(&mut side.corked);
+        packet.header().encode(self.framing, &mut side.rest);
+        let write = side.write.as_mut().expect("checked by first_in_line");
+        let parts = packet.parts();
+        let written = write_chain_now(write, &side.rest, parts);
+        if written == side.rest.len() + packet.len() && flush_now(write) {
+            side.rest.clear();
+            if counted {
+                self.outstanding.fetch_sub(1, Ordering::Release);
+            }
+            return;
+        }
+        let mut skip = written.saturating_sub(side.rest.len());
+        side.rest.advance(written.min(side.rest.len()));
+        for part in parts {
+            if skip < part.len() {
+                side.rest_parts.push(part.slice(skip..));
+            }
+            skip = skip.saturating_sub(part.len());
+        }
+        side.partial = true;
+        if !counted {
+            self.outstanding.fetch_add(1, Ordering::Release);
+        }
+        self.wake.notify_one();
     }
 
     /// Writes the cork as far as the socket takes it now; what is left (or a flush the writer
@@ -291,10 +338,17 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     fn try_direct(&self, packet: Outgoing) -> Result<(), Outgoing> {
-        let Some(mut side) = self.ahead_of_queue(packet.len()) else {
+        if packet.len() > DIRECT_MAX {
+            return Err(packet);
+        }
+        let Some(mut side) = self.ahead_of_queue() else {
             return Err(packet);
         };
         let side = &mut *side;
+        if packet.len() >= LARGE_CONTENT {
+            self.write_large(side, &packet);
+            return Ok(());
+        }
         if side.corked {
             // The cork leaves first, in the same write.
             encode(&mut side.rest, self.framing, &packet);
@@ -317,10 +371,18 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     }
 
     fn try_cork(&self, packet: Outgoing) -> Result<bool, Outgoing> {
-        let Some(mut side) = self.ahead_of_queue(packet.len()) else {
+        if packet.len() > DIRECT_MAX {
+            return Err(packet);
+        }
+        let Some(mut side) = self.ahead_of_queue() else {
             return Err(packet);
         };
         let side = &mut *side;
+        if packet.len() >= LARGE_CONTENT {
+            // Worth a write of its own: it leaves now, and takes the cork with it.
+            self.write_large(side, &packet);
+            return Ok(false);
+        }
         encode(&mut side.rest, self.framing, &packet);
         let first = !side.corked;
         if first {
@@ -373,6 +435,35 @@ fn write_now<W: AsyncWrite + Unpin>(write: &mut W, bytes: &[u8]) -> usize {
         }
     }
     written
+}
+
+/// Writes as much of `batch` then `parts` as the socket takes without waiting, with vectored
+/// writes.
+fn write_chain_now<W: AsyncWrite + Unpin>(write: &mut W, batch: &[u8], parts: &[Bytes]) -> usize {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut slices = io_slices(batch, parts);
+    let mut slices = &mut slices[..];
+    let mut written = 0;
+    while !slices.is_empty() {
+        match Pin::new(&mut *write).poll_write_vectored(&mut cx, slices) {
+            Poll::Ready(Ok(n)) if n > 0 => {
+                written += n;
+                IoSlice::advance_slices(&mut slices, n);
+            }
+            // Not now (or an error the writer task will meet and report).
+            _ => break,
+        }
+    }
+    written
+}
+
+/// `batch` then `parts`, as the slices of a vectored write (empty ones left out).
+fn io_slices<'a>(batch: &'a [u8], parts: &'a [Bytes]) -> Vec<IoSlice<'a>> {
+    std::iter::once(batch)
+        .chain(parts.iter().map(|part| &part[..]))
+        .filter(|part| !part.is_empty())
+        .map(IoSlice::new)
+        .collect()
 }
 
 /// Flushes without waiting; `false` when the writer has more to do.
@@ -442,11 +533,7 @@ async fn write_chain<W: AsyncWrite + Unpin>(
     batch: &[u8],
     parts: &[Bytes],
 ) -> std::io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = std::iter::once(batch)
-        .chain(parts.iter().map(|part| &part[..]))
-        .filter(|part| !part.is_empty())
-        .map(IoSlice::new)
-        .collect();
+    let mut slices = io_slices(batch, parts);
     let mut slices = &mut slices[..];
     while !slices.is_empty() {
         let n = write.write_vectored(slices).await?;
