@@ -16,7 +16,7 @@ use frpc::{Concurrency, Framing, ServerConfig};
 use frpc_wire::{Header, Packet, PacketCodec};
 use futures_util::StreamExt;
 use support::*;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::FramedRead;
 
@@ -101,7 +101,7 @@ async fn pipelined_replies(framing: Framing, concurrency: Concurrency, slow: boo
         socket.set_recv_buffer_size(8 * 1024).unwrap();
     }
     let stream = socket.connect(server.addr).await.unwrap();
-    let (mut read, mut write) = stream.into_split();
+    let (read, mut write) = stream.into_split();
     // Ten writes of a hundred requests each: the reader finds many in its buffer.
     let sender = tokio::spawn(async move {
         for batch in 0..10u16 {
@@ -113,15 +113,7 @@ async fn pipelined_replies(framing: Framing, concurrency: Concurrency, slow: boo
         }
         write
     });
-    let mut head = Vec::new();
-    while slow && head.len() < 256 * 1024 {
-        let mut trickle = [0u8; 64];
-        let n = read.read(&mut trickle).await.unwrap();
-        assert!(n > 0, "closed early");
-        head.extend_from_slice(&trickle[..n]);
-        tokio::task::yield_now().await;
-    }
-    let read = std::io::Cursor::new(head).chain(read);
+    let read = slow_at_first(read, if slow { 256 * 1024 } else { 0 }).await;
     let mut replies = FramedRead::new(read, PacketCodec::new(framing));
     for i in 0..REQUESTS {
         let reply = next_reply(&mut replies).await;

@@ -3,10 +3,11 @@
 //! packet takes, the peer reads every packet whole and in the order it was sent.
 //! 2,000 packets of 1 to 48 KiB.
 
+mod support;
+
 use frpc::{Client, ClientConfig, Framing};
 use frpc_wire::PacketCodec;
 use futures_util::StreamExt;
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 use tokio_util::codec::FramedRead;
 
@@ -25,17 +26,9 @@ async fn packets_arrive_whole_and_in_order_through_direct_and_queued_writes() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let peer = tokio::spawn(async move {
-            let (mut stream, _) = listener.accept().await.unwrap();
+            let (stream, _) = listener.accept().await.unwrap();
             // Read slowly at first, so the socket fills and direct writes come out partial.
-            let mut trickle = [0u8; 64];
-            let mut head = Vec::new();
-            while head.len() < 256 * 1024 {
-                let n = stream.read(&mut trickle).await.unwrap();
-                assert!(n > 0, "closed early");
-                head.extend_from_slice(&trickle[..n]);
-                tokio::task::yield_now().await;
-            }
-            let chained = std::io::Cursor::new(head).chain(stream);
+            let chained = support::slow_at_first(stream, 256 * 1024).await;
             let mut packets = FramedRead::new(chained, PacketCodec::new(framing));
             let mut next = 0u16;
             while next < PACKETS {

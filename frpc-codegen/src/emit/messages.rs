@@ -219,24 +219,12 @@ fn field_encode(msg: &Message, f: &Field) -> TokenStream {
 /// when large (`Codec::encode_parts`). Nothing for other messages (the default copies).
 fn encode_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
     let own = |f: &Field| matches!(&f.shape, Shape::Value(Codec::ByteBuf));
-    let shares = |f: &Field| own(f) || message_field(f).is_some();
-    if !ordered.iter().any(|f| shares(f)) {
+    let Some(encodes) = parts_encodes(msg, ordered, own, |c, name| match c {
+        Given::Value(c) => quote!(#c::encode_parts(&self.#name, parts);),
+        Given::Optional(c) => quote!(::frpc::codegen::encode_optional_parts::<#c>(&self.#name, parts);),
+    }) else {
         return TokenStream::new();
-    }
-    let encodes = ordered.iter().map(|f| {
-        let name = ident(&f.ident);
-        match &f.shape {
-            Shape::Value(c) if own(f) => {
-                let c = codec(c);
-                quote!(#c::encode_parts(&self.#name, parts);)
-            }
-            Shape::Optional(c) | Shape::Message(c) if shares(f) => {
-                let c = codec_ty(c);
-                quote!(::frpc::codegen::encode_optional_parts::<#c>(&self.#name, parts);)
-            }
-            _ => into_buf(field_encode(msg, f)),
-        }
-    });
+    };
     let parts = parts_const(ordered, own, quote!(PARTS));
     quote! {
         const POLYGLOT_PARTS: bool = #parts;
@@ -255,24 +243,14 @@ fn encode_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
 /// `Drop` (a Rust-first one may have it) compiles too.
 fn into_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
     let own = |f: &Field| matches!(&f.shape, Shape::Value(c) | Shape::Optional(c) if matches!(c, Codec::Str | Codec::ByteBuf));
-    let given = |f: &Field| own(f) || message_field(f).is_some();
-    if !ordered.iter().any(|f| given(f)) {
-        return TokenStream::new();
-    }
-    let encodes = ordered.iter().map(|f| {
-        let name = ident(&f.ident);
-        match &f.shape {
-            Shape::Value(c) if own(f) => {
-                let c = codec(c);
-                quote!(#c::into_parts(::core::mem::take(&mut self.#name), parts);)
-            }
-            Shape::Optional(c) | Shape::Message(c) if given(f) => {
-                let c = codec_ty(c);
-                quote!(::frpc::codegen::encode_optional_into_parts::<#c>(self.#name.take(), parts);)
-            }
-            _ => into_buf(field_encode(msg, f)),
+    let Some(encodes) = parts_encodes(msg, ordered, own, |c, name| match c {
+        Given::Value(c) => quote!(#c::into_parts(::core::mem::take(&mut self.#name), parts);),
+        Given::Optional(c) => {
+            quote!(::frpc::codegen::encode_optional_into_parts::<#c>(self.#name.take(), parts);)
         }
-    });
+    }) else {
+        return TokenStream::new();
+    };
     let parts = parts_const(ordered, own, quote!(OWNED_PARTS));
     quote! {
         const POLYGLOT_OWNED_PARTS: bool = #parts;
@@ -282,17 +260,46 @@ fn into_fields_parts(msg: &Message, ordered: &[&Field]) -> TokenStream {
     }
 }
 
+/// A field a parts method writes as a part of its own, with its codec: a plain value
+/// (`<C as Codec>`), or an optional one or a message (the codec type).
+enum Given {
+    Value(TokenStream),
+    Optional(TokenStream),
+}
+
+/// The statements of a parts method, field by field: those `own` picks and message fields by
+/// `part` (given the field's codec and name), the others written into the buffer as
+/// `encode_fields` writes them. `None` when no field would be a part.
+fn parts_encodes(
+    msg: &Message,
+    ordered: &[&Field],
+    own: impl Fn(&Field) -> bool,
+    part: impl Fn(Given, proc_macro2::Ident) -> TokenStream,
+) -> Option<Vec<TokenStream>> {
+    let given = |f: &Field| own(f) || message_field(f).is_some();
+    if !ordered.iter().any(|f| given(f)) {
+        return None;
+    }
+    let encodes = ordered.iter().map(|f| {
+        let name = ident(&f.ident);
+        match &f.shape {
+            Shape::Value(c) if own(f) => part(Given::Value(codec(c)), name),
+            Shape::Optional(c) | Shape::Message(c) if given(f) => part(Given::Optional(codec_ty(c)), name),
+            _ => {
+                let encode = field_encode(msg, f);
+                quote!({ let buf = parts.buf_mut(); #encode })
+            }
+        }
+    });
+    Some(encodes.collect())
+}
+
 /// The codec of a singular message field (plain or optional).
 fn message_field(f: &Field) -> Option<&Codec> {
     match &f.shape {
         Shape::Optional(c) | Shape::Message(c) if matches!(c, Codec::Message(_)) => Some(c),
         _ => None,
     }
-}
-
-/// A field's `encode_fields` statement, writing into the parts' buffer.
-fn into_buf(encode: TokenStream) -> TokenStream {
-    quote!({ let buf = parts.buf_mut(); #encode })
 }
 
 /// A parts constant (`POLYGLOT_PARTS`, `POLYGLOT_OWNED_PARTS`): `true` when the message has a

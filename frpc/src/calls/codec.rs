@@ -144,6 +144,7 @@ pub(crate) fn encode_grpc<M: Message>(message: &M) -> Bytes {
 
 /// The message of a gRPC message frame (uncompressed, its length what the prefix says), as a
 /// zero-copy slice; `None` for anything else.
+#[cfg_attr(not(feature = "grpc"), allow(dead_code))]
 pub(crate) fn grpc_message(frame: &Bytes) -> Option<Bytes> {
     let (prefix, message) = frame.split_first_chunk::<GRPC_PREFIX>()?;
     let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]);
@@ -374,6 +375,7 @@ mod tests {
     /// `String` from its own buffer in polyglot; a small one, or protobuf, is one buffer. The
     /// bytes are the one-buffer encoding's either way.
     #[test]
+    #[cfg(feature = "macros")]
     fn large_strings_given_up_leave_from_their_own_buffers() {
         use crate::health::HealthCheckRequest;
         let message = |len: usize| HealthCheckRequest {

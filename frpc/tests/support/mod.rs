@@ -301,3 +301,21 @@ pub async fn raw_echo(mut stream: tokio::net::TcpStream, unparsed: bytes::BytesM
         }
     }
 }
+
+/// `read`, its first `bytes` bytes taken 64 at a time (yielding in between), so the peer's
+/// socket fills and its writes come out partial: those bytes, then the rest of `read`.
+pub async fn slow_at_first<R: tokio::io::AsyncRead + Unpin>(
+    mut read: R,
+    bytes: usize,
+) -> tokio::io::Chain<std::io::Cursor<Vec<u8>>, R> {
+    use tokio::io::AsyncReadExt;
+    let mut head = Vec::new();
+    while head.len() < bytes {
+        let mut trickle = [0u8; 64];
+        let n = read.read(&mut trickle).await.unwrap();
+        assert!(n > 0, "closed early");
+        head.extend_from_slice(&trickle[..n]);
+        tokio::task::yield_now().await;
+    }
+    std::io::Cursor::new(head).chain(read)
+}
