@@ -32,6 +32,7 @@ use crate::caller::{self, Caller};
 use crate::client::Client;
 use crate::metadata::{Metadata, MetadataSlot};
 use crate::status::{CloseReason, Error};
+use crate::types::Encoded;
 
 type Layered = BoxCloneSyncService<Request, Reply, Error>;
 
@@ -410,19 +411,23 @@ impl Channel {
     }
 
     /// One unary call through the layers, if any; `encode` writes the request (in protobuf
-    /// when given `true`).
+    /// when given `true`). On the fast path (one endpoint, no layers) a request in parts goes
+    /// to the connection as it is; layers and balancing see a [`Request`], in one buffer.
     fn unary(
         &self,
         op: u16,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Encoded,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send + 'static {
         enum Route {
             Layered(Layered, Request),
-            Direct(single::Handle, Option<Client>, Bytes),
+            Direct(single::Handle, Option<Client>, Encoded),
             Balanced(Balanced, Request),
         }
         let route = match (&self.layered, &self.inner) {
-            (Some(layered), _) => Route::Layered(layered.clone(), self.request(op, encode(self.protobuf()))),
+            (Some(layered), _) => Route::Layered(
+                layered.clone(),
+                self.request(op, encode(self.protobuf()).into_bytes()),
+            ),
             // The fast path: the current connection (its own encoding), with this handle's
             // options; while none is up, polyglot, which any server reads.
             (None, Inner::Single(handle)) => {
@@ -430,9 +435,10 @@ impl Channel {
                 let body = encode(client.as_ref().is_some_and(|c| c.protobuf_accepted()));
                 Route::Direct(handle.clone(), client, body)
             }
-            (None, Inner::Balanced(balanced)) => {
-                Route::Balanced(balanced.clone(), self.request(op, encode(balanced.protobuf())))
-            }
+            (None, Inner::Balanced(balanced)) => Route::Balanced(
+                balanced.clone(),
+                self.request(op, encode(balanced.protobuf()).into_bytes()),
+            ),
         };
         let (timeout, metadata, response) = (self.timeout, self.metadata.clone(), self.response.clone());
         async move {
@@ -445,7 +451,7 @@ impl Channel {
                         None => handle.client_within(timeout).await?,
                     };
                     client.set_options(timeout, metadata, response);
-                    return caller::unary(&client, op, body.into()).await;
+                    return caller::unary(&client, op, body).await;
                 }
                 Route::Balanced(balanced, request) => balanced.call(request).await,
             };
@@ -506,6 +512,16 @@ impl Caller for Channel {
         op: u16,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
+        self.unary(op, |protobuf| encode(protobuf).into())
+    }
+
+    fn call_at_parts(
+        &self,
+        op: u16,
+        path: &'static str,
+        encode: impl FnOnce(bool) -> Encoded,
+    ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
+        let _ = path;
         self.unary(op, encode)
     }
 
