@@ -31,6 +31,22 @@ impl ::frpc::codegen::Message for Request {
             ::frpc::codegen::prost::encoding::int32::encode(4, &self.corpus, buf);
         }
     }
+    const PROTOBUF_OWNED_PARTS: bool = true;
+    fn into_protobuf_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        if !self.message.is_empty() {
+            ::frpc::codegen::pb::string_into_parts(
+                1,
+                ::core::mem::take(&mut self.message),
+                parts,
+            );
+        }
+        {
+            let buf = parts.buf_mut();
+            if self.corpus != 0 {
+                ::frpc::codegen::prost::encoding::int32::encode(4, &self.corpus, buf);
+            }
+        }
+    }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,
     ) -> ::core::result::Result<Self, ::frpc::codegen::DecodeError> {
@@ -95,6 +111,19 @@ impl ::frpc::codegen::Message for Response {
         }
         if let ::core::option::Option::Some(value) = &self.test {
             ::frpc::codegen::pb::encode_message(2, value, buf);
+        }
+    }
+    const PROTOBUF_OWNED_PARTS: bool = true;
+    fn into_protobuf_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        if !self.message.is_empty() {
+            ::frpc::codegen::pb::string_into_parts(
+                1,
+                ::core::mem::take(&mut self.message),
+                parts,
+            );
+        }
+        if let ::core::option::Option::Some(value) = self.test.take() {
+            ::frpc::codegen::pb::message_into_parts(2, value, parts);
         }
     }
     const PROTOBUF_AMPLIFIES: bool = true;
@@ -181,6 +210,22 @@ impl ::frpc::codegen::Message for Data {
         }
         if self.checker != 0 {
             ::frpc::codegen::prost::encoding::int32::encode(2, &self.checker, buf);
+        }
+    }
+    const PROTOBUF_OWNED_PARTS: bool = true;
+    fn into_protobuf_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        if !self.message.is_empty() {
+            ::frpc::codegen::pb::string_into_parts(
+                1,
+                ::core::mem::take(&mut self.message),
+                parts,
+            );
+        }
+        {
+            let buf = parts.buf_mut();
+            if self.checker != 0 {
+                ::frpc::codegen::prost::encoding::int32::encode(2, &self.checker, buf);
+            }
         }
     }
     fn decode_protobuf(
@@ -385,6 +430,31 @@ impl ::frpc::codegen::Message for search_response::Result {
             &self.snippets,
             buf,
         );
+    }
+    const PROTOBUF_OWNED_PARTS: bool = true;
+    fn into_protobuf_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+        if !self.url.is_empty() {
+            ::frpc::codegen::pb::string_into_parts(
+                1,
+                ::core::mem::take(&mut self.url),
+                parts,
+            );
+        }
+        if !self.title.is_empty() {
+            ::frpc::codegen::pb::string_into_parts(
+                2,
+                ::core::mem::take(&mut self.title),
+                parts,
+            );
+        }
+        {
+            let buf = parts.buf_mut();
+            ::frpc::codegen::prost::encoding::string::encode_repeated(
+                3,
+                &self.snippets,
+                buf,
+            );
+        }
     }
     const PROTOBUF_AMPLIFIES: bool = true;
     fn protobuf_cost(

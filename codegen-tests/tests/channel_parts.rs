@@ -1,6 +1,6 @@
-//! A large polyglot request through a one-endpoint `Channel` leaves from its own buffers, as it
-//! does through a `Client`: a megabyte `string` field is handed to the connection, not copied
-//! into one buffer first. Client-side bytes allocated per call, counted on the client's own
+//! A large request through a one-endpoint `Channel` leaves from its own buffers, as it does
+//! through a `Client`, in polyglot and in protobuf alike: a megabyte `string` field is handed to
+//! the connection, not copied into one buffer first. Client-side bytes allocated per call, counted on the client's own
 //! current-thread runtime with `allocation-counter` (the server runs on a thread of its own).
 
 use std::net::SocketAddr;
@@ -68,6 +68,13 @@ fn bytes_per_call(rt: &tokio::runtime::Runtime, caller: impl Caller) -> usize {
     info.bytes_total as usize / CALLS
 }
 
+/// Polyglot (as with a Go peer) or protobuf (what frpc peers negotiate by default).
+fn config(protobuf: bool) -> frpc::ClientConfig {
+    let mut config = frpc::ClientConfig::default();
+    config.protobuf = protobuf;
+    config
+}
+
 #[test]
 fn a_large_request_through_a_channel_is_not_copied() {
     let addr = serve();
@@ -75,26 +82,28 @@ fn a_large_request_through_a_channel_is_not_copied() {
         .enable_all()
         .build()
         .unwrap();
-    // Polyglot, as with a Go peer: protobuf (which frpc peers negotiate by default) goes in
-    // one buffer.
-    let polyglot = || {
-        let mut config = frpc::ClientConfig::default();
-        config.protobuf = false;
-        config
-    };
-    let client = rt.block_on(Client::connect_with(addr, polyglot())).unwrap();
-    let channel: Channel = rt
-        .block_on(Endpoint::from(addr).client_config(polyglot()).connect())
-        .unwrap();
-    rt.block_on(client.negotiated());
-    assert!(client.extensions_accepted() && !client.protobuf_accepted());
-    let by_client = bytes_per_call(&rt, client);
-    let by_channel = bytes_per_call(&rt, channel);
-    println!("bytes allocated per call: client {by_client}, channel {by_channel}");
-    // The request and the reply's string, at least; a copy of the request would add `TEXT`.
-    assert!(by_client >= 2 * TEXT, "client {by_client}");
+    let mut by_client = [0; 2];
+    for protobuf in [false, true] {
+        let client = rt.block_on(Client::connect_with(addr, config(protobuf))).unwrap();
+        let channel: Channel = rt
+            .block_on(Endpoint::from(addr).client_config(config(protobuf)).connect())
+            .unwrap();
+        rt.block_on(client.negotiated());
+        assert_eq!(client.protobuf_accepted(), protobuf);
+        let client = bytes_per_call(&rt, client);
+        let channel = bytes_per_call(&rt, channel);
+        println!("bytes allocated per call, protobuf {protobuf}: client {client}, channel {channel}");
+        // The request and the reply's string, at least; a copy of the request would add `TEXT`.
+        assert!(client >= 2 * TEXT, "client {client}");
+        assert!(
+            channel < client + TEXT / 2,
+            "client {client}, channel {channel}: the channel copied the request"
+        );
+        by_client[usize::from(protobuf)] = client;
+    }
+    let [polyglot, protobuf] = by_client;
     assert!(
-        by_channel < by_client + TEXT / 2,
-        "client {by_client}, channel {by_channel}: the channel copied the request"
+        protobuf < polyglot + TEXT / 2,
+        "polyglot {polyglot}, protobuf {protobuf}: protobuf copied the request"
     );
 }

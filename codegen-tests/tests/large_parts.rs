@@ -84,40 +84,55 @@ fn note(text: usize, pair: Pair, seed: u8) -> Note {
     }
 }
 
-/// A given-up note's parts, one after another, are its one-buffer encoding; its large
-/// `title` and `remark` are parts of their own, the very memory of the strings (a `tags`
-/// element, repeated, is copied), and so are its pair's large fields.
+/// A given-up note's parts, one after another, are its one-buffer encoding, in polyglot and in
+/// protobuf; its large `title` and `remark` are parts of their own, the very memory of the
+/// strings (a `tags` element, repeated, is copied), and so are its pair's large fields.
 #[test]
 fn a_note_given_up_is_the_one_buffer_encoding() {
-    const { assert!(<Note as Message>::POLYGLOT_OWNED_PARTS) };
-    for (text, pair) in [
-        (0, pair(0, 0, 0)),
-        (SPLICE_MIN - 1, pair(SPLICE_MIN, 9, 1)),
-        (SPLICE_MIN, pair(1, 2, 3)),
-        (1 << 20, pair(5, 1 << 20, 4)),
-    ] {
-        let note = note(text, pair, text as u8);
-        let (bytes, len) = (note.to_polyglot(), note.polyglot_len());
-        let held = [
-            note.title.as_ptr(),
-            note.remark.as_ref().unwrap().as_ptr(),
-            note.tags[0].as_ptr(),
-        ];
-        let pair = note.pair.clone().unwrap();
-        let mut parts = Parts::default();
-        note.into_polyglot_parts(&mut parts);
-        assert_eq!(parts.len(), len);
-        let chain = parts.into_vec();
-        assert_eq!(chain.concat(), bytes, "{text}");
-        let handed_over = |at: *const u8| chain.iter().any(|part| part.as_ptr() == at && part.len() == text);
-        assert_eq!(handed_over(held[0]), text >= SPLICE_MIN, "title, {text}");
-        assert_eq!(handed_over(held[1]), text >= SPLICE_MIN, "remark, {text}");
-        assert!(!handed_over(held[2]) || text == 0, "a tag is copied");
-        for field in [&pair.head, &pair.tail] {
-            let spliced = chain
-                .iter()
-                .any(|part| part.as_ptr() == field.as_ptr() && part.len() == field.len());
-            assert_eq!(spliced, field.len() >= SPLICE_MIN, "pair, {text}");
+    const { assert!(<Note as Message>::POLYGLOT_OWNED_PARTS && <Note as Message>::PROTOBUF_OWNED_PARTS) };
+    for protobuf in [false, true] {
+        for (text, pair) in [
+            (0, pair(0, 0, 0)),
+            (SPLICE_MIN - 1, pair(SPLICE_MIN, 9, 1)),
+            (SPLICE_MIN, pair(1, 2, 3)),
+            (1 << 20, pair(5, 1 << 20, 4)),
+        ] {
+            let what = format!("{text} bytes, protobuf {protobuf}");
+            let note = note(text, pair, text as u8);
+            let held = [
+                note.title.as_ptr(),
+                note.remark.as_ref().unwrap().as_ptr(),
+                note.tags[0].as_ptr(),
+            ];
+            let pair = note.pair.clone().unwrap();
+            let mut parts = Parts::default();
+            let bytes = match protobuf {
+                false => {
+                    let bytes = note.to_polyglot();
+                    note.into_polyglot_parts(&mut parts);
+                    bytes
+                }
+                true => {
+                    let mut bytes = Vec::new();
+                    note.encode_protobuf(&mut bytes);
+                    note.into_protobuf_parts(&mut parts);
+                    bytes.into()
+                }
+            };
+            assert_eq!(parts.len(), bytes.len(), "{what}");
+            let chain = parts.into_vec();
+            assert_eq!(chain.concat(), bytes, "{what}");
+            let handed_over =
+                |at: *const u8| chain.iter().any(|part| part.as_ptr() == at && part.len() == text);
+            assert_eq!(handed_over(held[0]), text >= SPLICE_MIN, "title, {what}");
+            assert_eq!(handed_over(held[1]), text >= SPLICE_MIN, "remark, {what}");
+            assert!(!handed_over(held[2]) || text == 0, "a tag is copied");
+            for field in [&pair.head, &pair.tail] {
+                let spliced = chain
+                    .iter()
+                    .any(|part| part.as_ptr() == field.as_ptr() && part.len() == field.len());
+                assert_eq!(spliced, field.len() >= SPLICE_MIN, "pair, {what}");
+            }
         }
     }
 }

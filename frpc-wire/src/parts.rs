@@ -61,6 +61,14 @@ impl Parts {
         }
     }
 
+    /// Appends `bytes`, given up: spliced when at least [`SPLICE_MIN`] long, copied otherwise.
+    pub fn put_owned(&mut self, bytes: Bytes) {
+        match bytes.len() >= SPLICE_MIN {
+            true => self.splice(bytes),
+            false => self.buf.put_slice(&bytes),
+        }
+    }
+
     /// The length of the whole content.
     pub fn len(&self) -> usize {
         self.done_len + self.buf.len()

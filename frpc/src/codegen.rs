@@ -39,10 +39,10 @@ pub const REQUIRES_FRPC_0_1: () = ();
 /// What frpc-codegen's protobuf encoder (its messages' `encode_protobuf`) calls besides
 /// `prost::encoding`'s per-type functions: nested messages and length-delimited records.
 pub mod pb {
-    use bytes::BufMut;
+    use bytes::{BufMut, Bytes};
     use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
-    use super::Message;
+    use super::{Message, Parts};
 
     /// A nested message's body: frpc-codegen's encoder where the type has one (so -0.0 inside
     /// survives), prost's otherwise (well-known types, `Empty`).
@@ -80,6 +80,36 @@ pub mod pb {
         match M::PROTOBUF {
             true => message.encode_protobuf(buf),
             false => prost::Message::encode_raw(message, buf),
+        }
+    }
+
+    /// Writes a `string` given up as field `tag`: a large one's own buffer becomes a part
+    /// (see [`Message::into_protobuf_parts`]).
+    #[inline]
+    pub fn string_into_parts(tag: u32, value: String, out: &mut Parts) {
+        encode_len_delimited_key(tag, value.len(), out.buf_mut());
+        match value.len() >= crate::wire::parts::SPLICE_MIN {
+            true => out.splice(Bytes::from(value.into_bytes())),
+            false => out.buf_mut().put_slice(value.as_bytes()),
+        }
+    }
+
+    /// Writes a `bytes` value given up as field `tag`: a large one is a part of its own.
+    #[inline]
+    pub fn bytes_into_parts(tag: u32, value: Bytes, out: &mut Parts) {
+        encode_len_delimited_key(tag, value.len(), out.buf_mut());
+        out.put_owned(value);
+    }
+
+    /// Writes a message given up as field `tag`, its large fields as parts of their own.
+    #[inline]
+    pub fn message_into_parts<M: Message + prost::Message>(tag: u32, message: M, out: &mut Parts) {
+        match M::PROTOBUF && M::PROTOBUF_OWNED_PARTS {
+            true => {
+                encode_len_delimited_key(tag, message.protobuf_len(), out.buf_mut());
+                message.into_protobuf_parts(out)
+            }
+            false => encode_message(tag, &message, out.buf_mut()),
         }
     }
 }

@@ -4,7 +4,7 @@
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use super::protobuf::{protobuf_cost, protobuf_encoder};
+use super::protobuf::{protobuf_cost, protobuf_encoder, protobuf_into_parts};
 use super::{ident, path};
 use crate::model::{Codec, Enum, Field, Message, Shape};
 
@@ -92,9 +92,11 @@ fn protobuf_methods(msg: &Message) -> TokenStream {
         }
     });
     let cost = protobuf_cost(msg);
+    let parts = protobuf_into_parts(msg);
     quote! {
         const PROTOBUF: bool = true;
         #encoder
+        #parts
         #cost
         fn decode_protobuf(
             buf: ::frpc::codegen::Bytes,

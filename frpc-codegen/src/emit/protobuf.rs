@@ -45,6 +45,74 @@ pub fn protobuf_encoder(msg: &Message) -> Option<TokenStream> {
     })
 }
 
+/// `into_protobuf_parts` for a message from a .proto with a `string` or `bytes::Bytes` field
+/// (plain or proto3 `optional`) or a message field: the bytes of `encode_protobuf`, with a
+/// large string's or bytes' own buffer handed over as a part (`pb::*_into_parts`). Repeated,
+/// map, oneof and boxed fields are written into the buffer. `None` for other messages (and
+/// Rust-first ones, which prost encodes).
+pub fn protobuf_into_parts(msg: &Message) -> Option<TokenStream> {
+    let mut fields: Vec<(&Field, &ProtoField)> = msg
+        .fields
+        .iter()
+        .map(|f| Some((f, f.proto.as_ref()?)))
+        .collect::<Option<_>>()?;
+    fields.sort_by_key(|(_, p)| p.number);
+    let given = |f: &Field| match &f.shape {
+        Shape::Value(Codec::Str) | Shape::Optional(Codec::Str) => Some(quote!(string_into_parts)),
+        Shape::Value(Codec::ByteBuf) | Shape::Optional(Codec::ByteBuf) => Some(quote!(bytes_into_parts)),
+        Shape::Optional(Codec::Message(_)) | Shape::Message(Codec::Message(_)) => {
+            Some(quote!(message_into_parts))
+        }
+        _ => None,
+    };
+    if !fields.iter().any(|(f, _)| given(f).is_some()) {
+        return None;
+    }
+    let encodes = fields.iter().map(|(f, p)| {
+        let name = ident(&f.ident);
+        let tag = Literal::u32_unsuffixed(p.number);
+        match (&f.shape, given(f)) {
+            (Shape::Value(_), Some(into)) => quote! {
+                if !self.#name.is_empty() {
+                    ::frpc::codegen::pb::#into(#tag, ::core::mem::take(&mut self.#name), parts);
+                }
+            },
+            (_, Some(into)) => quote! {
+                if let ::core::option::Option::Some(value) = self.#name.take() {
+                    ::frpc::codegen::pb::#into(#tag, value, parts);
+                }
+            },
+            (_, None) => {
+                let (_, encode) = field(msg, f, p);
+                quote!({ let buf = parts.buf_mut(); #encode })
+            }
+        }
+    });
+    let own = fields
+        .iter()
+        .any(|(f, _)| matches!(&f.shape, Shape::Value(c) | Shape::Optional(c) if matches!(c, Codec::Str | Codec::ByteBuf)));
+    let constant = match own {
+        true => quote!(true),
+        false => fields
+            .iter()
+            .filter_map(|(f, _)| match &f.shape {
+                Shape::Optional(Codec::Message(ty)) | Shape::Message(Codec::Message(ty)) => {
+                    let ty = path(ty);
+                    Some(quote!(<#ty as ::frpc::codegen::Message>::PROTOBUF_OWNED_PARTS))
+                }
+                _ => None,
+            })
+            .reduce(|all, next| quote!(#all || #next))
+            .unwrap_or_else(|| quote!(false)),
+    };
+    Some(quote! {
+        const PROTOBUF_OWNED_PARTS: bool = #constant;
+        fn into_protobuf_parts(mut self, parts: &mut ::frpc::codegen::Parts) {
+            #( #encodes )*
+        }
+    })
+}
+
 /// The length expression and the encoding statement of one field.
 fn field(msg: &Message, f: &Field, p: &ProtoField) -> (TokenStream, TokenStream) {
     let name = ident(&f.ident);

@@ -112,6 +112,19 @@ pub trait Message: Default {
         let _ = buf;
     }
 
+    /// Whether [`Message::into_protobuf_parts`] may leave a value in its own buffer (a `string`
+    /// or `bytes` field, or a message field that may hold one). Generated code sets it.
+    const PROTOBUF_OWNED_PARTS: bool = false;
+
+    /// Writes the protobuf encoding of a message given up into a chain of parts: large `string`
+    /// and `bytes` fields as parts of their own, their buffers handed over without a copy. The
+    /// bytes are those of [`Message::encode_protobuf`]. Generated code overrides it for
+    /// messages with such fields; the default writes into the buffer.
+    #[inline]
+    fn into_protobuf_parts(self, out: &mut Parts) {
+        self.encode_protobuf(out.buf_mut())
+    }
+
     /// Whether decoding this type's protobuf encoding can allocate more than its input
     /// (repeated messages, maps, boxed messages): then the runtime runs
     /// [`Message::protobuf_cost`] against the decode budget before prost decodes. A constant, so

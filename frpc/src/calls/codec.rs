@@ -88,25 +88,51 @@ pub(crate) fn encode_as<M: Message>(message: &M, encoding: Encoding) -> Bytes {
     }
 }
 
-/// [`encode_as`] for a reply given up, in parts where that saves a copy: a polyglot reply of a
-/// type with `bytes::Bytes` or `String` fields ([`Message::POLYGLOT_OWNED_PARTS`]) of at least
-/// [`SPLICE_MIN`](frpc_wire::parts::SPLICE_MIN) bytes leaves its large values in their own
-/// buffers. Everything else is [`encode_as`]'s one buffer, at the same cost.
+/// [`encode_as`] for a reply given up, in parts where that saves a copy: a polyglot or protobuf
+/// reply of a type with `bytes::Bytes` or `String` fields ([`Message::POLYGLOT_OWNED_PARTS`],
+/// [`Message::PROTOBUF_OWNED_PARTS`]) of at least [`SPLICE_MIN`](frpc_wire::parts::SPLICE_MIN)
+/// bytes leaves its large values in their own buffers. Everything else is [`encode_as`]'s one
+/// buffer, at the same cost.
 #[inline]
 pub(crate) fn encode_reply<M: Message>(message: M, encoding: Encoding) -> Encoded {
-    if M::POLYGLOT_OWNED_PARTS && encoding == Encoding::Polyglot {
-        return polyglot_parts(message);
+    match encoding {
+        Encoding::Polyglot if M::POLYGLOT_OWNED_PARTS => polyglot_parts(message),
+        Encoding::Protobuf if M::PROTOBUF && M::PROTOBUF_OWNED_PARTS => protobuf_parts(message),
+        encoding => encode_as(&message, encoding).into(),
     }
-    encode_as(&message, encoding).into()
 }
 
 /// [`encode`] for a request given up, in parts where that saves a copy (as [`encode_reply`]).
 #[inline]
 pub(crate) fn encode_request<M: Message>(message: M, protobuf: bool) -> Encoded {
-    if M::POLYGLOT_OWNED_PARTS && !(M::PROTOBUF && protobuf) {
-        return polyglot_parts(message);
+    match M::PROTOBUF && protobuf {
+        true if M::PROTOBUF_OWNED_PARTS => protobuf_parts(message),
+        false if M::POLYGLOT_OWNED_PARTS => polyglot_parts(message),
+        protobuf => encode(&message, protobuf).into(),
     }
-    encode(&message, protobuf).into()
+}
+
+/// A protobuf message of a type with large-value fields: [`MARKER`] and the message, in parts
+/// when large, in one buffer at the exact size otherwise.
+#[inline]
+fn protobuf_parts<M: Message>(message: M) -> Encoded {
+    let len = message.protobuf_len();
+    if len < frpc_wire::parts::SPLICE_MIN {
+        let mut buf = BytesMut::with_capacity(1 + len);
+        buf.put_u8(MARKER);
+        message.encode_protobuf(&mut buf);
+        return buf.freeze().into();
+    }
+    encode_protobuf_parts(message)
+}
+
+/// A large protobuf message in parts (see [`encode_reply`]).
+#[inline(never)]
+fn encode_protobuf_parts<M: Message>(message: M) -> Encoded {
+    let mut parts = frpc_wire::Parts::with_capacity(256);
+    parts.buf_mut().put_u8(MARKER);
+    message.into_protobuf_parts(&mut parts);
+    Encoded::from_parts(parts)
 }
 
 /// A polyglot message of a type with large-value fields: in parts when large, in one buffer at
@@ -372,8 +398,9 @@ mod tests {
     }
 
     /// A message given up (a generated reply, a generated client's request) sends a large
-    /// `String` from its own buffer in polyglot; a small one, or protobuf, is one buffer. The
-    /// bytes are the one-buffer encoding's either way.
+    /// `String` from its own buffer in polyglot; a small one is one buffer, and so is the
+    /// protobuf of a Rust-first type (prost writes it). The bytes are the one-buffer
+    /// encoding's either way.
     #[test]
     #[cfg(feature = "macros")]
     fn large_strings_given_up_leave_from_their_own_buffers() {
