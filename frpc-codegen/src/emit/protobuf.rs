@@ -18,12 +18,7 @@ use crate::model::{Codec, Field, Message, ProtoField, ProtoKind, Shape};
 /// `protobuf_len` and `encode_protobuf` for `msg`, or `None` when a field has no protobuf
 /// number (a Rust-first message: its own `prost::Message` then does the work).
 pub fn protobuf_encoder(msg: &Message) -> Option<TokenStream> {
-    let mut fields: Vec<(&Field, &ProtoField)> = msg
-        .fields
-        .iter()
-        .map(|f| Some((f, f.proto.as_ref()?)))
-        .collect::<Option<_>>()?;
-    fields.sort_by_key(|(_, p)| p.number);
+    let fields = numbered_fields(msg)?;
     let parts: Vec<(TokenStream, TokenStream)> = fields.iter().map(|(f, p)| field(msg, f, p)).collect();
     if parts.is_empty() {
         return Some(quote! {
@@ -51,12 +46,7 @@ pub fn protobuf_encoder(msg: &Message) -> Option<TokenStream> {
 /// map, oneof and boxed fields are written into the buffer. `None` for other messages (and
 /// Rust-first ones, which prost encodes).
 pub fn protobuf_into_parts(msg: &Message) -> Option<TokenStream> {
-    let mut fields: Vec<(&Field, &ProtoField)> = msg
-        .fields
-        .iter()
-        .map(|f| Some((f, f.proto.as_ref()?)))
-        .collect::<Option<_>>()?;
-    fields.sort_by_key(|(_, p)| p.number);
+    let fields = numbered_fields(msg)?;
     let given = |f: &Field| match &f.shape {
         Shape::Value(Codec::Str) | Shape::Optional(Codec::Str) => Some(quote!(string_into_parts)),
         Shape::Value(Codec::ByteBuf) | Shape::Optional(Codec::ByteBuf) => Some(quote!(bytes_into_parts)),
@@ -111,6 +101,18 @@ pub fn protobuf_into_parts(msg: &Message) -> Option<TokenStream> {
             #( #encodes )*
         }
     })
+}
+
+/// The fields with their protobuf numbers, in number order; `None` when a field has none (a
+/// Rust-first message).
+fn numbered_fields(msg: &Message) -> Option<Vec<(&Field, &ProtoField)>> {
+    let mut fields: Vec<(&Field, &ProtoField)> = msg
+        .fields
+        .iter()
+        .map(|f| Some((f, f.proto.as_ref()?)))
+        .collect::<Option<_>>()?;
+    fields.sort_by_key(|(_, p)| p.number);
+    Some(fields)
 }
 
 /// The length expression and the encoding statement of one field.
