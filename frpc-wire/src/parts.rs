@@ -69,6 +69,15 @@ impl Parts {
         }
     }
 
+    /// Appends `bytes` (a `String`'s or a `Vec`'s buffer), given up: its own buffer becomes a
+    /// part when at least [`SPLICE_MIN`] long (no copy), copied otherwise (no allocation).
+    pub fn put_vec(&mut self, bytes: Vec<u8>) {
+        match bytes.len() >= SPLICE_MIN {
+            true => self.splice(Bytes::from(bytes)),
+            false => self.buf.put_slice(&bytes),
+        }
+    }
+
     /// The length of the whole content.
     pub fn len(&self) -> usize {
         self.done_len + self.buf.len()

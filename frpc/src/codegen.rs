@@ -88,10 +88,7 @@ pub mod pb {
     #[inline]
     pub fn string_into_parts(tag: u32, value: String, out: &mut Parts) {
         encode_len_delimited_key(tag, value.len(), out.buf_mut());
-        match value.len() >= crate::wire::parts::SPLICE_MIN {
-            true => out.splice(Bytes::from(value.into_bytes())),
-            false => out.buf_mut().put_slice(value.as_bytes()),
-        }
+        out.put_vec(value.into_bytes());
     }
 
     /// Writes a `bytes` value given up as field `tag`: a large one is a part of its own.

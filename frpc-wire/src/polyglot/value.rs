@@ -123,13 +123,10 @@ impl Codec for Str {
     /// its own: its buffer, handed over without a copy.
     #[inline]
     fn into_parts(v: String, out: &mut Parts) {
-        if v.len() < crate::parts::SPLICE_MIN {
-            return Self::encode(&v, out.buf_mut());
-        }
         let buf = out.buf_mut();
         buf.put_u8(Kind::String.byte());
         enc::put_u32(buf, u32::try_from(v.len()).unwrap_or(u32::MAX));
-        out.splice(Bytes::from(v.into_bytes()));
+        out.put_vec(v.into_bytes());
     }
 }
 

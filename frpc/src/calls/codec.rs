@@ -61,12 +61,19 @@ impl Encoding {
 #[inline]
 pub(crate) fn encode<M: Message>(message: &M, protobuf: bool) -> Bytes {
     if M::PROTOBUF && protobuf {
-        let mut buf = BytesMut::with_capacity(1 + message.protobuf_len());
-        buf.put_u8(MARKER);
-        message.encode_protobuf(&mut buf);
-        return buf.freeze();
+        return protobuf_buffer(message, message.protobuf_len());
     }
     message.to_polyglot()
+}
+
+/// [`MARKER`] and the protobuf encoding of `message` (`len` bytes), in one buffer allocated at
+/// the exact size.
+#[inline]
+fn protobuf_buffer<M: Message>(message: &M, len: usize) -> Bytes {
+    let mut buf = BytesMut::with_capacity(1 + len);
+    buf.put_u8(MARKER);
+    message.encode_protobuf(&mut buf);
+    buf.freeze()
 }
 
 /// Decodes a message content, protobuf or polyglot by its first byte: the message, or the text
@@ -118,10 +125,7 @@ pub(crate) fn encode_request<M: Message>(message: M, protobuf: bool) -> Encoded 
 fn protobuf_parts<M: Message>(message: M) -> Encoded {
     let len = message.protobuf_len();
     if len < frpc_wire::parts::SPLICE_MIN {
-        let mut buf = BytesMut::with_capacity(1 + len);
-        buf.put_u8(MARKER);
-        message.encode_protobuf(&mut buf);
-        return buf.freeze().into();
+        return protobuf_buffer(&message, len).into();
     }
     encode_protobuf_parts(message)
 }

@@ -275,12 +275,13 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             && self.outstanding.load(Ordering::Acquire) == usize::from(side.corked)
     }
 
-    /// The write side, if a packet may go (or be corked) ahead of the queue now: cheap checks
-    /// first, then the lock without waiting, then [`first_in_line`].
+    /// The write side, if a packet of `len` bytes may go (or be corked) ahead of the queue now
+    /// (at most [`DIRECT_MAX`]): cheap checks first, then the lock without waiting, then
+    /// [`first_in_line`].
     ///
     /// [`first_in_line`]: Writer::first_in_line
-    fn ahead_of_queue(&self) -> Option<tokio::sync::MutexGuard<'_, Side<W>>> {
-        if self.outstanding.load(Ordering::Acquire) > 1 {
+    fn ahead_of_queue(&self, len: usize) -> Option<tokio::sync::MutexGuard<'_, Side<W>>> {
+        if len > DIRECT_MAX || self.outstanding.load(Ordering::Acquire) > 1 {
             return None;
         }
         let side = self.side.try_lock().ok()?;
@@ -338,10 +339,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     fn try_direct(&self, packet: Outgoing) -> Result<(), Outgoing> {
-        if packet.len() > DIRECT_MAX {
-            return Err(packet);
-        }
-        let Some(mut side) = self.ahead_of_queue() else {
+        let Some(mut side) = self.ahead_of_queue(packet.len()) else {
             return Err(packet);
         };
         let side = &mut *side;
@@ -371,10 +369,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
     }
 
     fn try_cork(&self, packet: Outgoing) -> Result<bool, Outgoing> {
-        if packet.len() > DIRECT_MAX {
-            return Err(packet);
-        }
-        let Some(mut side) = self.ahead_of_queue() else {
+        let Some(mut side) = self.ahead_of_queue(packet.len()) else {
             return Err(packet);
         };
         let side = &mut *side;
