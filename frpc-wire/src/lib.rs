@@ -5,6 +5,8 @@
 //! - [`codec`]: tokio-util codecs yielding [`Packet`]s whose content is a zero-copy slice
 //!   ([`PacketCodec`]), or [`Frame`]s that also report oversize packets and skip them
 //!   ([`FrameCodec`]).
+//! - [`copy`]: copies that stay fast wherever the allocator put their buffers (`rep movsb` on
+//!   AMD is 20× slower toward a destination just past its source modulo 4 KiB).
 //! - [`polyglot`]: the value encoding, its never-panicking [`polyglot::Decoder`] (with a nesting
 //!   limit and a memory budget: a decoded message costs at most 11 × its encoded size + 64 KiB,
 //!   see [`polyglot::decode`]) and the fRPC message envelope ([`polyglot::Message`]).
@@ -32,6 +34,7 @@
 #![deny(missing_docs)]
 
 pub mod codec;
+pub mod copy;
 pub mod error;
 pub mod header;
 pub mod packet;

@@ -6,7 +6,8 @@
 //! The bytes of the chain, one slice after another, are exactly the encoding into one buffer:
 //! nothing on the wire changes.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use crate::copy;
+use bytes::{Bytes, BytesMut};
 
 /// Values at least this long are spliced in by reference rather than copied (a smaller value
 /// costs less to copy than one more slice costs to write).
@@ -14,7 +15,7 @@ pub const SPLICE_MIN: usize = 32 * 1024;
 
 /// An encoding under way whose large values are kept as their own slices.
 ///
-/// Write into its buffer ([`Parts::buf_mut`]) as into any [`BufMut`]; [`Parts::splice`] appends a shared slice without
+/// Write into its buffer ([`Parts::buf_mut`]) as into any [`BufMut`](bytes::BufMut); [`Parts::splice`] appends a shared slice without
 /// copying it. [`Parts::into_bytes`] gives the whole content in one buffer (copying when there
 /// is more than one part), [`Parts::into_vec`] the chain.
 #[derive(Debug, Default)]
@@ -57,7 +58,7 @@ impl Parts {
     pub fn put_shared(&mut self, bytes: &Bytes) {
         match bytes.len() >= SPLICE_MIN {
             true => self.splice(bytes.clone()),
-            false => self.buf.put_slice(bytes),
+            false => copy::put_slice(&mut self.buf, bytes),
         }
     }
 
@@ -65,7 +66,7 @@ impl Parts {
     pub fn put_owned(&mut self, bytes: Bytes) {
         match bytes.len() >= SPLICE_MIN {
             true => self.splice(bytes),
-            false => self.buf.put_slice(&bytes),
+            false => copy::put_slice(&mut self.buf, &bytes),
         }
     }
 
@@ -74,7 +75,7 @@ impl Parts {
     pub fn put_vec(&mut self, bytes: Vec<u8>) {
         match bytes.len() >= SPLICE_MIN {
             true => self.splice(Bytes::from(bytes)),
-            false => self.buf.put_slice(&bytes),
+            false => copy::put_slice(&mut self.buf, &bytes),
         }
     }
 
@@ -110,7 +111,7 @@ impl Parts {
         }
         let mut whole = BytesMut::with_capacity(self.done_len);
         for part in &self.done {
-            whole.put_slice(part);
+            copy::put_slice(&mut whole, part);
         }
         whole.freeze()
     }
@@ -128,6 +129,7 @@ impl Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BufMut;
 
     #[test]
     fn parts_concatenate_to_what_was_written() {

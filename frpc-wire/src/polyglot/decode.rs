@@ -156,7 +156,7 @@ impl<'a> Decoder<'a> {
         self.pos = self.input.len();
         match self.shared {
             Some(shared) => shared.slice_ref(rest),
-            None => Bytes::copy_from_slice(rest),
+            None => Bytes::from(crate::copy::to_vec(rest)),
         }
     }
 
@@ -291,9 +291,9 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// Decodes a string into an owned `String`.
+    /// Decodes a string into an owned `String` (copied as [`crate::copy`] explains).
     pub fn string(&mut self) -> Result<String> {
-        self.str().map(str::to_owned)
+        self.str().map(crate::copy::to_string)
     }
 
     /// Decodes bytes, borrowing them from the input.
@@ -309,7 +309,7 @@ impl<'a> Decoder<'a> {
         let raw = self.byte_slice()?;
         Ok(match self.shared {
             Some(shared) => shared.slice_ref(raw),
-            None => Bytes::copy_from_slice(raw),
+            None => Bytes::from(crate::copy::to_vec(raw)),
         })
     }
 

@@ -111,7 +111,7 @@ pub fn put_f64(buf: &mut impl BufMut, v: f64) {
 pub fn put_bytes(buf: &mut impl BufMut, v: &[u8]) {
     buf.put_u8(Kind::Bytes.byte());
     put_u32(buf, len_u32(v.len()));
-    buf.put_slice(v);
+    crate::copy::put_slice(buf, v);
 }
 
 /// Writes a string (`05 0A varint(len) utf-8`).
@@ -119,7 +119,7 @@ pub fn put_bytes(buf: &mut impl BufMut, v: &[u8]) {
 pub fn put_str(buf: &mut impl BufMut, v: &str) {
     buf.put_u8(Kind::String.byte());
     put_u32(buf, len_u32(v.len()));
-    buf.put_slice(v.as_bytes());
+    crate::copy::put_slice(buf, v.as_bytes());
 }
 
 /// Writes an error (`06` + a string).

@@ -148,7 +148,7 @@ impl Codec for ByteVec {
     }
     #[inline]
     fn decode(dec: &mut Decoder<'_>) -> Result<Vec<u8>> {
-        dec.byte_slice().map(<[u8]>::to_vec)
+        dec.byte_slice().map(crate::copy::to_vec)
     }
 }
 
