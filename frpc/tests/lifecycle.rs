@@ -128,6 +128,23 @@ async fn graceful_shutdown_with_a_thousand_calls_in_flight_loses_none() {
     );
 }
 
+/// An idle connection's reader, waiting for input, hears the shutdown at once: the server
+/// does not wait out its grace for a client that only stays connected.
+#[tokio::test]
+async fn an_idle_connection_does_not_hold_up_shutdown() {
+    let config = frpc::ServerConfig::default().shutdown_grace(Duration::from_secs(60));
+    let server = start(config).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    assert_eq!(call(&client, ECHO, "1").await.unwrap().value, "1");
+    server.shutdown.notify_one();
+    tokio::time::timeout(Duration::from_secs(10), server.done)
+        .await
+        .expect("the server exits well within its grace")
+        .unwrap()
+        .unwrap();
+    drop(client);
+}
+
 #[tokio::test]
 async fn shutdown_with_a_stuck_handler_fails_its_call_after_the_grace_period() {
     // A short grace: the test waits it out.

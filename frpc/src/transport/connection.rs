@@ -11,7 +11,9 @@
 //!   handlers) is corked, and written once it runs out of input or has to wait.
 //! - The **heartbeat** sends a PING every `ping_interval` and closes the connection when the
 //!   peer has sent nothing, not a byte, for `idle_timeout` (Go's 5 s read deadline): a packet
-//!   still arriving on a slow link keeps the connection up however long it takes.
+//!   still arriving on a slow link keeps the connection up however long it takes. On a
+//!   server's connection it also passes the shutdown on to the reader, whose wait for input
+//!   then watches a few atomics rather than polling cancellation tokens (a lock each).
 //! - **Takeover** ([`Connection::request_handback`]): the reader stops before the next packet,
 //!   and once the connection is closed the writer flushes what is queued, keeps its half open
 //!   and reunites it with the read half and the bytes read but not parsed ([`super::handback`]).
@@ -25,6 +27,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use frpc_wire::{Frame, FrameCodec, FrameError, Framing, Header, Packet, PacketCodec, op};
 use futures_util::StreamExt;
+use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -98,9 +101,14 @@ pub(crate) struct Connection {
     activity: Arc<AtomicBool>,
     /// Set while the reader runs a handler inline, so the silence is not blamed on the peer.
     busy: AtomicBool,
+    /// Wakes the reader while it waits for input, to look at `is_closed`, `stopping` and
+    /// `drain_requested`: cheaper to wait on than cancellation futures, which lock on every poll.
+    reader_signal: AtomicWaker,
     /// Makes the reader stop before the next packet, without closing (takeover).
-    stop_reading: CancellationToken,
     stopping: AtomicBool,
+    /// Set (by the heartbeat task) once the server's shutdown began: the reader handles what
+    /// it has buffered and stops.
+    drain_requested: AtomicBool,
     /// Set once the server serving it began shutting down: streams send no more messages.
     draining: AtomicBool,
     handback: Handback,
@@ -158,8 +166,9 @@ impl Connection {
             codec,
             activity: Arc::new(AtomicBool::new(false)),
             busy: AtomicBool::new(false),
-            stop_reading: CancellationToken::new(),
+            reader_signal: AtomicWaker::new(),
             stopping: AtomicBool::new(false),
+            drain_requested: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             handback: Handback::new(join.is_some()),
             config: config.clone(),
@@ -188,14 +197,14 @@ impl Connection {
             activity: conn.activity.clone(),
         };
         let framed = FramedRead::with_capacity(read, frames, 64 * 1024);
-        let reader = read_loop(conn.clone(), framed, dispatch, options.drain.unwrap_or_default());
+        let reader = read_loop(conn.clone(), framed, dispatch);
         let reader = tokio::spawn(
             async move {
                 let _ = parts_tx.send(reader.await);
             }
             .instrument(span.clone()),
         );
-        tokio::spawn(heartbeat(conn.clone()).instrument(span));
+        tokio::spawn(heartbeat(conn.clone(), options.drain).instrument(span));
         (conn, Tasks { reader, writer })
     }
 
@@ -349,6 +358,7 @@ impl Connection {
             return;
         }
         self.closed.cancel();
+        self.reader_signal.wake();
         let on_close = self.on_close.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(on_close) = on_close {
             on_close.closed(&self.closed_error());
@@ -392,7 +402,7 @@ impl Connection {
     /// what it has not parsed stays in its buffer for a takeover.
     pub(crate) fn stop_reading(&self) {
         self.stopping.store(true, Ordering::Release);
-        self.stop_reading.cancel();
+        self.reader_signal.wake();
     }
 
     /// Whether the socket can be handed back at all (not over TLS).
@@ -424,6 +434,16 @@ impl Connection {
 
     fn reading_stopped(&self) -> bool {
         self.is_closed() || self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Tells the reader its server began shutting down (see [`heartbeat`]).
+    fn request_drain(&self) {
+        self.drain_requested.store(true, Ordering::Release);
+        self.reader_signal.wake();
+    }
+
+    fn drain_was_requested(&self) -> bool {
+        self.drain_requested.load(Ordering::Acquire)
     }
 }
 
@@ -466,6 +486,35 @@ impl<F: Future> Future for FlushWhenPending<'_, F> {
     }
 }
 
+/// Why the reader was woken while it waited for input.
+enum Signal {
+    /// The connection closed, or a takeover asked the reader to stop.
+    Stop,
+    /// The server began shutting down.
+    Drain,
+}
+
+/// Resolves once the reader must stop or drain. Polling it registers the reader's waker and
+/// loads three atomics: no lock (three `CancellationToken` futures took six per wait).
+struct ReaderSignal<'a>(&'a Connection);
+
+impl Future for ReaderSignal<'_> {
+    type Output = Signal;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Signal> {
+        let conn = self.0;
+        // Registered before the flags are read: a signal set after the read wakes us.
+        conn.reader_signal.register(cx.waker());
+        if conn.reading_stopped() {
+            return std::task::Poll::Ready(Signal::Stop);
+        }
+        match conn.drain_was_requested() {
+            true => std::task::Poll::Ready(Signal::Drain),
+            false => std::task::Poll::Pending,
+        }
+    }
+}
+
 /// Pending once, waking its own task: the task's other futures (calls joined with this one)
 /// and the tasks queued behind it run before it resumes. Unlike `tokio::task::yield_now`, it
 /// does not wait for the runtime to poll the I/O driver (a system call).
@@ -498,14 +547,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn: Arc<Connection>,
     mut framed: FramedRead<R, ActiveFrames>,
     dispatch: Arc<D>,
-    drain: CancellationToken,
 ) -> ReadParts<R> {
-    let closed = conn.closed.cancelled();
-    tokio::pin!(closed);
-    let stopped = conn.stop_reading.cancelled();
-    tokio::pin!(stopped);
-    let draining = drain.cancelled();
-    tokio::pin!(draining);
     let mut since_drain_check = 0u32;
     // Whether the peer has sent one valid packet: if it hangs up (or sends garbage) before, its
     // framing is the likely cause, and the close reason says so.
@@ -515,15 +557,15 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     }
     loop {
         // Closing and stopping are checked with atomics between packets (a takeover must stop
-        // before the next packet is parsed); the cancellation futures below are only polled when
-        // the socket has nothing ready, because polling them takes a lock.
+        // before the next packet is parsed), and the signal below when the socket has nothing
+        // ready.
         if conn.reading_stopped() {
             break;
         }
         since_drain_check += 1;
         if since_drain_check == DRAIN_CHECK_EVERY {
             since_drain_check = 0;
-            if drain.is_cancelled() {
+            if conn.drain_was_requested() {
                 drain_buffered(&conn, &mut framed, &*dispatch).await;
                 break;
             }
@@ -531,12 +573,13 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         let next = tokio::select! {
             biased;
             next = FlushWhenPending::new(&conn, framed.next()) => next,
-            _ = &mut closed => break,
-            _ = &mut stopped => break,
-            _ = &mut draining => {
-                drain_buffered(&conn, &mut framed, &*dispatch).await;
-                break;
-            }
+            signal = ReaderSignal(&conn) => match signal {
+                Signal::Stop => break,
+                Signal::Drain => {
+                    drain_buffered(&conn, &mut framed, &*dispatch).await;
+                    break;
+                }
+            },
         };
         match next {
             Some(Ok(frame)) => {
@@ -641,15 +684,27 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame)
     }
 }
 
-async fn heartbeat(conn: Arc<Connection>) {
+/// Pings the peer and closes the connection once it has been silent too long; on a server's
+/// connection it also passes the shutdown signal (`drain`) on to the reader, which would
+/// otherwise poll the server's token (a lock) every time it waits for input.
+async fn heartbeat(conn: Arc<Connection>, drain: Option<CancellationToken>) {
     let interval = conn.config.ping_interval;
     let idle_timeout = conn.config.idle_timeout;
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut silent = Duration::ZERO;
+    let drain = drain.unwrap_or_default();
+    let draining = drain.cancelled();
+    tokio::pin!(draining);
+    let mut drain_passed_on = false;
     loop {
         tokio::select! {
             _ = conn.closed.cancelled() => return,
+            _ = &mut draining, if !drain_passed_on => {
+                drain_passed_on = true;
+                conn.request_drain();
+                continue;
+            }
             _ = ticks.tick() => {}
         }
         // A full queue means we are writing anyway; the PING would add nothing.
