@@ -11,9 +11,8 @@ use bytes::Bytes;
 
 use crate::calls::stream::BridgedCall;
 use crate::client::Client;
-use crate::config::DecodeLimits;
 use crate::metadata::{Metadata, MetadataSlot};
-use crate::status::{Code, Error};
+use crate::status::Error;
 use crate::types::Encoded;
 
 /// One unary call as a tower service sees it: what client layers (timeout, concurrency limit,
@@ -31,20 +30,8 @@ pub struct Request {
     pub metadata: Option<Arc<Metadata>>,
 }
 
-/// A unary call's reply as a tower service sees it: the encoded message or remote error, with
-/// the status code and response metadata an frpc server sent along.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    /// The encoded reply (a message or a remote error).
-    pub body: Bytes,
-    /// The status code of an error reply, when the server sent one.
-    pub code: Option<Code>,
-    /// Response metadata, when the server sent some.
-    pub metadata: Option<Metadata>,
-    /// What decoding the reply may cost: the `ConnectionConfig::decode` of the connection it
-    /// came on.
-    pub limits: DecodeLimits,
-}
+// Defined beside the client's calls, which make it (no conversion, no extra async layer).
+pub use crate::calls::client::Reply;
 
 /// Keeps [`Caller`] frpc's: implemented here for the client and channel, and by the gRPC
 /// face's `GrpcChannel` (which names this, not the other way round).
@@ -154,7 +141,7 @@ impl Caller for Client {
         op: u16,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
-        unary(self, op, encode(self.protobuf_accepted()).into())
+        self.unary(op, encode(self.protobuf_accepted()).into())
     }
 
     fn call_at_parts(
@@ -164,21 +151,10 @@ impl Caller for Client {
         encode: impl FnOnce(bool) -> Encoded,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
         let _ = path;
-        unary(self, op, encode(self.protobuf_accepted()))
+        self.unary(op, encode(self.protobuf_accepted()))
     }
 
     async fn stream_client(&self) -> Result<Client, Error> {
         Ok(self.clone())
     }
-}
-
-/// [`Client`]'s unary call with the reply in its public form.
-pub(crate) async fn unary(client: &Client, op: u16, body: Encoded) -> Result<Reply, Error> {
-    let reply = client.unary(op, body).await?;
-    Ok(Reply {
-        body: reply.body,
-        code: reply.code,
-        metadata: reply.metadata,
-        limits: client.decode_limits(),
-    })
 }

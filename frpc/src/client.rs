@@ -14,7 +14,7 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::sync::mpsc;
 
-use crate::calls::client::{CallOptions, ClientCalls, UnaryReply};
+use crate::calls::client::{CallOptions, ClientCalls, Reply};
 use crate::calls::ext;
 use crate::calls::raw::{PacketSender, RawPackets, check_op};
 use crate::calls::stream::{self, ClientSide, StreamSender, Streaming};
@@ -405,11 +405,6 @@ impl Client {
         self.handle.conn.close_reason()
     }
 
-    /// What decoding the server's messages may cost (`ConnectionConfig::decode`).
-    pub(crate) fn decode_limits(&self) -> crate::config::DecodeLimits {
-        self.handle.conn.decode_limits()
-    }
-
     /// Whether the server has answered a call (a reply or a stream message) on this connection.
     pub(crate) fn has_served(&self) -> bool {
         self.handle.calls.has_served()
@@ -654,7 +649,7 @@ impl Client {
     }
 
     /// Sends one unary request and waits for the reply.
-    pub(crate) async fn unary(&self, op: u16, content: Encoded) -> Result<UnaryReply, Error> {
+    pub(crate) async fn unary(&self, op: u16, content: Encoded) -> Result<Reply, Error> {
         let handle = &self.handle;
         let options = CallOptions {
             timeout: self.call_timeout()?,

@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 use super::ext::{self, Negotiation};
 use super::raw::RawRoutes;
 use super::stream::{Budget, StreamTable};
-use crate::config::ConnectionConfig;
+use crate::config::{ConnectionConfig, DecodeLimits};
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
@@ -25,7 +25,7 @@ use crate::transport::connection::{Connection, Dispatch};
 use crate::transport::writer::Outgoing;
 use crate::types::Encoded;
 
-type Reply = Result<Bytes, Error>;
+type Outcome = Result<Bytes, Error>;
 
 /// Everything a client connection routes to: shared by the [`ClientDispatch`] on the reader and
 /// the `Client` handles.
@@ -59,20 +59,24 @@ pub(crate) struct CallOptions<'a> {
     pub(crate) strict: bool,
 }
 
-/// A unary reply: the fRPC content and what an extension header said.
-#[derive(Debug)]
-pub(crate) struct UnaryReply {
-    /// The polyglot message or error.
-    pub(crate) body: Bytes,
+/// A unary call's reply as a tower service sees it: the encoded message or remote error, with
+/// the status code and response metadata an frpc server sent along.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The encoded reply (a message or a remote error).
+    pub body: Bytes,
     /// The status code of an error reply, when the server sent one.
-    pub(crate) code: Option<Code>,
+    pub code: Option<Code>,
     /// Response metadata, when the server sent some.
-    pub(crate) metadata: Option<Metadata>,
+    pub metadata: Option<Metadata>,
+    /// What decoding the reply may cost: the `ConnectionConfig::decode` of the connection it
+    /// came on.
+    pub limits: DecodeLimits,
 }
 
 #[derive(Debug, Default)]
 struct Table {
-    calls: IdMap<u32, oneshot::Sender<Reply>>,
+    calls: IdMap<u32, oneshot::Sender<Outcome>>,
     next_ids: IdMap<u16, u16>,
     closed: bool,
     takeover_armed: bool,
@@ -241,7 +245,7 @@ impl ClientCalls {
         op: u16,
         content: Encoded,
         options: CallOptions<'_>,
-    ) -> Result<UnaryReply, Error> {
+    ) -> Result<Reply, Error> {
         let call = self.call(conn, op, content, options);
         match options.timeout {
             None => call.await,
@@ -258,7 +262,7 @@ impl ClientCalls {
         op: u16,
         content: Encoded,
         options: CallOptions<'_>,
-    ) -> Result<UnaryReply, Error> {
+    ) -> Result<Reply, Error> {
         let mut bits = self.ext.accepted();
         if options.metadata.is_some() {
             bits = self
@@ -310,10 +314,11 @@ impl ClientCalls {
         let body = reply.unwrap_or_else(|_| Err(conn.closed_error()))?;
         // Only a client that offered gets extension headers (and no fRPC content starts so).
         if !(self.ext.offered() && ext::has_prefix(&body)) {
-            return Ok(UnaryReply {
+            return Ok(Reply {
                 body,
                 code: None,
                 metadata: None,
+                limits: conn.decode_limits(),
             });
         }
         // A malformed header fails this call only (the connection stays up): an INTERNAL status,
@@ -325,17 +330,23 @@ impl ClientCalls {
             }
             too_large => Error::Status(Status::resource_exhausted(too_large.to_string())),
         })?;
-        Ok(UnaryReply {
+        Ok(Reply {
             body,
             code: header.code,
             metadata: header.metadata,
+            limits: conn.decode_limits(),
         })
     }
 
     /// Picks the method's next free id (Go's pre-increment counter: first id 1) and registers
     /// the caller under it; also says whether it is alone: the only call in flight, with no
     /// reply handed over but not yet read (whose caller may be about to call again).
-    fn register(&self, op: u16, tx: oneshot::Sender<Reply>, conn: &Connection) -> Result<(u16, bool), Error> {
+    fn register(
+        &self,
+        op: u16,
+        tx: oneshot::Sender<Outcome>,
+        conn: &Connection,
+    ) -> Result<(u16, bool), Error> {
         let mut table = self.lock();
         if table.closed {
             return Err(conn.closed_error());
@@ -382,7 +393,7 @@ impl ClientCalls {
 
     /// Hands a reply (or error) to its caller, counted as unread until the caller reads it
     /// (counted first, so the caller's decrement never comes before it).
-    fn hand_over(&self, tx: oneshot::Sender<Reply>, reply: Reply) {
+    fn hand_over(&self, tx: oneshot::Sender<Outcome>, reply: Outcome) {
         self.unread.fetch_add(1, Ordering::Relaxed);
         if tx.send(reply).is_err() {
             self.unread.fetch_sub(1, Ordering::Relaxed);
@@ -414,7 +425,7 @@ struct PendingCall<'a> {
     calls: &'a ClientCalls,
     conn: &'a Connection,
     key: u32,
-    rx: Option<oneshot::Receiver<Reply>>,
+    rx: Option<oneshot::Receiver<Outcome>>,
     cancel: bool,
 }
 

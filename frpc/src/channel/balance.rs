@@ -24,7 +24,7 @@ use tower::{BoxError, Service, ServiceExt};
 use super::endpoint::Endpoint;
 use super::single::{Handle, Health, Start};
 use super::state::ChannelState;
-use crate::caller::{self, Reply, Request};
+use crate::caller::{Reply, Request};
 use crate::client::Client;
 use crate::status::{CloseReason, Error};
 
@@ -374,7 +374,7 @@ impl Service<Request> for EndpointService {
         Box::pin(async move {
             let mut client = handle.client().await?;
             client.set_options(request.timeout, request.metadata, None);
-            caller::unary(&client, request.op, request.body.into()).await
+            client.unary(request.op, request.body.into()).await
         })
     }
 }

@@ -28,7 +28,7 @@ pub use crate::caller::{Reply, Request};
 pub use tower::discover::Change;
 
 use self::balance::Balanced;
-use crate::caller::{self, Caller};
+use crate::caller::Caller;
 use crate::client::Client;
 use crate::metadata::{Metadata, MetadataSlot};
 use crate::status::{CloseReason, Error};
@@ -451,7 +451,7 @@ impl Channel {
                         None => handle.client_within(timeout).await?,
                     };
                     client.set_options(timeout, metadata, response);
-                    return caller::unary(&client, op, body).await;
+                    return client.unary(op, body).await;
                 }
                 Route::Balanced(balanced, request) => balanced.call(request).await,
             };
@@ -469,7 +469,7 @@ impl Channel {
             Inner::Single(handle) => {
                 let (mut client, timeout) = handle.client_within(request.timeout).await?;
                 client.set_options(timeout, request.metadata, None);
-                caller::unary(&client, request.op, request.body.into()).await
+                client.unary(request.op, request.body.into()).await
             }
             Inner::Balanced(balanced) => balanced.call(request).await,
         }
