@@ -656,7 +656,15 @@ impl Client {
             metadata: self.metadata.as_deref(),
             strict: self.strict_metadata,
         };
-        let mut reply = handle.calls.unary(&handle.conn, op, content, options).await?;
+        // The timeout is applied here rather than in a wrapper `async fn` below: every layer
+        // of `async fn` moves the call's future once more.
+        let call = handle.calls.call(&handle.conn, op, content, options);
+        let mut reply = match options.timeout {
+            None => call.await,
+            Some(limit) => tokio::time::timeout(limit, call)
+                .await
+                .unwrap_or(Err(Error::Timeout(limit))),
+        }?;
         if let Some(slot) = &self.response {
             slot.set(reply.metadata.take());
         }

@@ -236,27 +236,11 @@ impl ClientCalls {
         self.lock().takeover_armed = true;
     }
 
-    /// Sends one unary request and waits for the reply's content, all within `timeout`: waiting
-    /// for room in the write queue counts too, or a peer that stops reading would hold the call
-    /// forever.
-    pub(crate) async fn unary(
-        &self,
-        conn: &Connection,
-        op: u16,
-        content: Encoded,
-        options: CallOptions<'_>,
-    ) -> Result<Reply, Error> {
-        let call = self.call(conn, op, content, options);
-        match options.timeout {
-            None => call.await,
-            // Dropping the call on timeout removes its entry (`PendingCall`).
-            Some(limit) => tokio::time::timeout(limit, call)
-                .await
-                .unwrap_or(Err(Error::Timeout(limit))),
-        }
-    }
-
-    async fn call(
+    /// Sends one unary request and waits for the reply. The caller applies `options.timeout`
+    /// around it (`Client::unary`), waiting for room in the write queue included, or a peer
+    /// that stops reading would hold the call forever; dropping the future on timeout removes
+    /// its entry (`PendingCall`).
+    pub(crate) async fn call(
         &self,
         conn: &Connection,
         op: u16,
