@@ -2,7 +2,7 @@
 //!
 //! glibc's `memcpy` copies from about 2 KiB up (2,112 bytes on AMD, up to the size of the L2
 //! cache there) with `rep movsb`. On AMD Zen processors (the EPYC VMs this project is measured
-//! on, with Debian 12's glibc 2.36) that instruction runs 15 to 80 times slower when the
+//! on, with Debian 12's glibc 2.36) that instruction runs 12 to 60 times slower when the
 //! destination starts 1 to 31 bytes past the source modulo 4 KiB: a 128 KiB copy takes 50–80 µs
 //! instead of 3–4 µs, an 8 KiB one 5–12 µs instead of 0.2. Which distance a decoded string
 //! gets depends on where the allocator put the read buffer and the string, so one run of a

@@ -6,7 +6,7 @@
 //!   ([`PacketCodec`]), or [`Frame`]s that also report oversize packets and skip them
 //!   ([`FrameCodec`]).
 //! - [`copy`]: copies that stay fast wherever the allocator put their buffers (`rep movsb` on
-//!   AMD is 20× slower toward a destination just past its source modulo 4 KiB).
+//!   AMD is 12–60× slower toward a destination just past its source modulo 4 KiB).
 //! - [`polyglot`]: the value encoding, its never-panicking [`polyglot::Decoder`] (with a nesting
 //!   limit and a memory budget: a decoded message costs at most 11 × its encoded size + 64 KiB,
 //!   see [`polyglot::decode`]) and the fRPC message envelope ([`polyglot::Message`]).

@@ -113,7 +113,7 @@ pub mod pb {
 
 /// Decodes a generated message's protobuf encoding (its `Message::decode_protobuf`): prost
 /// reads `bytes::Bytes` fields as zero-copy slices of `buf`, and copies strings out of a large
-/// one in pieces ([`frpc_wire::copy::Pieces`]: one copy can be 20 times slower).
+/// one in pieces ([`frpc_wire::copy::Pieces`]: one copy can be 12 to 60 times slower).
 pub fn decode_protobuf<M: prost::Message + Default>(buf: Bytes) -> Result<M, DecodeError> {
     let decoded = match buf.len() > frpc_wire::copy::PIECE {
         true => M::decode(frpc_wire::copy::Pieces(buf)),
