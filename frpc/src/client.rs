@@ -656,8 +656,9 @@ impl Client {
             metadata: self.metadata.as_deref(),
             strict: self.strict_metadata,
         };
-        // The timeout is applied here rather than in a wrapper `async fn` below: every layer
-        // of `async fn` moves the call's future once more.
+        // The timeout is applied here rather than in a wrapper `async fn` (below, or
+        // `within_timeout`, which streams use): every layer of `async fn` moves the call's
+        // future once more, and a unary call's is the largest.
         let call = handle.calls.call(&handle.conn, op, content, options);
         let mut reply = match options.timeout {
             None => call.await,
