@@ -33,7 +33,11 @@ fn rpc(c: &mut Criterion) {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 let addr = listener.local_addr().unwrap();
                 tokio::spawn(frameworks::serve(framework, listener, FRAMING));
-                Arc::new(Mutex::new(pool::connect(framework, addr, clients, FRAMING).await))
+                Arc::new(Mutex::new(
+                    pool::connect(framework, addr, clients, FRAMING)
+                        .await
+                        .expect("connect"),
+                ))
             });
             group.bench_function(framework.name(), |b| {
                 b.to_async(&rt).iter_custom(|iters| {

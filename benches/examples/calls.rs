@@ -127,11 +127,11 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         };
         match channel {
             false if raw => run_raw(addr, framing, calls).await,
-            false if joined => run_joined(Client::connect(addr, framing, wire).await, calls).await,
-            false => run(Client::connect(addr, framing, wire).await, calls).await,
+            false if joined => run_joined(Client::connect(addr, framing, wire).await?, calls).await,
+            false => run(Client::connect(addr, framing, wire).await?, calls).await,
             true => {
                 run(
-                    Client::connect_channel_with(addr, framing, client_layers).await,
+                    Client::connect_channel_with(addr, framing, client_layers).await?,
                     calls,
                 )
                 .await
@@ -177,7 +177,9 @@ async fn run_joined(client: impl Caller<Body>, calls: u64) {
 
 async fn run_raw(addr: std::net::SocketAddr, framing: frpc::Framing, calls: u64) {
     let body = Body::random(Payload::String, 32);
-    let mut client = frpc_bench::frameworks::raw::Client::connect(addr, framing).await;
+    let mut client = frpc_bench::frameworks::raw::Client::connect(addr, framing)
+        .await
+        .expect("raw connect");
     let limit = Limit::per_slot(
         Window::new(Duration::ZERO, Duration::from_secs(3600)),
         calls / IN_FLIGHT as u64,

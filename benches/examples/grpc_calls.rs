@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             Some("tonic") => tokio::spawn(tonic::serve(listener)),
             _ => return Err("usage: grpc_calls frpc|tonic [CALLS] [SIZE]".into()),
         };
-        let mut client = tonic::Client::connect(addr).await;
+        let mut client = tonic::Client::connect(addr).await?;
         let body = Body::random(Payload::String, size);
         for _ in 0..calls {
             client.call(&body).await.expect("call");

@@ -19,7 +19,9 @@ pub struct LoadArgs {
     /// The server, HOST:PORT.
     #[arg(long)]
     pub addr: String,
-    /// The client: frpc (the generated frpc client), tonic, or raw (bare framed packets).
+    /// The client: frpc (the generated frpc client, offering frpc's extensions), frpc-plain
+    /// (the same without them: for servers that take none, as Go fRPC's), tonic, or raw (bare
+    /// framed packets).
     #[arg(long, default_value = "frpc", value_parser = client_kind)]
     pub client: Framework,
     /// Clients, each with its own connection.
@@ -121,7 +123,7 @@ pub fn load(args: &LoadArgs) -> Result<(), String> {
         args.reps,
         args.framing,
         &ProgressBar::hidden(),
-    ));
+    ))?;
     let report = Report {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         reps: args.reps,

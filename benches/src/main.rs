@@ -130,7 +130,7 @@ fn run_matrix(args: &RunArgs) {
     let started = Instant::now();
     let load_before = report::load_average();
     let (peers, servers) = spawn(args);
-    let rows = matrix::run(args, &cells, &peers);
+    let rows = matrix::run(args, &cells, &peers).unwrap_or_else(|e| fail(&e));
     drop(servers);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     print!("{}", report::table(&rows));

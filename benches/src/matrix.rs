@@ -166,18 +166,19 @@ pub fn order(rep: usize, peers: usize) -> impl Iterator<Item = usize> {
 }
 
 /// Measures `cell` on every peer: connects all of them, warms each up, then runs `reps`
-/// samples of each, interleaved sample by sample. Returns each peer's samples.
+/// samples of each, interleaved sample by sample. Returns each peer's samples, or why a peer's
+/// clients could not connect.
 pub async fn measure(
     peers: &[Peer],
     cell: &Cell,
     reps: usize,
     framing: frpc::Framing,
     progress: &ProgressBar,
-) -> Vec<Vec<Outcome>> {
+) -> Result<Vec<Vec<Outcome>>, String> {
     let body = Body::random(cell.payload, cell.size);
     let mut pools: Vec<Vec<Client>> = Vec::with_capacity(peers.len());
     for peer in peers {
-        let clients = pool::connect(peer.client, peer.addr, cell.clients, framing).await;
+        let clients = pool::connect(peer.client, peer.addr, cell.clients, framing).await?;
         pools.push(pool::warm_up(clients, &body, cell).await);
     }
     let mut samples = vec![Vec::with_capacity(reps); peers.len()];
@@ -191,11 +192,12 @@ pub async fn measure(
             progress.inc(1);
         }
     }
-    samples
+    Ok(samples)
 }
 
-/// Runs every cell on every peer; the rows with their ratios filled.
-pub fn run(args: &RunArgs, cells: &[(&'static str, Cell)], peers: &[Peer]) -> Vec<Row> {
+/// Runs every cell on every peer; the rows with their ratios filled, or why a peer could not
+/// be measured.
+pub fn run(args: &RunArgs, cells: &[(&'static str, Cell)], peers: &[Peer]) -> Result<Vec<Row>, String> {
     let progress = ProgressBar::new((cells.len() * peers.len() * args.reps) as u64);
     progress.set_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} {bar:40} {pos}/{len} {msg}")
@@ -211,14 +213,14 @@ pub fn run(args: &RunArgs, cells: &[(&'static str, Cell)], peers: &[Peer]) -> Ve
             cell.callers,
             report::size_payload_label(cell.size, cell.payload.name())
         ));
-        let samples = rt.block_on(measure(peers, cell, args.reps, args.framing, &progress));
+        let samples = rt.block_on(measure(peers, cell, args.reps, args.framing, &progress))?;
         for (peer, samples) in peers.iter().zip(&samples) {
             rows.push(Row::new(&peer.name, workload, cell, samples));
         }
     }
     progress.finish_and_clear();
     report::add_ratios(&mut rows);
-    rows
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -9,21 +9,22 @@ use crate::cpu::Meter;
 use crate::frameworks::{Client, Framework};
 use crate::workload::{Body, Callers, Cell, Limit, Outcome, Window};
 
-/// Connects `clients` clients to the `framework` server at `addr`.
+/// Connects `clients` clients to the `framework` server at `addr` (the first error if any
+/// cannot connect, or finds a server it cannot measure).
 pub async fn connect(
     framework: Framework,
     addr: SocketAddr,
     clients: usize,
     framing: frpc::Framing,
-) -> Vec<Client> {
+) -> Result<Vec<Client>, String> {
     let connecting: Vec<_> = (0..clients)
         .map(|_| tokio::spawn(Client::connect(framework, addr, framing)))
         .collect();
     let mut connected = Vec::with_capacity(clients);
     for client in connecting {
-        connected.push(client.await.expect("connect task"));
+        connected.push(client.await.expect("connect task")?);
     }
-    connected
+    Ok(connected)
 }
 
 /// Drives every client on its own task with the same message, inflight count, callers and

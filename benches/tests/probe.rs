@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use frpc_bench::frameworks::{self, Client};
+use frpc_bench::frameworks::{self, Client, Framework};
 use frpc_bench::matrix::PROBES;
 use frpc_bench::workload::{Body, Callers, Limit, Payload, Window};
 use tokio::net::TcpListener;
@@ -15,12 +15,57 @@ async fn every_probe_peer_completes_calls_in_both_framings() {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let serving = tokio::spawn(frameworks::serve(server, listener, framing));
-            let mut peer = Client::connect(client, addr, framing).await;
+            let mut peer = Client::connect(client, addr, framing).await.unwrap();
             let limit = Limit::per_slot(Window::new(Duration::ZERO, Duration::from_secs(60)), 20);
             let body = Body::random(Payload::String, 32);
             let outcome = peer.drive(&body, 4, Callers::Joined, limit).await;
             assert_eq!(outcome.calls, 80, "{name} over {framing:?}");
             serving.abort();
         }
+    }
+}
+
+/// The frpc client offering extensions to a server that takes none (the raw echo, as Go fRPC)
+/// is a clear error naming the client that can call it: once an assertion, which panicked
+/// `frpc-bench load --client frpc` against the echo.
+#[tokio::test]
+async fn a_server_without_extensions_is_an_error_naming_the_plain_client() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let framing = frpc::Framing::Frisbee;
+    let serving = tokio::spawn(frameworks::serve(Framework::Raw, listener, framing));
+    for client in [Framework::FrpcInline, Framework::FrpcProtobuf] {
+        let err = Client::connect(client, addr, framing).await.unwrap_err();
+        assert!(err.contains("took no extensions, where"), "{err}");
+        assert!(err.contains("frpc-plain"), "{err}");
+    }
+    // The plain client calls it.
+    let mut plain = Client::connect(Framework::FrpcPlain, addr, framing)
+        .await
+        .unwrap();
+    let limit = Limit::per_slot(Window::new(Duration::ZERO, Duration::from_secs(60)), 5);
+    let outcome = plain
+        .drive(&Body::random(Payload::String, 32), 1, Callers::Tasks, limit)
+        .await;
+    assert_eq!(outcome.calls, 5);
+    serving.abort();
+}
+
+/// Every client's connect to a port nobody listens on is an error that names the address.
+#[tokio::test]
+async fn a_refused_connection_is_an_error_naming_the_address() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    for client in [
+        Framework::FrpcInline,
+        Framework::FrpcChannel,
+        Framework::Tonic,
+        Framework::Raw,
+    ] {
+        let err = Client::connect(client, addr, frpc::Framing::Frisbee)
+            .await
+            .unwrap_err();
+        assert!(err.contains(&addr.to_string()), "{client:?}: {err}");
     }
 }

@@ -109,7 +109,10 @@ pub struct Client<T = frpc::Client>(pb::BenchmarkServiceClient<T>);
 
 impl Client<frpc::Channel> {
     /// Connects a one-endpoint channel to `addr`, offering frpc's extensions.
-    pub async fn connect_channel(addr: SocketAddr, framing: frpc::Framing) -> Client<frpc::Channel> {
+    pub async fn connect_channel(
+        addr: SocketAddr,
+        framing: frpc::Framing,
+    ) -> Result<Client<frpc::Channel>, String> {
         Client::connect_channel_with(addr, framing, |channel| channel).await
     }
 
@@ -118,40 +121,50 @@ impl Client<frpc::Channel> {
         addr: SocketAddr,
         framing: frpc::Framing,
         finish: impl FnOnce(frpc::Channel) -> frpc::Channel,
-    ) -> Client<frpc::Channel> {
+    ) -> Result<Client<frpc::Channel>, String> {
         let channel = frpc::Endpoint::from(addr)
             .framing(framing)
             .connect()
             .await
-            .expect("frpc channel connect");
-        Client(pb::BenchmarkServiceClient::new(finish(channel)))
+            .map_err(|e| format!("the frpc channel cannot connect to {addr}: {e}"))?;
+        Ok(Client(pb::BenchmarkServiceClient::new(finish(channel))))
     }
 }
 
 impl Client {
     /// Connects to `addr`, offering `wire`'s extensions, and waits for the server's answer so
     /// that every measured call uses what was negotiated (a call made before the answer goes
-    /// in polyglot).
-    pub async fn connect(addr: SocketAddr, framing: frpc::Framing, wire: Wire) -> Client {
+    /// in polyglot). A server that answers otherwise is an error, not a cell measured in a
+    /// wire it does not name: a server other than frpc-rs's (Go fRPC's, the raw echo) takes
+    /// no extensions, and is called with [`Wire::Plain`].
+    pub async fn connect(addr: SocketAddr, framing: frpc::Framing, wire: Wire) -> Result<Client, String> {
         let mut config = frpc::ClientConfig::default();
         config.connection.framing = framing;
         config.extensions = wire.extensions();
         config.protobuf = wire.protobuf();
         let client = frpc::Client::connect_with(addr, config)
             .await
-            .expect("frpc connect");
-        let accepted = client.negotiated().await;
-        assert_eq!(
-            accepted,
-            wire.extensions(),
-            "the frpc server's answer to the offer"
-        );
-        assert_eq!(
-            client.protobuf_accepted(),
-            wire.protobuf(),
-            "the protobuf extension"
-        );
-        Client(pb::BenchmarkServiceClient::new(client))
+            .map_err(|e| format!("the frpc client cannot connect to {addr}: {e}"))?;
+        let accepted = (client.negotiated().await, client.protobuf_accepted());
+        if accepted != (wire.extensions(), wire.protobuf()) {
+            return Err(format!(
+                "the server at {addr} took {}, where the client offered {} ({wire:?}); a \
+                 server other than frpc-rs's (Go fRPC's, or the raw echo) takes none: call it \
+                 with the frpc-plain client",
+                extensions_taken(accepted),
+                extensions_taken((wire.extensions(), wire.protobuf())),
+            ));
+        }
+        Ok(Client(pb::BenchmarkServiceClient::new(client)))
+    }
+}
+
+/// The extensions an offer or its answer names (extensions, protobuf), in words.
+fn extensions_taken((extensions, protobuf): (bool, bool)) -> &'static str {
+    match (extensions, protobuf) {
+        (false, _) => "no extensions",
+        (true, false) => "frpc's extensions without protobuf",
+        (true, true) => "frpc's extensions with protobuf",
     }
 }
 

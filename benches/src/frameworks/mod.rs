@@ -154,23 +154,30 @@ pub enum Client {
 }
 
 impl Client {
-    /// Connects to the `framework` server at `addr`.
-    pub async fn connect(framework: Framework, addr: SocketAddr, framing: ::frpc::Framing) -> Client {
-        match framework {
+    /// Connects to the `framework` server at `addr`; an error says why it could not, or why
+    /// the server is not one this client can measure.
+    pub async fn connect(
+        framework: Framework,
+        addr: SocketAddr,
+        framing: ::frpc::Framing,
+    ) -> Result<Client, String> {
+        Ok(match framework {
             Framework::FrpcInline | Framework::FrpcPerRpc => {
-                Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Polyglot).await)
+                Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Polyglot).await?)
             }
             Framework::FrpcProtobuf => {
-                Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Protobuf).await)
+                Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Protobuf).await?)
             }
             Framework::FrpcPlain => {
-                Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Plain).await)
+                Client::Frpc(frpc::Client::connect(addr, framing, frpc::Wire::Plain).await?)
             }
-            Framework::FrpcChannel => Client::FrpcChannel(frpc::Client::connect_channel(addr, framing).await),
+            Framework::FrpcChannel => {
+                Client::FrpcChannel(frpc::Client::connect_channel(addr, framing).await?)
+            }
             // The same tonic client on frpc's gRPC face as on tonic's server.
-            Framework::Tonic | Framework::FrpcGrpc => Client::Tonic(tonic::Client::connect(addr).await),
-            Framework::Raw => Client::Raw(raw::Client::connect(addr, framing).await),
-        }
+            Framework::Tonic | Framework::FrpcGrpc => Client::Tonic(tonic::Client::connect(addr).await?),
+            Framework::Raw => Client::Raw(raw::Client::connect(addr, framing).await?),
+        })
     }
 
     /// Keeps `inflight` calls carrying `body` outstanding until `limit` says stop, issued as

@@ -124,14 +124,17 @@ impl Splitter {
 
 impl Client {
     /// Connects to `addr` with TCP_NODELAY.
-    pub async fn connect(addr: SocketAddr, framing: frpc::Framing) -> Client {
-        let stream = TcpStream::connect(addr).await.expect("raw connect");
-        stream.set_nodelay(true).expect("nodelay");
-        Client {
+    pub async fn connect(addr: SocketAddr, framing: frpc::Framing) -> Result<Client, String> {
+        let connected = TcpStream::connect(addr).await.and_then(|stream| {
+            stream.set_nodelay(true)?;
+            Ok(stream)
+        });
+        let stream = connected.map_err(|e| format!("the raw client cannot connect to {addr}: {e}"))?;
+        Ok(Client {
             stream,
             framing,
             buf: vec![0; 256 * 1024],
-        }
+        })
     }
 
     /// Keeps `inflight` packets outstanding. The server answers in order (the raw echo, or an frpc

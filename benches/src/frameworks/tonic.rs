@@ -67,18 +67,18 @@ pub struct Client(BenchmarkServiceClient<Channel>);
 
 impl Client {
     /// Connects a new channel to `addr`.
-    pub async fn connect(addr: SocketAddr) -> Client {
+    pub async fn connect(addr: SocketAddr) -> Result<Client, String> {
         let channel = Endpoint::from_shared(format!("http://{addr}"))
-            .expect("valid uri")
+            .expect("a socket address makes a valid uri")
             .tcp_nodelay(true)
             .connect()
             .await
-            .expect("tonic connect");
-        Client(
+            .map_err(|e| format!("the tonic client cannot connect to {addr}: {e}"))?;
+        Ok(Client(
             BenchmarkServiceClient::new(channel)
                 .max_decoding_message_size(MAX_MESSAGE)
                 .max_encoding_message_size(MAX_MESSAGE),
-        )
+        ))
     }
 
     /// Keeps `inflight` calls outstanding on the one channel, issued as `callers` says.
