@@ -958,16 +958,12 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
         &self,
         request: Request,
     ) -> ::core::result::Result<Response, ::frpc::Error> {
-        ::frpc::codegen::traced(
-                "capture.EchoService",
-                "Echo",
+        ::frpc::codegen::traced_unary(
+                &self.client,
+                ("capture.EchoService", "Echo"),
                 10,
-                ::frpc::codegen::call_unary_at(
-                    &self.client,
-                    10,
-                    "/capture.EchoService/Echo",
-                    request,
-                ),
+                "/capture.EchoService/Echo",
+                request,
             )
             .await
     }
@@ -992,16 +988,12 @@ impl<T: ::frpc::Caller> EchoServiceClient<T> {
         &self,
         request: SearchResponse,
     ) -> ::core::result::Result<StockPricesWrapper, ::frpc::Error> {
-        ::frpc::codegen::traced(
-                "capture.EchoService",
-                "Testy",
+        ::frpc::codegen::traced_unary(
+                &self.client,
+                ("capture.EchoService", "Testy"),
                 12,
-                ::frpc::codegen::call_unary_at(
-                    &self.client,
-                    12,
-                    "/capture.EchoService/Testy",
-                    request,
-                ),
+                "/capture.EchoService/Testy",
+                request,
             )
             .await
     }

@@ -456,7 +456,7 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
                 quote! {
                     #doc
                     pub async fn #f(&self, request: #input) -> ::core::result::Result<#output, ::frpc::Error> {
-                        ::frpc::codegen::traced(#full_name, #name, #op, ::frpc::codegen::call_unary_at(&self.client, #op, #grpc_path, request)).await
+                        ::frpc::codegen::traced_unary(&self.client, (#full_name, #name), #op, #grpc_path, request).await
                     }
                 }
             }

@@ -212,7 +212,9 @@ impl ClientCalls {
         let bits = match self.ext.is_resolved() {
             true => bits,
             false => {
-                self.resolve(conn).await?;
+                // Boxed: only the first calls of a connection wait for the answer, and the wait
+                // would otherwise make every call's future larger.
+                Box::pin(self.resolve(conn)).await?;
                 self.ext.accepted()
             }
         };

@@ -303,10 +303,20 @@ impl Connection {
         }
     }
 
-    /// Puts an admitted packet in the writer's queue.
+    /// Puts an admitted packet in the writer's queue: at once when it has room, else boxed
+    /// while it waits for room. The wait (a slot in the channel's waiter list) is three times
+    /// the rest of a send, and every caller's future, a unary call's included, would carry it
+    /// (and copy it with every move) while only a full queue needs it.
     async fn enqueue(&self, packet: Outgoing) -> Result<(), Error> {
         self.outbound.queued();
-        if self.out.send(packet).await.is_err() {
+        let sent = match self.out.try_send(packet) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(packet)) => {
+                Box::pin(self.out.send(packet)).await.map_err(|_| ())
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
+        };
+        if sent.is_err() {
             self.outbound.unqueued();
             return Err(self.closed_error());
         }
