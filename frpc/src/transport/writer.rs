@@ -3,7 +3,10 @@
 //! saving the hand-off to the writer task (a wake-up and a context switch per message).
 //! Transport floor.
 //!
-//! Both write under one lock around the socket's write half. The direct path is taken only when
+//! Both write under one lock around the socket's write half: a plain mutex, held by a sender for
+//! its non-blocking write and by the writer task only to take the write half out (and put it
+//! back once its write is done): a sender that finds it out queues, as it would behind the
+//! writer task. The direct path is taken only when
 //! nothing is queued or half-written ahead of the packet (`outstanding` counts only the cork,
 //! checked under the lock), so packets leave in the order they were sent. A direct write that
 //! the socket only partly takes leaves the rest to the writer task, which writes it before
@@ -29,6 +32,7 @@
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -37,7 +41,7 @@ use frpc_wire::{Framing, Header, Packet, op};
 
 use crate::types::Encoded;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Mutex, Notify, mpsc};
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// Content at least this large is written straight from its own buffer instead of being copied
@@ -146,7 +150,8 @@ pub(crate) trait Outbound: Send + Sync {
 
 /// The socket's write half and what the direct path left for the writer task.
 struct Side<W> {
-    /// `None` once the writer task has finished with it.
+    /// `None` while the writer task writes (it takes it out of the lock), and once it has
+    /// finished with it.
     write: Option<W>,
     /// Bytes a direct write could not hand to the socket.
     rest: BytesMut,
@@ -162,8 +167,17 @@ struct Side<W> {
     scratch: BytesMut,
 }
 
+/// What the writer task takes out of the lock to write: the socket's write half, and the bytes
+/// (and large contents) the direct path left, if it left any.
+struct CheckedOut<W> {
+    write: W,
+    left: Option<(BytesMut, Vec<Bytes>)>,
+}
+
 /// The write side shared by the writer task and the senders.
 pub(crate) struct Writer<W> {
+    /// A std mutex, never held across an await: a tokio mutex's release alone took about a
+    /// hundred instructions (it locks its waiter list), twice per call.
     side: Mutex<Side<W>>,
     /// Packets queued or half-written that the writer task has not finished yet.
     outstanding: AtomicUsize,
@@ -209,42 +223,95 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
                 _ = self.wake.notified() => None,
                 _ = closed.cancelled() => break,
             };
-            let mut side = self.side.lock().await;
-            let side = &mut *side;
-            let Some(write) = side.write.as_mut() else { break };
-            if side.partial || side.corked {
-                write_chain(write, &side.rest, &side.rest_parts).await?;
-                write.flush().await?;
-                side.rest.clear();
-                side.rest_parts.clear();
-                (side.partial, side.corked) = (false, false);
-                self.outstanding.fetch_sub(1, Ordering::Release);
-            }
-            let Some(packet) = first else { continue };
-            let mut written = 1;
-            write_packet(write, &mut buf, self.framing, packet).await?;
-            while buf.len() < BATCH_LIMIT {
-                match queue.try_recv() {
-                    Ok(packet) => write_packet(write, &mut buf, self.framing, packet).await?,
-                    Err(_) => break,
-                }
-                written += 1;
-            }
-            write.write_all(&buf).await?;
-            buf.clear();
-            self.outstanding.fetch_sub(written, Ordering::Release);
+            let Some(mut out) = self.check_out() else { break };
+            let written = self.write_batch(&mut out, first, &mut queue, &mut buf).await;
+            self.check_in(out, written.is_ok());
+            written?;
         }
         Ok(self.finish(queue, buf, keep()).await)
+    }
+
+    /// Writes what the direct path left (if anything), then `first` and the packets queued
+    /// behind it, in batches of up to [`BATCH_LIMIT`].
+    async fn write_batch(
+        &self,
+        out: &mut CheckedOut<W>,
+        first: Option<Outgoing>,
+        queue: &mut mpsc::Receiver<Outgoing>,
+        buf: &mut BytesMut,
+    ) -> std::io::Result<()> {
+        let write = &mut out.write;
+        if let Some((rest, parts)) = &out.left {
+            write_chain(write, rest, parts).await?;
+            write.flush().await?;
+        }
+        let Some(packet) = first else { return Ok(()) };
+        let mut written = 1;
+        write_packet(write, buf, self.framing, packet).await?;
+        while buf.len() < BATCH_LIMIT {
+            match queue.try_recv() {
+                Ok(packet) => write_packet(write, buf, self.framing, packet).await?,
+                Err(_) => break,
+            }
+            written += 1;
+        }
+        write.write_all(buf).await?;
+        buf.clear();
+        // Before the write half goes back: senders see the count only with it.
+        self.outstanding.fetch_sub(written, Ordering::Release);
+        Ok(())
+    }
+
+    fn lock_side(&self) -> MutexGuard<'_, Side<W>> {
+        self.side.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the write half out of the lock for the writer task, with what the direct path
+    /// left for it; `None` once the writer has finished.
+    fn check_out(&self) -> Option<CheckedOut<W>> {
+        let mut side = self.lock_side();
+        let write = side.write.take()?;
+        let left = (side.partial || side.corked).then(|| {
+            (
+                std::mem::take(&mut side.rest),
+                std::mem::take(&mut side.rest_parts),
+            )
+        });
+        Some(CheckedOut { write, left })
+    }
+
+    /// Puts the write half back. What the direct path left is done once `written`: its flags
+    /// clear and its buffers come back empty (their room kept); after a failed write it is
+    /// put back as it was, as the connection closes.
+    fn check_in(&self, out: CheckedOut<W>, written: bool) {
+        let mut side = self.lock_side();
+        side.write = Some(out.write);
+        let Some((mut rest, mut parts)) = out.left else {
+            return;
+        };
+        if written {
+            rest.clear();
+            parts.clear();
+            (side.partial, side.corked) = (false, false);
+            self.outstanding.fetch_sub(1, Ordering::Release);
+        }
+        (side.rest, side.rest_parts) = (rest, parts);
     }
 
     /// Closing: flushes the rest of a direct write and what was queued before the close (a
     /// closing status reply, say), for at most [`CLOSE_FLUSH_TIMEOUT`].
     async fn finish(&self, mut queue: mpsc::Receiver<Outgoing>, mut buf: BytesMut, keep: bool) -> Option<W> {
-        let mut side = self.side.lock().await;
-        let side = &mut *side;
-        let mut write = side.write.take()?;
+        let (mut write, rest, rest_parts) = {
+            let mut side = self.lock_side();
+            let write = side.write.take()?;
+            (
+                write,
+                std::mem::take(&mut side.rest),
+                std::mem::take(&mut side.rest_parts),
+            )
+        };
         let flush = async {
-            write_chain(&mut write, &side.rest, &side.rest_parts).await?;
+            write_chain(&mut write, &rest, &rest_parts).await?;
             queue.close();
             while let Some(packet) = queue.recv().await {
                 // A heartbeat would land in the raw byte stream of a taken-over connection.
@@ -266,9 +333,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
-    /// Whether a packet may be written (or corked) ahead of the queue: the socket is ours,
-    /// nothing is half-written, and nothing but the cork is outstanding. Checked under the
-    /// lock, as the writer task decrements `outstanding` only while holding it.
+    /// Whether a packet may be written (or corked) ahead of the queue: the socket is ours (not
+    /// out with the writer task), nothing is half-written, and nothing but the cork is
+    /// outstanding. Checked under the lock, as the writer task decrements `outstanding` only
+    /// while the write half is out, or holding the lock.
     fn first_in_line(&self, side: &Side<W>) -> bool {
         !side.partial
             && side.write.is_some()
@@ -280,11 +348,15 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
     /// [`first_in_line`].
     ///
     /// [`first_in_line`]: Writer::first_in_line
-    fn ahead_of_queue(&self, len: usize) -> Option<tokio::sync::MutexGuard<'_, Side<W>>> {
+    fn ahead_of_queue(&self, len: usize) -> Option<MutexGuard<'_, Side<W>>> {
         if len > DIRECT_MAX || self.outstanding.load(Ordering::Acquire) > 1 {
             return None;
         }
-        let side = self.side.try_lock().ok()?;
+        let side = match self.side.try_lock() {
+            Ok(side) => side,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
         self.first_in_line(&side).then_some(side)
     }
 
@@ -397,10 +469,14 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
         if self.outstanding.load(Ordering::Acquire) == 0 {
             return;
         }
-        let Ok(mut side) = self.side.try_lock() else {
-            // The writer task holds it (and takes the cork) or will once woken.
-            self.wake.notify_one();
-            return;
+        let mut side = match self.side.try_lock() {
+            Ok(side) => side,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                // A sender holds it for a moment; the writer task takes the cork once woken.
+                self.wake.notify_one();
+                return;
+            }
         };
         let side = &mut *side;
         // Not corked: the writer task (or a direct write) wrote it already.
