@@ -4,10 +4,13 @@
 //!
 //! Unary calls follow Go fRPC: a per-method u16 request id (first id 1, wrapping), the reply
 //! matched by (operation, id). An id still in flight is never reused. The in-flight table is the
-//! one lock a call takes (once to register, once when the reply lands).
+//! one lock a call takes (to register, when the reply lands, and when its caller takes it):
+//! the reply waits in the caller's entry, so a call allocates nothing beyond its messages (a
+//! oneshot channel per call cost an allocation and about 250 instructions).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -76,10 +79,22 @@ pub struct Reply {
 
 #[derive(Debug, Default)]
 struct Table {
-    calls: IdMap<u32, oneshot::Sender<Outcome>>,
+    /// Every call from its registration until its caller takes the reply (or gives up).
+    calls: IdMap<u32, Slot>,
+    /// The calls of `calls` still waiting for their reply.
+    waiting: usize,
     next_ids: IdMap<u16, u16>,
     closed: bool,
     takeover_armed: bool,
+}
+
+/// A call's entry in the in-flight table.
+#[derive(Debug)]
+enum Slot {
+    /// Sent (or being sent), its reply not here yet: whom to wake when it lands.
+    Waiting(Option<Waker>),
+    /// The reply (or the error that ended the call), for its caller to take.
+    Done(Outcome),
 }
 
 fn key(op: u16, id: u16) -> u32 {
@@ -230,7 +245,7 @@ impl ClientCalls {
 
     /// Number of unary calls waiting for a reply.
     pub(crate) fn inflight(&self) -> usize {
-        self.lock().calls.len()
+        self.lock().waiting
     }
 
     /// Makes the reader stop as soon as no call is pending (see `Client::arm_takeover`).
@@ -274,13 +289,12 @@ impl ClientCalls {
             }
         };
         conn.check_len(content.len())?;
-        let (tx, rx) = oneshot::channel();
-        let (id, alone) = self.register(op, tx, conn)?;
+        let (id, alone) = self.register(op, conn)?;
         let mut pending = PendingCall {
             calls: self,
             conn,
             key: key(op, id),
-            rx: Some(rx),
+            taken: false,
             cancel: bits & ext::EXT_CANCEL != 0,
         };
         let packet = Outgoing::new(id, op, content);
@@ -290,14 +304,9 @@ impl ClientCalls {
         // it) leave in one write, made by the first of them once the others are in, again
         // with no hand-off to the writer task.
         conn.send_or_cork(packet, !alone).await?;
-        let rx = pending.rx.as_mut().expect("receiver present until drop");
-        let reply = rx.await;
-        if reply.is_ok() {
-            // The dispatcher removed the entry when it handed the reply over.
-            pending.rx = None;
-            self.read_one();
-        }
-        let body = reply.unwrap_or_else(|_| Err(conn.closed_error()))?;
+        let reply = std::future::poll_fn(|cx| self.poll_reply(pending.key, cx, conn)).await;
+        pending.taken = true;
+        let body = reply?;
         // Only a client that offered gets extension headers (and no fRPC content starts so).
         if !(self.ext.offered() && ext::has_prefix(&body)) {
             return Ok(Reply {
@@ -327,12 +336,7 @@ impl ClientCalls {
     /// Picks the method's next free id (Go's pre-increment counter: first id 1) and registers
     /// the caller under it; also says whether it is alone: the only call in flight, with no
     /// reply handed over but not yet read (whose caller may be about to call again).
-    fn register(
-        &self,
-        op: u16,
-        tx: oneshot::Sender<Outcome>,
-        conn: &Connection,
-    ) -> Result<(u16, bool), Error> {
+    fn register(&self, op: u16, conn: &Connection) -> Result<(u16, bool), Error> {
         let mut table = self.lock();
         if table.closed {
             return Err(conn.closed_error());
@@ -342,11 +346,9 @@ impl ClientCalls {
             id = id.wrapping_add(1);
             if !table.calls.contains_key(&key(op, id)) {
                 table.next_ids.insert(op, id);
-                table.calls.insert(key(op, id), tx);
-                return Ok((
-                    id,
-                    table.calls.len() == 1 && self.unread.load(Ordering::Relaxed) == 0,
-                ));
+                table.calls.insert(key(op, id), Slot::Waiting(None));
+                table.waiting += 1;
+                return Ok((id, table.waiting == 1 && self.unread.load(Ordering::Relaxed) == 0));
             }
         }
         Err(Error::closed(format!(
@@ -354,54 +356,86 @@ impl ClientCalls {
         )))
     }
 
+    /// Takes the reply of call `key` once it is there (registering the caller's waker until
+    /// then). A reply taken is read: see [`ClientCalls::unread`].
+    fn poll_reply(&self, key: u32, cx: &mut Context<'_>, conn: &Connection) -> Poll<Outcome> {
+        let mut table = self.lock();
+        match table.calls.get_mut(&key) {
+            Some(Slot::Waiting(waker)) => {
+                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            Some(Slot::Done(_)) => match table.calls.remove(&key) {
+                Some(Slot::Done(outcome)) => {
+                    self.unread.fetch_sub(1, Ordering::Relaxed);
+                    Poll::Ready(outcome)
+                }
+                _ => unreachable!("the entry was just seen done"),
+            },
+            // Never: the entry stays until its caller takes the reply or gives up.
+            None => Poll::Ready(Err(conn.closed_error())),
+        }
+    }
+
     /// Hands a reply to its caller; a reply nobody waits for (timed out, dropped) is discarded.
     /// Returns whether an armed takeover should happen now.
     fn complete(&self, op: u16, id: u16, content: Bytes) -> bool {
-        let (waiter, take_over) = {
+        let (waker, take_over) = {
             let mut table = self.lock();
-            let waiter = table.calls.remove(&key(op, id));
-            (waiter, table.takeover_armed && table.calls.is_empty())
+            let Some(waker) = self.hand_over(&mut table, key(op, id), Ok(content)) else {
+                tracing::trace!(op, id, "dropping a reply nobody waits for");
+                return false;
+            };
+            (waker, table.takeover_armed && table.waiting == 0)
         };
-        match waiter {
-            Some(tx) => self.hand_over(tx, Ok(content)),
-            None => tracing::trace!(op, id, "dropping a reply nobody waits for"),
+        if let Some(waker) = waker {
+            waker.wake();
         }
         take_over
     }
 
     /// Fails one pending call (its reply was too large to read); unknown calls are ignored.
     fn fail(&self, op: u16, id: u16, err: Error) {
-        let waiter = self.lock().calls.remove(&key(op, id));
-        if let Some(tx) = waiter {
-            self.hand_over(tx, Err(err));
+        let waker = self.hand_over(&mut self.lock(), key(op, id), Err(err)).flatten();
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 
-    /// Hands a reply (or error) to its caller, counted as unread until the caller reads it
-    /// (counted first, so the caller's decrement never comes before it).
-    fn hand_over(&self, tx: oneshot::Sender<Outcome>, reply: Outcome) {
+    /// Leaves `outcome` in call `key`'s entry if it still waits, counted as unread until its
+    /// caller takes it; returns the caller's waker to wake once the lock is released (`None`:
+    /// no such call waits).
+    fn hand_over(&self, table: &mut Table, key: u32, outcome: Outcome) -> Option<Option<Waker>> {
+        let slot = table.calls.get_mut(&key)?;
+        let Slot::Waiting(waker) = slot else { return None };
+        let waker = waker.take();
+        *slot = Slot::Done(outcome);
+        table.waiting -= 1;
         self.unread.fetch_add(1, Ordering::Relaxed);
-        if tx.send(reply).is_err() {
-            self.unread.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-
-    /// A caller read the reply handed over to it.
-    fn read_one(&self) {
-        self.unread.fetch_sub(1, Ordering::Relaxed);
+        Some(waker)
     }
 
     /// Fails every pending call at once and refuses new ones.
     fn fail_all(&self, err: &Error) {
         self.ext.close();
-        let calls = {
+        let wakers: Vec<Waker> = {
             let mut table = self.lock();
             table.closed = true;
-            std::mem::take(&mut table.calls)
+            let table = &mut *table;
+            let mut wakers = Vec::with_capacity(table.waiting);
+            for slot in table.calls.values_mut() {
+                if let Slot::Waiting(waker) = slot {
+                    wakers.extend(waker.take());
+                    *slot = Slot::Done(Err(err.duplicate()));
+                    self.unread.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            table.waiting = 0;
+            wakers
         };
-        for (_, tx) in calls {
-            self.hand_over(tx, Err(err.duplicate()));
-        }
+        wakers.into_iter().for_each(Waker::wake);
     }
 }
 
@@ -411,31 +445,34 @@ struct PendingCall<'a> {
     calls: &'a ClientCalls,
     conn: &'a Connection,
     key: u32,
-    rx: Option<oneshot::Receiver<Outcome>>,
+    /// Whether the caller took its reply (the entry is gone).
+    taken: bool,
     cancel: bool,
 }
 
 impl Drop for PendingCall<'_> {
     fn drop(&mut self) {
-        let Some(mut rx) = self.rx.take() else { return };
-        // A reply that landed but was never read: the call is over, nothing to cancel.
-        let answered = rx.try_recv().is_ok();
-        drop(rx);
-        if answered {
-            self.calls.read_one();
-        }
-        if self.cancel && !answered && !self.conn.is_closed() {
-            // Sent while our entry still holds the id, so no newer call can have taken it.
-            // Best effort: with the write queue full the cancel is not sent (the reply then
-            // lands nowhere). A cancel for a call that already finished is ignored.
-            let (op, id) = ((self.key >> 16) as u16, self.key as u16);
-            let _ = self.conn.try_send(ext::cancel(op, id));
+        if self.taken {
+            return;
         }
         let mut table = self.calls.lock();
-        // Only our own entry: once our receiver is gone its sender reports closed, while a newer
-        // call that reused the id after our reply landed still has a live receiver.
-        if table.calls.get(&self.key).is_some_and(|tx| tx.is_closed()) {
-            table.calls.remove(&self.key);
+        match table.calls.remove(&self.key) {
+            // A reply that landed but was never read: the call is over, nothing to cancel.
+            Some(Slot::Done(_)) => {
+                self.calls.unread.fetch_sub(1, Ordering::Relaxed);
+            }
+            Some(Slot::Waiting(_)) => {
+                table.waiting -= 1;
+                if self.cancel && !self.conn.is_closed() {
+                    // Sent under the lock, the id not yet free, so no newer call can have
+                    // taken it. Best effort: with the write queue full the cancel is not sent
+                    // (the reply then lands nowhere). A cancel for a call that already
+                    // finished is ignored.
+                    let (op, id) = ((self.key >> 16) as u16, self.key as u16);
+                    let _ = self.conn.try_send(ext::cancel(op, id));
+                }
+            }
+            None => {}
         }
     }
 }
