@@ -359,24 +359,24 @@ impl ClientCalls {
     /// Takes the reply of call `key` once it is there (registering the caller's waker until
     /// then). A reply taken is read: see [`ClientCalls::unread`].
     fn poll_reply(&self, key: u32, cx: &mut Context<'_>, conn: &Connection) -> Poll<Outcome> {
+        use std::collections::hash_map::Entry;
         let mut table = self.lock();
-        match table.calls.get_mut(&key) {
-            Some(Slot::Waiting(waker)) => {
-                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *waker = Some(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-            Some(Slot::Done(_)) => match table.calls.remove(&key) {
-                Some(Slot::Done(outcome)) => {
-                    self.unread.fetch_sub(1, Ordering::Relaxed);
-                    Poll::Ready(outcome)
-                }
-                _ => unreachable!("the entry was just seen done"),
-            },
+        // One lookup, whether the reply is there or not.
+        let Entry::Occupied(mut entry) = table.calls.entry(key) else {
             // Never: the entry stays until its caller takes the reply or gives up.
-            None => Poll::Ready(Err(conn.closed_error())),
+            return Poll::Ready(Err(conn.closed_error()));
+        };
+        if let Slot::Waiting(waker) = entry.get_mut() {
+            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *waker = Some(cx.waker().clone());
+            }
+            return Poll::Pending;
         }
+        let Slot::Done(outcome) = entry.remove() else {
+            unreachable!("an entry not waiting is done")
+        };
+        self.unread.fetch_sub(1, Ordering::Relaxed);
+        Poll::Ready(outcome)
     }
 
     /// Hands a reply to its caller; a reply nobody waits for (timed out, dropped) is discarded.
