@@ -8,7 +8,7 @@
 //! the reply waits in the caller's entry, so a call allocates nothing beyond its messages (a
 //! oneshot channel per call cost an allocation and about 250 instructions).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -42,9 +42,6 @@ pub(crate) struct ClientCalls {
     answered: AtomicBool,
     /// Set once the server sent a reply or a stream message: the connection served a call.
     served: AtomicBool,
-    /// Replies handed to their callers and not yet read by them: while some are, the next
-    /// call is not alone (its siblings are likely to call too), and is corked.
-    unread: AtomicUsize,
     first_answer: tokio::sync::Notify,
     /// Reflection requests waiting for their answers, oldest first (the server answers in
     /// order).
@@ -81,8 +78,10 @@ pub struct Reply {
 struct Table {
     /// Every call from its registration until its caller takes the reply (or gives up).
     calls: IdMap<u32, Slot>,
-    /// The calls of `calls` still waiting for their reply.
-    waiting: usize,
+    /// The entries of `calls` that are `Done`: replies handed to their callers and not yet
+    /// read by them. While some are, the next call is not alone (its siblings are likely to
+    /// call too), and is corked.
+    unread: usize,
     next_ids: IdMap<u16, u16>,
     closed: bool,
     takeover_armed: bool,
@@ -97,6 +96,13 @@ enum Slot {
     Done(Outcome),
 }
 
+impl Table {
+    /// The calls still waiting for their reply.
+    fn waiting(&self) -> usize {
+        self.calls.len() - self.unread
+    }
+}
+
 fn key(op: u16, id: u16) -> u32 {
     (u32::from(op) << 16) | u32::from(id)
 }
@@ -107,7 +113,6 @@ impl ClientCalls {
         Arc::new(ClientCalls {
             answered: AtomicBool::new(false),
             served: AtomicBool::new(false),
-            unread: AtomicUsize::new(0),
             first_answer: tokio::sync::Notify::new(),
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),
@@ -245,7 +250,7 @@ impl ClientCalls {
 
     /// Number of unary calls waiting for a reply.
     pub(crate) fn inflight(&self) -> usize {
-        self.lock().waiting
+        self.lock().waiting()
     }
 
     /// Makes the reader stop as soon as no call is pending (see `Client::arm_takeover`).
@@ -347,8 +352,7 @@ impl ClientCalls {
             if !table.calls.contains_key(&key(op, id)) {
                 table.next_ids.insert(op, id);
                 table.calls.insert(key(op, id), Slot::Waiting(None));
-                table.waiting += 1;
-                return Ok((id, table.waiting == 1 && self.unread.load(Ordering::Relaxed) == 0));
+                return Ok((id, table.calls.len() == 1));
             }
         }
         Err(Error::closed(format!(
@@ -357,7 +361,7 @@ impl ClientCalls {
     }
 
     /// Takes the reply of call `key` once it is there (registering the caller's waker until
-    /// then). A reply taken is read: see [`ClientCalls::unread`].
+    /// then). A reply taken is read (see `Table::unread`).
     fn poll_reply(&self, key: u32, cx: &mut Context<'_>, conn: &Connection) -> Poll<Outcome> {
         use std::collections::hash_map::Entry;
         let mut table = self.lock();
@@ -375,7 +379,7 @@ impl ClientCalls {
         let Slot::Done(outcome) = entry.remove() else {
             unreachable!("an entry not waiting is done")
         };
-        self.unread.fetch_sub(1, Ordering::Relaxed);
+        table.unread -= 1;
         Poll::Ready(outcome)
     }
 
@@ -384,11 +388,11 @@ impl ClientCalls {
     fn complete(&self, op: u16, id: u16, content: Bytes) -> bool {
         let (waker, take_over) = {
             let mut table = self.lock();
-            let Some(waker) = self.hand_over(&mut table, key(op, id), Ok(content)) else {
+            let Some(waker) = Self::hand_over(&mut table, key(op, id), Ok(content)) else {
                 tracing::trace!(op, id, "dropping a reply nobody waits for");
                 return false;
             };
-            (waker, table.takeover_armed && table.waiting == 0)
+            (waker, table.takeover_armed && table.waiting() == 0)
         };
         if let Some(waker) = waker {
             waker.wake();
@@ -398,7 +402,7 @@ impl ClientCalls {
 
     /// Fails one pending call (its reply was too large to read); unknown calls are ignored.
     fn fail(&self, op: u16, id: u16, err: Error) {
-        let waker = self.hand_over(&mut self.lock(), key(op, id), Err(err)).flatten();
+        let waker = Self::hand_over(&mut self.lock(), key(op, id), Err(err)).flatten();
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -407,13 +411,12 @@ impl ClientCalls {
     /// Leaves `outcome` in call `key`'s entry if it still waits, counted as unread until its
     /// caller takes it; returns the caller's waker to wake once the lock is released (`None`:
     /// no such call waits).
-    fn hand_over(&self, table: &mut Table, key: u32, outcome: Outcome) -> Option<Option<Waker>> {
+    fn hand_over(table: &mut Table, key: u32, outcome: Outcome) -> Option<Option<Waker>> {
         let slot = table.calls.get_mut(&key)?;
         let Slot::Waiting(waker) = slot else { return None };
         let waker = waker.take();
         *slot = Slot::Done(outcome);
-        table.waiting -= 1;
-        self.unread.fetch_add(1, Ordering::Relaxed);
+        table.unread += 1;
         Some(waker)
     }
 
@@ -424,15 +427,14 @@ impl ClientCalls {
             let mut table = self.lock();
             table.closed = true;
             let table = &mut *table;
-            let mut wakers = Vec::with_capacity(table.waiting);
+            let mut wakers = Vec::with_capacity(table.waiting());
             for slot in table.calls.values_mut() {
                 if let Slot::Waiting(waker) = slot {
                     wakers.extend(waker.take());
                     *slot = Slot::Done(Err(err.duplicate()));
-                    self.unread.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            table.waiting = 0;
+            table.unread = table.calls.len();
             wakers
         };
         wakers.into_iter().for_each(Waker::wake);
@@ -458,20 +460,16 @@ impl Drop for PendingCall<'_> {
         let mut table = self.calls.lock();
         match table.calls.remove(&self.key) {
             // A reply that landed but was never read: the call is over, nothing to cancel.
-            Some(Slot::Done(_)) => {
-                self.calls.unread.fetch_sub(1, Ordering::Relaxed);
+            Some(Slot::Done(_)) => table.unread -= 1,
+            Some(Slot::Waiting(_)) if self.cancel && !self.conn.is_closed() => {
+                // Sent under the lock, the id not yet free, so no newer call can have taken
+                // it. Best effort: with the write queue full the cancel is not sent (the
+                // reply then lands nowhere). A cancel for a call that already finished is
+                // ignored.
+                let (op, id) = ((self.key >> 16) as u16, self.key as u16);
+                let _ = self.conn.try_send(ext::cancel(op, id));
             }
-            Some(Slot::Waiting(_)) => {
-                table.waiting -= 1;
-                if self.cancel && !self.conn.is_closed() {
-                    // Sent under the lock, the id not yet free, so no newer call can have
-                    // taken it. Best effort: with the write queue full the cancel is not sent
-                    // (the reply then lands nowhere). A cancel for a call that already
-                    // finished is ignored.
-                    let (op, id) = ((self.key >> 16) as u16, self.key as u16);
-                    let _ = self.conn.try_send(ext::cancel(op, id));
-                }
-            }
+            Some(Slot::Waiting(_)) => {}
             None => {}
         }
     }

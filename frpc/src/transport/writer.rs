@@ -266,6 +266,16 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
         self.side.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The lock if no one holds it now (a poisoned one too: the side stays consistent, as
+    /// nothing in it panics halfway).
+    fn try_lock_side(&self) -> Option<MutexGuard<'_, Side<W>>> {
+        match self.side.try_lock() {
+            Ok(side) => Some(side),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// Takes the write half out of the lock for the writer task, with what the direct path
     /// left for it; `None` once the writer has finished.
     fn check_out(&self) -> Option<CheckedOut<W>> {
@@ -352,11 +362,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
         if len > DIRECT_MAX || self.outstanding.load(Ordering::Acquire) > 1 {
             return None;
         }
-        let side = match self.side.try_lock() {
-            Ok(side) => side,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
+        let side = self.try_lock_side()?;
         self.first_in_line(&side).then_some(side)
     }
 
@@ -469,14 +475,10 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
         if self.outstanding.load(Ordering::Acquire) == 0 {
             return;
         }
-        let mut side = match self.side.try_lock() {
-            Ok(side) => side,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                // A sender holds it for a moment; the writer task takes the cork once woken.
-                self.wake.notify_one();
-                return;
-            }
+        let Some(mut side) = self.try_lock_side() else {
+            // A sender holds it for a moment; the writer task takes the cork once woken.
+            self.wake.notify_one();
+            return;
         };
         let side = &mut *side;
         // Not corked: the writer task (or a direct write) wrote it already.
