@@ -505,3 +505,61 @@ fn wrong_kind_is_an_error() {
     bad[pos + 1] = 0x0d;
     assert!(Edge::from_polyglot(&Bytes::from(bad)).is_err());
 }
+
+/// Protobuf strings are validated by frpc's own `string::merge` (simdutf8; prost's derive
+/// reaches it through `::frpc::codegen::prost`): a byte that is not UTF-8 is prost's error in
+/// every shape a string field takes, short and long (long ones are read in pieces).
+#[test]
+fn protobuf_strings_that_are_not_utf8_are_refused_in_every_shape() {
+    use frpc_codegen_tests::bytes::blob::Note;
+
+    fn refused<M: Message + std::fmt::Debug>(m: M, shape: &str) {
+        let mut encoded = Vec::new();
+        m.encode_protobuf(&mut encoded);
+        let at = encoded.windows(4).position(|w| w == b"MARK").expect("the marker");
+        encoded[at] = 0xFF;
+        let err = M::decode_protobuf(Bytes::from(encoded)).expect_err(shape);
+        assert!(err.to_string().contains("not UTF-8"), "{shape}: {err}");
+    }
+    for pad in [0, 3_000] {
+        let marked = format!("{}MARK", "x".repeat(pad));
+        let inner = |name: &str| Inner {
+            name: name.into(),
+            n: 1,
+        };
+        let edge = |choice| Edge {
+            choice: Some(choice),
+            ..Edge::default()
+        };
+        refused(
+            Edge {
+                name: marked.clone(),
+                ..Edge::default()
+            },
+            "plain",
+        );
+        refused(edge(edge::Choice::CStr(marked.clone())), "oneof");
+        refused(edge(edge::Choice::CMsg(inner(&marked))), "nested");
+        refused(
+            Edge {
+                by_name: HashMap::from([(marked.clone(), inner("v"))]),
+                ..Edge::default()
+            },
+            "map key",
+        );
+        refused(
+            Extras {
+                maybe_str: Some(marked.clone()),
+                ..Extras::default()
+            },
+            "optional",
+        );
+        refused(
+            Note {
+                tags: vec!["a".into(), marked.clone()],
+                ..Note::default()
+            },
+            "repeated",
+        );
+    }
+}

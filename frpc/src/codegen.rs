@@ -12,10 +12,12 @@ pub use frpc_wire::protobuf_cost::{
     Budget as ProtobufBudget, Value as ProtobufValue, fields as protobuf_fields, packed_varints,
 };
 pub use frpc_wire::{DecodeError, Parts};
+pub use prost_types;
 pub use tokio::net::ToSocketAddrs;
-pub use {prost, prost_types};
 
 use futures_util::FutureExt;
+
+pub mod prost;
 
 pub use crate::caller::Caller;
 use crate::calls::codec;
@@ -39,8 +41,8 @@ pub const REQUIRES_FRPC_0_1: () = ();
 /// What frpc-codegen's protobuf encoder (its messages' `encode_protobuf`) calls besides
 /// `prost::encoding`'s per-type functions: nested messages and length-delimited records.
 pub mod pb {
+    use ::prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
     use bytes::{BufMut, Bytes};
-    use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
 
     use super::{Message, Parts};
 
@@ -112,8 +114,10 @@ pub mod pb {
 }
 
 /// Decodes a generated message's protobuf encoding (its `Message::decode_protobuf`): prost
-/// reads `bytes::Bytes` fields as zero-copy slices of `buf`, and copies strings out of a large
-/// one in pieces ([`frpc_wire::copy::Pieces`]: one copy can be 12 to 60 times slower).
+/// reads `bytes::Bytes` fields as zero-copy slices of `buf`, strings go through
+/// [`prost::encoding::string::merge`] (validated where they lie, copied once), and a
+/// `Vec<u8>` field is copied out of a large one in pieces ([`frpc_wire::copy::Pieces`]: one
+/// copy can be 12 to 60 times slower).
 pub fn decode_protobuf<M: prost::Message + Default>(buf: Bytes) -> Result<M, DecodeError> {
     let decoded = match buf.len() > frpc_wire::copy::PIECE {
         true => M::decode(frpc_wire::copy::Pieces(buf)),
