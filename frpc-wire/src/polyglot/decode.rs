@@ -291,9 +291,15 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// Decodes a string into an owned `String` (copied as [`crate::copy`] explains).
+    /// Decodes a string into an owned `String` (validated and copied by
+    /// [`crate::copy::utf8_to_string`]). Invalid UTF-8 is an error.
     pub fn string(&mut self) -> Result<String> {
-        self.str().map(crate::copy::to_string)
+        self.atomic(|d| {
+            d.expect_kind(Kind::String)?;
+            let start = d.pos;
+            let raw = d.length_prefixed()?;
+            crate::copy::utf8_to_string(raw).ok_or(DecodeError::InvalidUtf8(start))
+        })
     }
 
     /// Decodes bytes, borrowing them from the input.

@@ -434,14 +434,8 @@ impl Connection {
         Ok(take)
     }
 
-    /// Runs `f` marked as busy, so a long inline handler is not mistaken for an idle peer.
-    pub(crate) async fn busy<T>(&self, f: impl Future<Output = T>) -> T {
-        let _busy = self.mark_busy();
-        f.await
-    }
-
-    /// Marks the connection busy until the guard is dropped (see [`Connection::busy`]), for
-    /// callers that await several futures in turn and would rather not nest them in one.
+    /// Marks the connection busy until the guard is dropped, so a long inline handler is not
+    /// mistaken for an idle peer.
     pub(crate) fn mark_busy(&self) -> Busy<'_> {
         self.busy.store(true, Ordering::Relaxed);
         Busy(self)
