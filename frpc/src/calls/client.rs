@@ -101,6 +101,23 @@ impl Table {
     fn waiting(&self) -> usize {
         self.calls.len() - self.unread
     }
+
+    /// Registers a call of `op` under the method's next free id (Go's pre-increment counter:
+    /// first id 1): the id, and whether the call is alone (the only entry). `None`: all 65,536
+    /// ids of `op` are in flight.
+    fn register(&mut self, op: u16) -> Option<(u16, bool)> {
+        use std::collections::hash_map::Entry;
+        // One lookup of the counter and, as a free id is the rule, one of the calls.
+        let next = self.next_ids.entry(op).or_insert(0);
+        for _ in 0..=u16::MAX {
+            *next = next.wrapping_add(1);
+            if let Entry::Vacant(slot) = self.calls.entry(key(op, *next)) {
+                slot.insert(Slot::Waiting(None));
+                return Some((*next, self.calls.len() == 1));
+            }
+        }
+        None
+    }
 }
 
 fn key(op: u16, id: u16) -> u32 {
@@ -338,26 +355,17 @@ impl ClientCalls {
         })
     }
 
-    /// Picks the method's next free id (Go's pre-increment counter: first id 1) and registers
-    /// the caller under it; also says whether it is alone: the only call in flight, with no
-    /// reply handed over but not yet read (whose caller may be about to call again).
+    /// Registers the caller under the method's next free id ([`Table::register`]); also says
+    /// whether it is alone: the only call in flight, with no reply handed over but not yet read
+    /// (whose caller may be about to call again).
     fn register(&self, op: u16, conn: &Connection) -> Result<(u16, bool), Error> {
         let mut table = self.lock();
         if table.closed {
             return Err(conn.closed_error());
         }
-        let mut id = table.next_ids.get(&op).copied().unwrap_or(0);
-        for _ in 0..=u16::MAX {
-            id = id.wrapping_add(1);
-            if !table.calls.contains_key(&key(op, id)) {
-                table.next_ids.insert(op, id);
-                table.calls.insert(key(op, id), Slot::Waiting(None));
-                return Ok((id, table.calls.len() == 1));
-            }
-        }
-        Err(Error::closed(format!(
-            "65,536 calls of operation {op} already in flight"
-        )))
+        table
+            .register(op)
+            .ok_or_else(|| Error::closed(format!("65,536 calls of operation {op} already in flight")))
     }
 
     /// Takes the reply of call `key` once it is there (registering the caller's waker until
@@ -567,5 +575,48 @@ impl Dispatch for ClientDispatch {
     fn closed(&self, err: &Error) {
         self.calls.fail_all(err);
         self.calls.streams.close_all(err);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_count_up_per_method_and_skip_those_in_flight() {
+        let mut table = Table::default();
+        assert_eq!(table.register(10), Some((1, true)));
+        assert_eq!(table.register(10), Some((2, false)));
+        assert_eq!(
+            table.register(11),
+            Some((1, false)),
+            "each method counts on its own"
+        );
+        // Near the end of the range: the counter wraps past 0 and skips the ids still taken.
+        table.next_ids.insert(10, u16::MAX - 1);
+        assert_eq!(table.register(10), Some((u16::MAX, false)));
+        assert_eq!(table.register(10), Some((0, false)));
+        assert_eq!(table.register(10), Some((3, false)), "1 and 2 are in flight");
+        table.calls.remove(&key(10, 1));
+        table.next_ids.insert(10, 0);
+        assert_eq!(
+            table.register(10),
+            Some((1, false)),
+            "a finished call's id is free again"
+        );
+    }
+
+    #[test]
+    fn a_method_with_every_id_in_flight_is_refused() {
+        let mut table = Table::default();
+        for id in 0..=u16::MAX {
+            table.calls.insert(key(7, id), Slot::Waiting(None));
+        }
+        assert_eq!(table.register(7), None);
+        assert_eq!(
+            table.register(8),
+            Some((1, false)),
+            "other methods still have ids"
+        );
     }
 }
