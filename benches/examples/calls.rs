@@ -23,6 +23,11 @@
 //!                              # flight joined on one task (workload B's `joined` callers)
 //! valgrind --tool=callgrind target/release/examples/calls raw-joined 20000  # the raw client
 //!                              # pipelining ten calls on the same frpc server: the limit
+//! valgrind --tool=callgrind target/release/examples/calls echo-joined 20000   # frpc's client
+//!                              # (plain) joined on the raw echo server
+//! valgrind --tool=callgrind target/release/examples/calls raw-echo-joined 20000  # the raw
+//!                              # client on the raw echo: with `echo-joined`, the two clients'
+//!                              # difference per call
 //! ```
 //!
 //! `shared` is `on` with the server built with `grpc(true)`: what the fRPC face pays for
@@ -45,12 +50,25 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // The fRPC face on a port shared with gRPC.
     let shared = mode.as_deref() == Some("shared");
     // Ten calls in flight, joined on one task (or pipelined by the raw client).
-    let joined = matches!(mode.as_deref(), Some("joined" | "raw-joined"));
-    let raw = mode.as_deref() == Some("raw-joined");
+    let joined = matches!(
+        mode.as_deref(),
+        Some("joined" | "raw-joined" | "echo-joined" | "raw-echo-joined")
+    );
+    let raw = matches!(mode.as_deref(), Some("raw-joined" | "raw-echo-joined"));
+    // The raw echo as the server: the difference between the two clients on it is the
+    // difference between their per-call costs (the server's share is the same).
+    let echo = matches!(mode.as_deref(), Some("echo-joined" | "raw-echo-joined"));
     let (wire, channel, metrics, name) = match mode.as_deref() {
         Some("on") => (Wire::Polyglot, false, Off, "extensions on, polyglot"),
         Some("joined") => (Wire::Polyglot, false, Off, "extensions on, polyglot, 10 joined"),
         Some("raw-joined") => (Wire::Plain, false, Off, "the raw client, 10 pipelined"),
+        Some("echo-joined") => (Wire::Plain, false, Off, "frpc-plain, 10 joined, on the raw echo"),
+        Some("raw-echo-joined") => (
+            Wire::Plain,
+            false,
+            Off,
+            "the raw client, 10 pipelined, on the raw echo",
+        ),
         Some("off") => (Wire::Plain, false, Off, "extensions off"),
         Some("protobuf") => (Wire::Protobuf, false, Off, "extensions on, protobuf"),
         Some("channel") => (
@@ -86,7 +104,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         _ => {
             return Err(
                 "usage: calls on|off|protobuf|channel|shared|metrics|metrics-idle|layers|joined|\
-                 raw-joined [CALLS]"
+                 raw-joined|echo-joined|raw-echo-joined [CALLS]"
                     .into(),
             );
         }
@@ -110,13 +128,18 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             Layers => builder.layer(MapRequestLayer::new(std::convert::identity::<frpc::CallRequest>)),
             Idle | Recorded => builder.layer(MetricsLayer::new()),
         };
-        tokio::spawn(serve_with(
-            listener,
-            framing,
-            frpc::Concurrency::Inline,
-            wire,
-            layers,
-        ));
+        match echo {
+            true => drop(tokio::spawn(frpc_bench::frameworks::raw::serve(
+                listener, framing,
+            ))),
+            false => drop(tokio::spawn(serve_with(
+                listener,
+                framing,
+                frpc::Concurrency::Inline,
+                wire,
+                layers,
+            ))),
+        }
         let client_layers = move |channel: frpc::Channel| match metrics {
             Off => channel,
             Layers => channel.with_layer(MapRequestLayer::new(
