@@ -128,17 +128,16 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             Layers => builder.layer(MapRequestLayer::new(std::convert::identity::<frpc::CallRequest>)),
             Idle | Recorded => builder.layer(MetricsLayer::new()),
         };
-        match echo {
-            true => drop(tokio::spawn(frpc_bench::frameworks::raw::serve(
-                listener, framing,
-            ))),
-            false => drop(tokio::spawn(serve_with(
+        if echo {
+            tokio::spawn(frpc_bench::frameworks::raw::serve(listener, framing));
+        } else {
+            tokio::spawn(serve_with(
                 listener,
                 framing,
                 frpc::Concurrency::Inline,
                 wire,
                 layers,
-            ))),
+            ));
         }
         let client_layers = move |channel: frpc::Channel| match metrics {
             Off => channel,

@@ -44,7 +44,7 @@ pub fn to_vec(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// Replaces `out`'s text with `text`, keeping `out`'s allocation where it is large enough.
-pub fn assign_str(out: &mut String, text: &str) {
+fn assign_str(out: &mut String, text: &str) {
     out.clear();
     out.reserve(text.len());
     push_str(out, text);
