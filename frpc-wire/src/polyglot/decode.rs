@@ -282,9 +282,7 @@ impl<'a> Decoder<'a> {
     /// Decodes a string, borrowing it from the input. Invalid UTF-8 is an error.
     pub fn str(&mut self) -> Result<&'a str> {
         self.atomic(|d| {
-            d.expect_kind(Kind::String)?;
-            let start = d.pos;
-            let raw = d.length_prefixed()?;
+            let (start, raw) = d.string_bytes()?;
             // simdutf8's validator reads large strings several times faster than std's; its
             // `basic` flavour reports only that the text is invalid, which is all we report.
             simdutf8::basic::from_utf8(raw).map_err(|_| DecodeError::InvalidUtf8(start))
@@ -295,11 +293,16 @@ impl<'a> Decoder<'a> {
     /// [`crate::copy::utf8_to_string`]). Invalid UTF-8 is an error.
     pub fn string(&mut self) -> Result<String> {
         self.atomic(|d| {
-            d.expect_kind(Kind::String)?;
-            let start = d.pos;
-            let raw = d.length_prefixed()?;
+            let (start, raw) = d.string_bytes()?;
             crate::copy::utf8_to_string(raw).ok_or(DecodeError::InvalidUtf8(start))
         })
+    }
+
+    /// A string's bytes, not yet validated, and where they start (for the error).
+    fn string_bytes(&mut self) -> Result<(usize, &'a [u8])> {
+        self.expect_kind(Kind::String)?;
+        let start = self.pos;
+        Ok((start, self.length_prefixed()?))
     }
 
     /// Decodes bytes, borrowing them from the input.

@@ -477,8 +477,7 @@ impl Drop for PendingCall<'_> {
                 let (op, id) = ((self.key >> 16) as u16, self.key as u16);
                 let _ = self.conn.try_send(ext::cancel(op, id));
             }
-            Some(Slot::Waiting(_)) => {}
-            None => {}
+            Some(Slot::Waiting(_)) | None => {}
         }
     }
 }
