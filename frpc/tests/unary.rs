@@ -172,6 +172,21 @@ async fn timeout_then_late_reply_is_discarded() {
 }
 
 #[tokio::test]
+async fn a_zero_call_timeout_is_refused_and_a_timed_call_answered_in_time_succeeds() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let err = call(&client.with_timeout(Duration::ZERO), ECHO, "x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err}");
+    assert!(err.to_string().contains("timeout is zero"), "{err}");
+    assert_eq!(client.inflight(), 0, "the refused call never registered");
+    let timed = client.with_timeout(Duration::from_secs(30));
+    assert_eq!(call(&timed, ECHO, "y").await.unwrap().value, "y");
+    assert_eq!(client.inflight(), 0);
+}
+
+#[tokio::test]
 async fn default_timeout_from_config() {
     let server = start(Default::default()).await;
     let config = ClientConfig::default().timeout(Some(Duration::from_millis(30)));

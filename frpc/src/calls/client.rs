@@ -8,6 +8,7 @@
 //! the reply waits in the caller's entry, so a call allocates nothing beyond its messages (a
 //! oneshot channel per call cost an allocation and about 250 instructions).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -118,6 +119,37 @@ impl Table {
         }
         None
     }
+}
+
+/// A request's content as it goes out: with the extension header that `bits` (the extensions
+/// the server took) and `options` call for, within the connection's size limit.
+#[inline]
+fn request_content(
+    conn: &Connection,
+    content: Encoded,
+    bits: u32,
+    options: &CallOptions<'_>,
+) -> Result<Encoded, Error> {
+    let content = match bits {
+        0 => content,
+        _ => {
+            let header = ext::Header {
+                timeout: options.timeout.filter(|_| bits & ext::EXT_DEADLINE != 0),
+                metadata: options
+                    .metadata
+                    .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
+                    .cloned(),
+                code: None,
+                open: None,
+            };
+            match header.is_empty() {
+                true => content,
+                false => header.encode_parts(content),
+            }
+        }
+    };
+    conn.check_len(content.len())?;
+    Ok(content)
 }
 
 fn key(op: u16, id: u16) -> u32 {
@@ -279,80 +311,70 @@ impl ClientCalls {
     /// around it (`Client::unary`), waiting for room in the write queue included, or a peer
     /// that stops reading would hold the call forever; dropping the future on timeout removes
     /// its entry (`PendingCall`).
-    pub(crate) async fn call(
-        &self,
-        conn: &Connection,
+    ///
+    /// A function returning an `async` block rather than an `async fn`: an `async fn` keeps each
+    /// argument twice in its future (as captured, and as the local it is moved to), and a
+    /// call's future is what a client keeps per call in flight.
+    #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice")]
+    pub(crate) fn call<'a>(
+        &'a self,
+        conn: &'a Connection,
         op: u16,
         content: Encoded,
-        options: CallOptions<'_>,
-    ) -> Result<Reply, Error> {
-        let mut bits = self.ext.accepted();
-        if options.metadata.is_some() {
-            bits = self
-                .extensions_for(conn, options.metadata, options.strict)
-                .await?;
-        }
-        let content = match bits {
-            0 => content,
-            _ => {
-                let header = ext::Header {
-                    timeout: options.timeout.filter(|_| bits & ext::EXT_DEADLINE != 0),
-                    metadata: options
-                        .metadata
-                        .filter(|m| !m.is_empty() && bits & ext::EXT_METADATA != 0)
-                        .cloned(),
+        options: CallOptions<'a>,
+    ) -> impl Future<Output = Result<Reply, Error>> + Send + 'a {
+        async move {
+            let mut bits = self.ext.accepted();
+            if options.metadata.is_some() {
+                bits = self
+                    .extensions_for(conn, options.metadata, options.strict)
+                    .await?;
+            }
+            // Prepared elsewhere: a local this block borrows is kept in its future after it is
+            // moved on (rustc keeps any borrowed local's storage until its scope ends).
+            let content = request_content(conn, content, bits, &options)?;
+            let (id, alone) = self.register(op, conn)?;
+            let mut pending = PendingCall {
+                calls: self,
+                conn,
+                key: key(op, id),
+                taken: false,
+                cancel: bits & ext::EXT_CANCEL != 0,
+            };
+            // Alone (ping-pong), it is written at once if the writer is idle (no hand-off to its
+            // task). With others in flight, or replies just handed over whose callers may call
+            // again, it is corked: calls joined on this task (or made by the tasks queued behind
+            // it) leave in one write, made by the first of them once the others are in, again
+            // with no hand-off to the writer task.
+            conn.send_or_cork(Outgoing::new(id, op, content), !alone).await?;
+            let reply = std::future::poll_fn(|cx| self.poll_reply(pending.key, cx, conn)).await;
+            pending.taken = true;
+            let body = reply?;
+            // Only a client that offered gets extension headers (and no fRPC content starts so).
+            if !(self.ext.offered() && ext::has_prefix(&body)) {
+                return Ok(Reply {
+                    body,
                     code: None,
-                    open: None,
-                };
-                match header.is_empty() {
-                    true => content,
-                    false => header.encode_parts(content),
+                    metadata: None,
+                    limits: conn.decode_limits(),
+                });
+            }
+            // A malformed header fails this call only (the connection stays up): an INTERNAL status,
+            // since the server sent something no frpc server sends; metadata over the limit fails
+            // it with RESOURCE_EXHAUSTED.
+            let (header, body) = ext::split(&body, conn.max_metadata_size()).map_err(|err| match err {
+                ext::HeaderError::Malformed(reason) => {
+                    Error::Status(Status::internal(format!("malformed reply: {reason}")))
                 }
-            }
-        };
-        conn.check_len(content.len())?;
-        let (id, alone) = self.register(op, conn)?;
-        let mut pending = PendingCall {
-            calls: self,
-            conn,
-            key: key(op, id),
-            taken: false,
-            cancel: bits & ext::EXT_CANCEL != 0,
-        };
-        let packet = Outgoing::new(id, op, content);
-        // Alone (ping-pong), it is written at once if the writer is idle (no hand-off to its
-        // task). With others in flight, or replies just handed over whose callers may call
-        // again, it is corked: calls joined on this task (or made by the tasks queued behind
-        // it) leave in one write, made by the first of them once the others are in, again
-        // with no hand-off to the writer task.
-        conn.send_or_cork(packet, !alone).await?;
-        let reply = std::future::poll_fn(|cx| self.poll_reply(pending.key, cx, conn)).await;
-        pending.taken = true;
-        let body = reply?;
-        // Only a client that offered gets extension headers (and no fRPC content starts so).
-        if !(self.ext.offered() && ext::has_prefix(&body)) {
-            return Ok(Reply {
+                too_large => Error::Status(Status::resource_exhausted(too_large.to_string())),
+            })?;
+            Ok(Reply {
                 body,
-                code: None,
-                metadata: None,
+                code: header.code,
+                metadata: header.metadata,
                 limits: conn.decode_limits(),
-            });
+            })
         }
-        // A malformed header fails this call only (the connection stays up): an INTERNAL status,
-        // since the server sent something no frpc server sends; metadata over the limit fails
-        // it with RESOURCE_EXHAUSTED.
-        let (header, body) = ext::split(&body, conn.max_metadata_size()).map_err(|err| match err {
-            ext::HeaderError::Malformed(reason) => {
-                Error::Status(Status::internal(format!("malformed reply: {reason}")))
-            }
-            too_large => Error::Status(Status::resource_exhausted(too_large.to_string())),
-        })?;
-        Ok(Reply {
-            body,
-            code: header.code,
-            metadata: header.metadata,
-            limits: conn.decode_limits(),
-        })
     }
 
     /// Registers the caller under the method's next free id ([`Table::register`]); also says

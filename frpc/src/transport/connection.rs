@@ -245,38 +245,55 @@ impl Connection {
     /// letting its task run the others once (a yield, no hand-off to the writer task); queued
     /// when the writer is busy. One future for both, so a caller that picks at run time
     /// carries one `enqueue` state, not two (futures are moved by copy).
-    pub(crate) async fn send_or_cork(&self, packet: Outgoing, cork: bool) -> Result<(), Error> {
-        self.admit(&packet)?;
-        let packet = if cork {
-            match self.outbound.try_cork(packet) {
-                Ok(first) => {
-                    if first {
-                        // Flushed when dropped too: a caller dropped during the yield leaves
-                        // nothing stuck.
-                        let _flush = FlushCork(&*self.outbound);
-                        YieldOnce(false).await;
-                    }
-                    return Ok(());
-                }
-                Err(packet) => packet,
-            }
+    #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice")]
+    pub(crate) fn send_or_cork(
+        &self,
+        packet: Outgoing,
+        cork: bool,
+    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        // A function returning an `async` block rather than an `async fn`, which would keep the
+        // packet twice in its future (as its argument and as its local): a unary call's future
+        // holds this one.
+        async move {
+            self.admit(&packet)?;
+            // The packet bound by `let`, not in an `Option` matched later: a partly moved local
+            // stays in the future, beside the queue's wait.
+            let packet = match self.place(packet, cork) {
+                Placed::Gone => return Ok(()),
+                Placed::FirstCorked => return self.write_cork_after_yield().await,
+                Placed::Queue(packet) => packet,
+            };
+            self.enqueue(packet).await
+        }
+    }
+
+    /// Lets the task run the others once, then writes the cork (see `send_or_cork`). Written
+    /// when dropped too: a caller dropped during the yield leaves nothing stuck.
+    async fn write_cork_after_yield(&self) -> Result<(), Error> {
+        let _flush = FlushCork(&*self.outbound);
+        YieldOnce(false).await;
+        Ok(())
+    }
+
+    /// Where [`Connection::send_or_cork`] puts an admitted packet, without waiting.
+    #[inline]
+    fn place(&self, packet: Outgoing, cork: bool) -> Placed {
+        let placed = if cork {
+            self.outbound.try_cork(packet).map(|first| first.then_some(()))
         } else if self.more_input.load(Ordering::Relaxed) {
-            if !self.on_reader() {
-                packet
-            } else {
+            match self.on_reader() {
                 // The reader writes the cork when it runs out of input or has to wait.
-                match self.outbound.try_cork(packet) {
-                    Ok(_) => return Ok(()),
-                    Err(packet) => packet,
-                }
+                true => self.outbound.try_cork(packet).map(|_| None),
+                false => Err(packet),
             }
         } else {
-            match self.outbound.try_direct(packet) {
-                Ok(()) => return Ok(()),
-                Err(packet) => packet,
-            }
+            self.outbound.try_direct(packet).map(|()| None)
         };
-        self.enqueue(packet).await
+        match placed {
+            Ok(Some(())) => Placed::FirstCorked,
+            Ok(None) => Placed::Gone,
+            Err(packet) => Placed::Queue(packet),
+        }
     }
 
     /// Whether the caller is the reader's task.
@@ -307,25 +324,29 @@ impl Connection {
     /// while it waits for room. The wait (a slot in the channel's waiter list) is three times
     /// the rest of a send, and every caller's future, a unary call's included, would carry it
     /// (and copy it with every move) while only a full queue needs it.
-    async fn enqueue(&self, packet: Outgoing) -> Result<(), Error> {
-        // A send spends the task's cooperative budget, as the channel's own `send` does: a
-        // sender with room in the queue still lets the writer task run now and then. Without
-        // it a flow-controlled stream filled the queue with its whole window before the writer
-        // wrote any of it, and ran in bursts (32 B messages: 0.90× plain → 0.60×).
-        tokio::task::consume_budget().await;
-        self.outbound.queued();
-        let sent = match self.out.try_send(packet) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Full(packet)) => {
-                Box::pin(self.out.send(packet)).await.map_err(|_| ())
+    #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice")]
+    fn enqueue(&self, packet: Outgoing) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        // An `async` block for the reason `send_or_cork` gives.
+        async move {
+            // A send spends the task's cooperative budget, as the channel's own `send` does: a
+            // sender with room in the queue still lets the writer task run now and then. Without
+            // it a flow-controlled stream filled the queue with its whole window before the writer
+            // wrote any of it, and ran in bursts (32 B messages: 0.90× plain → 0.60×).
+            tokio::task::consume_budget().await;
+            self.outbound.queued();
+            let sent = match self.out.try_send(packet) {
+                Ok(()) => Ok(()),
+                Err(mpsc::error::TrySendError::Full(packet)) => {
+                    Box::pin(self.out.send(packet)).await.map_err(|_| ())
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
+            };
+            if sent.is_err() {
+                self.outbound.unqueued();
+                return Err(self.closed_error());
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
-        };
-        if sent.is_err() {
-            self.outbound.unqueued();
-            return Err(self.closed_error());
+            Ok(())
         }
-        Ok(())
     }
 
     /// The connection's settings.
@@ -454,6 +475,16 @@ impl Connection {
     fn drain_was_requested(&self) -> bool {
         self.drain_requested.load(Ordering::Acquire)
     }
+}
+
+/// Where [`Connection::send_or_cork`] put a packet.
+enum Placed {
+    /// Written, or corked behind a packet whose sender writes the cork.
+    Gone,
+    /// Corked first: its sender writes the cork after a yield.
+    FirstCorked,
+    /// For the writer task's queue.
+    Queue(Outgoing),
 }
 
 /// Writes the cork when dropped (see [`Connection::send_or_cork`]).
