@@ -1,5 +1,7 @@
 //! Tracing spans name the service and the method on both sides: the client's `call` span (from
-//! generated code), the server's `rpc` span for unary calls and `stream` span for streams.
+//! generated code), the server's `rpc` span for unary calls and `stream` span for streams. A
+//! unary handler runs inside its `rpc` span in every concurrency mode, for a client with
+//! extensions and for one without (a Go client's plain calls).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -29,6 +31,7 @@ struct Svc;
 
 impl Traced for Svc {
     async fn unary(&self, _: &Context, request: Text) -> Result<Text, Status> {
+        tracing::info!(value = %request.value, "unary handled");
         Ok(request)
     }
     async fn listing(&self, _: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
@@ -62,25 +65,68 @@ impl Write for Buffer {
     }
 }
 
-fn closed_spans(buffer: &Buffer, name: &str) -> Vec<String> {
+fn lines(buffer: &Buffer) -> Vec<String> {
     let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    text.lines()
+    text.lines().map(str::to_owned).collect()
+}
+
+fn closed_spans(buffer: &Buffer, name: &str) -> Vec<String> {
+    lines(buffer)
+        .into_iter()
         .filter(|line| line.contains(&format!("{name}{{")) && line.contains("close"))
-        .map(str::to_owned)
         .collect()
+}
+
+/// A subscriber at DEBUG that writes span closes and events to `buffer`.
+fn subscriber(buffer: &Buffer) -> impl tracing::Subscriber + Send + Sync {
+    let writer = buffer.clone();
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(move || writer.clone())
+        .finish()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_unary_handler_runs_inside_its_rpc_span_in_every_mode_and_for_plain_clients() {
+    for mode in [
+        frpc::Concurrency::Inline,
+        frpc::Concurrency::PerRpc,
+        frpc::Concurrency::Limited(4),
+    ] {
+        let buffer = Buffer::default();
+        let _guard = tracing::subscriber::set_default(subscriber(&buffer));
+        let server = frpc::Server::builder()
+            .concurrency(mode)
+            .add_service(TracedServer::new(Svc))
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        let serving = tokio::spawn(server.serve());
+        for extensions in [true, false] {
+            let config = frpc::ClientConfig::default().extensions(extensions);
+            let client = TracedClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
+            let value = format!("{mode:?} extensions {extensions}");
+            let text = Text { value: value.clone() };
+            assert_eq!(client.unary(text.clone()).await.unwrap(), text);
+            let handled = format!("unary handled value={value}");
+            let lines = lines(&buffer);
+            let event = lines.iter().find(|line| line.ends_with(&handled));
+            assert!(
+                event.is_some_and(|line| line.contains("rpc{op=10")),
+                "the handler's event {handled:?} outside its rpc span: {event:?}"
+            );
+        }
+        serving.abort();
+    }
 }
 
 // Current-thread runtime: the server's tasks run on this thread, under its default subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn spans_carry_service_and_method_names_on_both_sides() {
     let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
-        .with_span_events(FmtSpan::CLOSE)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = tracing::subscriber::set_default(subscriber(&buffer));
 
     let server = frpc::Server::builder()
         .add_service(TracedServer::new(Svc))
