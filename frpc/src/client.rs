@@ -3,7 +3,6 @@
 //! floor's client dispatcher and offers calls, streams, raw packets and takeover on top.
 
 use std::fmt;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -658,15 +657,18 @@ impl Client {
         content: Encoded,
     ) -> Unary<'_, impl Future<Output = Result<Reply, Error>> + Send + '_> {
         let handle = &self.handle;
-        let timeout = self.call_timeout();
+        let (timeout, refused) = match self.call_timeout() {
+            Ok(timeout) => (timeout, false),
+            Err(_) => (None, true),
+        };
         let options = CallOptions {
-            timeout: timeout.as_ref().ok().copied().flatten(),
+            timeout,
             metadata: self.metadata.as_deref(),
             strict: self.strict_metadata,
         };
         Unary {
             call: handle.calls.call(&handle.conn, op, content, options),
-            refused: timeout.is_err(),
+            refused,
             sleep: None,
             limit: options.timeout,
             response: self.response.as_ref(),
@@ -716,7 +718,7 @@ impl<F: Future<Output = Result<Reply, Error>>> Future for Unary<'_, F> {
         }
         match (this.sleep.as_pin_mut(), *this.limit) {
             (Some(sleep), Some(limit)) => sleep.poll(cx).map(|()| Err(Error::Timeout(limit))),
-            _ => Poll::Pending,
+            _ => Poll::Pending, // no timeout
         }
     }
 }

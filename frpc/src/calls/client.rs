@@ -8,7 +8,6 @@
 //! the reply waits in the caller's entry, so a call allocates nothing beyond its messages (a
 //! oneshot channel per call cost an allocation and about 250 instructions).
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};

@@ -278,20 +278,25 @@ impl Connection {
     /// Where [`Connection::send_or_cork`] puts an admitted packet, without waiting.
     #[inline]
     fn place(&self, packet: Outgoing, cork: bool) -> Placed {
-        let placed = if cork {
-            self.outbound.try_cork(packet).map(|first| first.then_some(()))
-        } else if self.more_input.load(Ordering::Relaxed) {
-            match self.on_reader() {
-                // The reader writes the cork when it runs out of input or has to wait.
-                true => self.outbound.try_cork(packet).map(|_| None),
-                false => Err(packet),
-            }
-        } else {
-            self.outbound.try_direct(packet).map(|()| None)
-        };
-        match placed {
-            Ok(Some(())) => Placed::FirstCorked,
-            Ok(None) => Placed::Gone,
+        if cork {
+            return match self.outbound.try_cork(packet) {
+                Ok(true) => Placed::FirstCorked,
+                Ok(false) => Placed::Gone,
+                Err(packet) => Placed::Queue(packet),
+            };
+        }
+        if !self.more_input.load(Ordering::Relaxed) {
+            return match self.outbound.try_direct(packet) {
+                Ok(()) => Placed::Gone,
+                Err(packet) => Placed::Queue(packet),
+            };
+        }
+        if !self.on_reader() {
+            return Placed::Queue(packet);
+        }
+        // The reader writes the cork when it runs out of input or has to wait.
+        match self.outbound.try_cork(packet) {
+            Ok(_) => Placed::Gone,
             Err(packet) => Placed::Queue(packet),
         }
     }
