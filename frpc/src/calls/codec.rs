@@ -154,11 +154,12 @@ fn polyglot_parts<M: Message>(message: M) -> Encoded {
 
 /// Encodings up to this size are cut from a per-thread chunk rather than allocated one by one:
 /// a small request or reply, copied into the write buffer and dropped at once, then costs no
-/// `malloc` and `free` (about 140 instructions a call on each side).
-const SMALL: usize = 512;
+/// `malloc` and `free` (about 140 instructions a call on each side). One that has to wait in
+/// the write queue is copied out first (`Outgoing::detached`).
+const SMALL: usize = crate::transport::writer::SMALL_CONTENT;
 /// The chunk they are cut from. Once every encoding cut from it is dropped it is reused from
-/// its start; one kept (queued behind a slow peer, held for a retry) keeps its chunk alive, as a
-/// request read from the socket keeps the read buffer it was split from.
+/// its start; one kept (held by a retry layer) keeps its chunk alive, as a request read from
+/// the socket keeps the read buffer it was split from.
 const CHUNK: usize = 8 * 1024;
 
 thread_local! {

@@ -338,6 +338,7 @@ impl Connection {
             // it a flow-controlled stream filled the queue with its whole window before the writer
             // wrote any of it, and ran in bursts (32 B messages: 0.90× plain → 0.60×).
             tokio::task::consume_budget().await;
+            let packet = packet.detached();
             self.outbound.queued();
             let sent = match self.out.try_send(packet) {
                 Ok(()) => Ok(()),
@@ -830,5 +831,43 @@ mod tests {
             ran_meanwhile >= 3,
             "the probe ran {ran_meanwhile} times during 600 sends"
         );
+    }
+
+    /// A small content cut from a larger shared buffer (as the calls floor cuts small
+    /// encodings from its chunk) is copied out when it waits in the queue: the buffer is free
+    /// again at once, whatever the peer's reading speed, and the peer still gets its bytes.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_queued_small_content_lets_go_of_the_buffer_it_was_cut_from() {
+        use tokio::io::AsyncReadExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stream, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let (stream, (mut peer, _)) = (stream.unwrap(), accepted.unwrap());
+        let (conn, _tasks) = Connection::spawn(
+            stream.into_split(),
+            None,
+            addr,
+            &ConnectionConfig::default(),
+            Ignore,
+            Options::default(),
+        );
+        let mut chunk = bytes::BytesMut::with_capacity(4096);
+        chunk.extend_from_slice(&[7; 4096]);
+        let mut chunk = chunk.freeze();
+        let small = chunk.slice(..super::super::writer::SMALL_CONTENT);
+        assert!(!chunk.is_unique());
+        conn.queue(Packet::new(1, 100, small)).await.unwrap();
+        // The queued packet holds a copy; nothing else holds the chunk.
+        assert!(chunk.is_unique(), "the queued packet keeps the chunk alive");
+        // A large content is not copied: it is its own buffer already.
+        let large = chunk.split_off(0);
+        let held = large.clone();
+        conn.queue(Packet::new(2, 100, large)).await.unwrap();
+        let header = Framing::Frisbee.header_len();
+        let mut got = vec![0; 2 * header + 512 + 4096];
+        peer.read_exact(&mut got).await.unwrap();
+        let content = |at: usize, len: usize| &got[at + header..][..len];
+        assert_eq!(content(0, 512), &[7; 512][..]);
+        assert_eq!(content(header + 512, 4096), &held[..]);
     }
 }

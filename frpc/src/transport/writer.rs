@@ -48,6 +48,10 @@ use tokio_util::sync::CancellationToken;
 /// into the batch buffer (and never corked: ahead of the queue it is written at once, after the
 /// cork if there is one).
 const LARGE_CONTENT: usize = 32 * 1024;
+/// Contents up to this size may be cut from a larger buffer shared with others (the calls
+/// floor cuts small encodings from a per-thread chunk): one that waits in the queue is copied
+/// out first ([`Outgoing::detached`]).
+pub(crate) const SMALL_CONTENT: usize = 512;
 /// Content larger than this takes the queue even when nothing is ahead of it: writing it takes
 /// long enough that the writer task doing it on another thread, while the sender goes on (a
 /// server's reader to the next request), is worth the hand-off.
@@ -86,6 +90,23 @@ impl Outgoing {
         match content.into_inner() {
             Ok(one) => Outgoing::One(Packet::new(id, op, one)),
             Err(parts) => Outgoing::Chain { id, op, parts },
+        }
+    }
+
+    /// The packet as it waits in the queue: a small content gets a buffer of its own, so a
+    /// peer that reads slowly keeps what it is owed alive, not the shared chunk it was cut from
+    /// (with interleaved traffic, a chunk per queued packet). What the copy costs, the content's
+    /// own allocation saved when it was encoded.
+    #[inline]
+    pub(crate) fn detached(self) -> Outgoing {
+        match self {
+            Outgoing::One(mut packet)
+                if !packet.content.is_empty() && packet.content.len() <= SMALL_CONTENT =>
+            {
+                packet.content = Bytes::copy_from_slice(&packet.content);
+                Outgoing::One(packet)
+            }
+            other => other,
         }
     }
 
