@@ -68,8 +68,8 @@ pub(crate) fn encode<M: Message>(message: &M, protobuf: bool) -> Bytes {
     small_buffer(message.polyglot_len(), |buf| message.encode_polyglot(buf))
 }
 
-/// [`MARKER`] and the protobuf encoding of `message` (`len` bytes), in one buffer allocated at
-/// the exact size.
+/// [`MARKER`] and the protobuf encoding of `message` (`len` bytes), in one buffer: cut from the
+/// thread's chunk when small ([`small_buffer`]), allocated at the exact size otherwise.
 #[inline]
 fn protobuf_buffer<M: Message>(message: &M, len: usize) -> Bytes {
     small_buffer(1 + len, |buf| {

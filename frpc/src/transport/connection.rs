@@ -853,21 +853,28 @@ mod tests {
         );
         let mut chunk = bytes::BytesMut::with_capacity(4096);
         chunk.extend_from_slice(&[7; 4096]);
-        let mut chunk = chunk.freeze();
+        let chunk = chunk.freeze();
         let small = chunk.slice(..super::super::writer::SMALL_CONTENT);
         assert!(!chunk.is_unique());
         conn.queue(Packet::new(1, 100, small)).await.unwrap();
         // The queued packet holds a copy; nothing else holds the chunk.
         assert!(chunk.is_unique(), "the queued packet keeps the chunk alive");
-        // A large content is not copied: it is its own buffer already.
-        let large = chunk.split_off(0);
-        let held = large.clone();
-        conn.queue(Packet::new(2, 100, large)).await.unwrap();
+        // In a packet of parts (an extension header before the message), the small part is
+        // copied and the large one is not: it is its own buffer already.
+        let (other, large) = (
+            bytes::Bytes::from(vec![8; 4096]),
+            bytes::Bytes::from(vec![9; 4000]),
+        );
+        let chain = crate::types::Encoded::chain(vec![other.slice(..100), large.clone()]);
+        conn.queue(Outgoing::new(2, 100, chain)).await.unwrap();
+        assert!(other.is_unique(), "the queued small part keeps its buffer alive");
+        assert!(!large.is_unique(), "the large part was copied");
         let header = Framing::Frisbee.header_len();
-        let mut got = vec![0; 2 * header + 512 + 4096];
+        let mut got = vec![0; 2 * header + 512 + 4100];
         peer.read_exact(&mut got).await.unwrap();
         let content = |at: usize, len: usize| &got[at + header..][..len];
         assert_eq!(content(0, 512), &[7; 512][..]);
-        assert_eq!(content(header + 512, 4096), &held[..]);
+        assert_eq!(content(header + 512, 100), &[8; 100][..]);
+        assert_eq!(content(header + 612, 4000), &large[..]);
     }
 }

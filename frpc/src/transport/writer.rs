@@ -98,16 +98,18 @@ impl Outgoing {
     /// (with interleaved traffic, a chunk per queued packet). What the copy costs, the content's
     /// own allocation saved when it was encoded.
     #[inline]
-    pub(crate) fn detached(self) -> Outgoing {
-        match self {
-            Outgoing::One(mut packet)
-                if !packet.content.is_empty() && packet.content.len() <= SMALL_CONTENT =>
-            {
-                packet.content = Bytes::copy_from_slice(&packet.content);
-                Outgoing::One(packet)
+    pub(crate) fn detached(mut self) -> Outgoing {
+        fn detach(content: &mut Bytes) {
+            if !content.is_empty() && content.len() <= SMALL_CONTENT {
+                *content = Bytes::copy_from_slice(content);
             }
-            other => other,
         }
+        match &mut self {
+            Outgoing::One(packet) => detach(&mut packet.content),
+            // An extension header before the message, or the small parts between large ones.
+            Outgoing::Chain { parts, .. } => parts.iter_mut().for_each(detach),
+        }
+        self
     }
 
     /// The length of the whole content.
