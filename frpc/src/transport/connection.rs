@@ -331,6 +331,9 @@ impl Connection {
     /// (and copy it with every move) while only a full queue needs it.
     #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice")]
     fn enqueue(&self, packet: Outgoing) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+        // Before any wait, in the poll that encoded it: a content cut from this thread's chunk
+        // still shares it then (see `Outgoing::detached`).
+        let packet = packet.detached();
         // An `async` block for the reason `send_or_cork` gives.
         async move {
             // A send spends the task's cooperative budget, as the channel's own `send` does: a
@@ -338,7 +341,6 @@ impl Connection {
             // it a flow-controlled stream filled the queue with its whole window before the writer
             // wrote any of it, and ran in bursts (32 B messages: 0.90× plain → 0.60×).
             tokio::task::consume_budget().await;
-            let packet = packet.detached();
             self.outbound.queued();
             let sent = match self.out.try_send(packet) {
                 Ok(()) => Ok(()),
@@ -876,5 +878,12 @@ mod tests {
         assert_eq!(content(0, 512), &[7; 512][..]);
         assert_eq!(content(header + 512, 100), &[8; 100][..]);
         assert_eq!(content(header + 612, 4000), &large[..]);
+        // A small content with a buffer of its own is queued as it is.
+        let own = bytes::Bytes::from(vec![6; 64]);
+        let at = own.as_ptr() as usize;
+        match Outgoing::from(Packet::new(3, 100, own)).detached() {
+            Outgoing::One(packet) => assert_eq!(packet.content.as_ptr() as usize, at),
+            Outgoing::Chain { .. } => panic!("one content became a chain"),
+        }
     }
 }

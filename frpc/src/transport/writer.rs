@@ -93,14 +93,17 @@ impl Outgoing {
         }
     }
 
-    /// The packet as it waits in the queue: a small content gets a buffer of its own, so a
-    /// peer that reads slowly keeps what it is owed alive, not the shared chunk it was cut from
-    /// (with interleaved traffic, a chunk per queued packet). What the copy costs, the content's
-    /// own allocation saved when it was encoded.
+    /// The packet as it waits in the queue: a small content that shares its buffer gets one of
+    /// its own, so a peer that reads slowly keeps what it is owed alive, not the chunk it was
+    /// cut from (with interleaved traffic, a chunk per queued packet). What the copy costs, the
+    /// content's own allocation saved when it was encoded.
     #[inline]
     pub(crate) fn detached(mut self) -> Outgoing {
         fn detach(content: &mut Bytes) {
-            if !content.is_empty() && content.len() <= SMALL_CONTENT {
+            // A buffer of its own (an extension header, anything not cut from a chunk) stays. A
+            // content cut from the chunk shares it with the chunk itself until the chunk is full,
+            // so the sender detaches it before it waits for anything.
+            if !content.is_empty() && content.len() <= SMALL_CONTENT && !content.is_unique() {
                 *content = Bytes::copy_from_slice(content);
             }
         }
