@@ -380,7 +380,8 @@ impl Connection {
 
     /// Queues a packet if there is room right now (for callers that cannot wait, like `Drop`).
     pub(crate) fn try_send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
-        let packet = packet.into();
+        // Queued like `enqueue`'s (a stream's error reply may be cut from the chunk).
+        let packet = packet.into().detached();
         self.check_len(packet.len())?;
         self.outbound.queued();
         self.out.try_send(packet).map_err(|_| {
