@@ -830,36 +830,34 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
             _ => ::frpc::codegen::unimplemented_unary(op),
         }
     }
-    fn unary_parts(&self) -> bool {
-        true
-    }
-    fn call_unary_parts(
+    fn call_unary_in(
         &self,
         op: u16,
         ctx: ::frpc::Context,
         request: ::frpc::codegen::Bytes,
-    ) -> ::frpc::codegen::BoxFuture<
-        ::core::result::Result<::frpc::codegen::Encoded, ::frpc::Status>,
-    > {
+        slot: &mut ::frpc::codegen::UnarySlot,
+    ) {
         let svc = ::std::sync::Arc::clone(&self.inner);
         match op {
             10 => {
-                ::frpc::codegen::unary_parts(
+                ::frpc::codegen::unary_in(
                     ctx,
                     request,
+                    slot,
                     move |ctx, req: Request| async move { svc.echo(&ctx, req).await },
                 )
             }
             12 => {
-                ::frpc::codegen::unary_parts(
+                ::frpc::codegen::unary_in(
                     ctx,
                     request,
+                    slot,
                     move |ctx, req: SearchResponse| async move {
                         svc.testy(&ctx, req).await
                     },
                 )
             }
-            _ => ::frpc::codegen::unimplemented_unary_parts(op),
+            _ => ::frpc::codegen::unimplemented_unary_in(op, slot),
         }
     }
     fn call_streaming(

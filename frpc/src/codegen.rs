@@ -21,6 +21,7 @@ pub mod prost;
 
 pub use crate::caller::Caller;
 use crate::calls::codec;
+pub use crate::calls::slot::UnarySlot;
 use crate::calls::stream::{BidiCall, ClientStreamingCall, StreamSender, Streaming};
 pub use crate::calls::stream::{BridgedCall, ServerStream};
 use crate::client::Client;
@@ -164,21 +165,18 @@ where
     })
 }
 
-/// [`unary`] as [`Service::call_unary_parts`] runs it: the reply in parts, its large
-/// `bytes::Bytes` fields left in their own buffers (polyglot replies of types that have such
-/// fields; one buffer otherwise, as [`unary`]).
-pub fn unary_parts<Req, Resp, F, Fut>(
-    ctx: Context,
-    request: Bytes,
-    f: F,
-) -> BoxFuture<Result<Encoded, Status>>
+/// [`unary`] as [`Service::call_unary_in`] runs it: the call's future in the connection's
+/// `slot` (no allocation where the last call's future had its layout), and the reply in parts,
+/// its large `bytes::Bytes` fields left in their own buffers (polyglot replies of types that
+/// have such fields; one buffer otherwise, as [`unary`]).
+pub fn unary_in<Req, Resp, F, Fut>(ctx: Context, request: Bytes, slot: &mut UnarySlot, f: F)
 where
     Req: Message + Send + 'static,
     Resp: Message + Send + 'static,
     F: FnOnce(Context, Req) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Resp, Status>> + Send + 'static,
 {
-    Box::pin(async move {
+    slot.set(async move {
         let (encoding, limits) = ctx.request_encoding(&request);
         let request = decode_request::<Req>(&request, encoding, limits)?;
         let response = f(ctx, request).await?;
@@ -256,10 +254,9 @@ pub fn unimplemented_unary(op: u16) -> BoxFuture<Result<Bytes, Status>> {
     )))))
 }
 
-pub fn unimplemented_unary_parts(op: u16) -> BoxFuture<Result<Encoded, Status>> {
-    Box::pin(std::future::ready(Err(Status::unimplemented(format!(
-        "unimplemented operation {op}"
-    )))))
+pub fn unimplemented_unary_in(op: u16, slot: &mut UnarySlot) {
+    let status = Status::unimplemented(format!("unimplemented operation {op}"));
+    slot.set(std::future::ready(Err(status)))
 }
 
 pub fn unimplemented_streaming(op: u16) -> BoxFuture<Result<(), Status>> {

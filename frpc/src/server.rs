@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::calls::ext::{self, CallInfo};
-use crate::calls::server::{Handlers, Limits, ServerDispatch, Target, UnaryCall};
+use crate::calls::server::{Handlers, Limits, ServerDispatch, Target};
+use crate::calls::slot::UnarySlot;
 use crate::calls::stream::ServerStream;
 use crate::config::{Concurrency, ServerConfig};
 use crate::context::Context;
@@ -28,7 +29,7 @@ use crate::service::Service;
 use crate::status::{CloseReason, Error, Status};
 use crate::transport::connection::{Connection, Options};
 use crate::transport::handback::Join;
-use crate::types::{BoxFuture, MethodKind, NO_PEER_ADDR};
+use crate::types::{BoxFuture, Encoded, MethodKind, NO_PEER_ADDR};
 
 /// A server's handler for raw packets on one operation (see [`Builder::route`]).
 type RawHandler = Arc<dyn Fn(Context, Packet) -> BoxFuture<Option<Bytes>> + Send + Sync>;
@@ -945,12 +946,15 @@ impl Router {
         op: u16,
         body: Bytes,
         call: Option<CallInfo>,
-    ) -> UnaryCall {
+        slot: &mut UnarySlot,
+    ) {
         let request = self.shared.call_request(op, self.context(conn, call), body, None);
         let stack = stack.clone();
-        UnaryCall::Bytes(Box::pin(async move {
-            middleware::unary_through(&stack, request?).await
-        }))
+        slot.set(async move {
+            middleware::unary_through(&stack, request?)
+                .await
+                .map(Encoded::from)
+        })
     }
 
     /// A stream's opening through the layer stack.
@@ -1004,16 +1008,20 @@ impl Handlers for Router {
         })
     }
 
-    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes, call: Option<CallInfo>) -> UnaryCall {
+    fn unary(
+        &self,
+        conn: &Arc<Connection>,
+        op: u16,
+        request: Bytes,
+        call: Option<CallInfo>,
+        slot: &mut UnarySlot,
+    ) {
         if let Some(stack) = &self.shared.stack {
-            return self.layered_unary(stack, conn, op, request, call);
+            return self.layered_unary(stack, conn, op, request, call, slot);
         }
         match self.service(op) {
-            Ok(service) if service.unary_parts() => {
-                UnaryCall::Parts(service.call_unary_parts(op, self.context(conn, call), request))
-            }
-            Ok(service) => UnaryCall::Bytes(service.call_unary(op, self.context(conn, call), request)),
-            Err(status) => UnaryCall::Bytes(Box::pin(std::future::ready(Err(status)))),
+            Ok(service) => service.call_unary_in(op, self.context(conn, call), request, slot),
+            Err(status) => slot.set(std::future::ready(Err(status))),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 
+use crate::calls::slot::UnarySlot;
 use crate::calls::stream::ServerStream;
 use crate::context::Context;
 use crate::status::Status;
@@ -39,20 +40,16 @@ pub trait Service: Send + Sync + 'static {
     /// out as gRPC's message frame, so neither is copied; generated code does both, and the
     /// face also takes a reply of frpc's protobuf marker and the message (copying it).
     fn call_unary(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Bytes, Status>>;
-    /// [`Service::call_unary`] with the reply possibly in several parts ([`Encoded`]: large
-    /// `bytes::Bytes` fields stay in their own buffers and go to the socket from there). What
-    /// the server calls where [`Service::unary_parts`] says so; generated services implement
-    /// it, the default calls `call_unary`.
+    /// [`Service::call_unary`] as the server runs it: the call's future placed in `slot`, which
+    /// the connection keeps from one call to the next, so a future of the same layout as the
+    /// last one (the same method, usually) costs no allocation; and the reply possibly in
+    /// several parts ([`Encoded`]: large `bytes::Bytes` fields stay in their own buffers and go
+    /// to the socket from there). Generated services implement it; the default runs
+    /// `call_unary` in the slot (its boxed future inside).
     #[doc(hidden)]
-    fn call_unary_parts(&self, op: u16, ctx: Context, request: Bytes) -> BoxFuture<Result<Encoded, Status>> {
+    fn call_unary_in(&self, op: u16, ctx: Context, request: Bytes, slot: &mut UnarySlot) {
         let call = self.call_unary(op, ctx, request);
-        Box::pin(async move { call.await.map(Encoded::from) })
-    }
-    /// Whether the server should run unary calls through [`Service::call_unary_parts`] (one
-    /// the service implements, not the default): generated services say yes.
-    #[doc(hidden)]
-    fn unary_parts(&self) -> bool {
-        false
+        slot.set(async move { call.await.map(Encoded::from) });
     }
     /// Runs a streaming method on a stream the client opened.
     fn call_streaming(&self, op: u16, ctx: Context, stream: ServerStream) -> BoxFuture<Result<(), Status>>;

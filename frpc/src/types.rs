@@ -17,7 +17,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// (an encoding whose large `bytes::Bytes` fields were left in their own buffers, see
 /// [`frpc_wire::Parts`]), which the connection writes with one vectored write instead of
 /// copying. The size of a `Bytes`, so a reply in one buffer costs what it did. What generated
-/// services hand the server ([`Service::call_unary_parts`](crate::Service::call_unary_parts));
+/// services hand the server ([`Service::call_unary_in`](crate::Service::call_unary_in));
 /// not for applications.
 #[doc(hidden)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

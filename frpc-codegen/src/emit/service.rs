@@ -185,9 +185,10 @@ fn server_tokens(
             ::frpc::codegen::MethodDesc { name: #name, op: #op, kind: ::frpc::codegen::MethodKind::#kind }
         }
     });
-    // `call_unary` and `call_unary_parts` (what the server calls: the reply's large `bytes`
-    // fields stay in their own buffers) dispatch alike, through `run`.
-    let unary_arms = |run: TokenStream| -> Vec<TokenStream> {
+    // `call_unary` and `call_unary_in` (what the server calls: the call's future in the
+    // connection's slot, the reply's large `bytes` fields in their own buffers) dispatch alike:
+    // `run` is called with the context, the request, then `extra` and the method's closure.
+    let unary_arms = |run: TokenStream, extra: TokenStream| -> Vec<TokenStream> {
         s.methods
             .iter()
             .filter(|m| m.kind == MethodKind::Unary)
@@ -196,15 +197,15 @@ fn server_tokens(
                 let f = ident(&m.rust_name);
                 let input = path(&m.input);
                 quote! {
-                    #op => #run(ctx, request, move |ctx, req: #input| async move {
+                    #op => #run(ctx, request, #extra move |ctx, req: #input| async move {
                         svc.#f(&ctx, req).await
                     }),
                 }
             })
             .collect()
     };
-    let unary = unary_arms(quote!(::frpc::codegen::unary));
-    let unary_parts = unary_arms(quote!(::frpc::codegen::unary_parts));
+    let unary = unary_arms(quote!(::frpc::codegen::unary), TokenStream::new());
+    let unary_in = unary_arms(quote!(::frpc::codegen::unary_in), quote!(slot,));
     let streaming: Vec<TokenStream> = s
         .methods
         .iter()
@@ -247,22 +248,20 @@ fn server_tokens(
             }
         }
     };
-    let call_unary_parts = match unary_parts.is_empty() {
+    let call_unary_in = match unary_in.is_empty() {
         true => TokenStream::new(),
         false => quote! {
-            fn unary_parts(&self) -> bool {
-                true
-            }
-            fn call_unary_parts(
+            fn call_unary_in(
                 &self,
                 op: u16,
                 ctx: ::frpc::Context,
                 request: ::frpc::codegen::Bytes,
-            ) -> ::frpc::codegen::BoxFuture<::core::result::Result<::frpc::codegen::Encoded, ::frpc::Status>> {
+                slot: &mut ::frpc::codegen::UnarySlot,
+            ) {
                 let svc = #arc_clone(&self.inner);
                 match op {
-                    #(#unary_parts)*
-                    _ => ::frpc::codegen::unimplemented_unary_parts(op),
+                    #(#unary_in)*
+                    _ => ::frpc::codegen::unimplemented_unary_in(op, slot),
                 }
             }
         },
@@ -388,7 +387,7 @@ fn server_tokens(
             ) -> ::frpc::codegen::BoxFuture<::core::result::Result<::frpc::codegen::Bytes, ::frpc::Status>> {
                 #call_unary
             }
-            #call_unary_parts
+            #call_unary_in
             fn call_streaming(
                 &self,
                 op: u16,

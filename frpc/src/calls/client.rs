@@ -511,7 +511,9 @@ pub(crate) struct ClientDispatch {
 }
 
 impl Dispatch for ClientDispatch {
-    async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
+    type Scratch = ();
+
+    async fn packet(&self, conn: &Arc<Connection>, packet: Packet, _: &mut ()) {
         let calls = &self.calls;
         if !calls.answered.load(Ordering::Relaxed) {
             calls.mark_answered();

@@ -2,7 +2,7 @@
 //! client's in-flight table ([`client`]), the server's dispatch and concurrency modes
 //! ([`server`]), streams ([`stream`]), the credit they give back ([`credit`]) and the bytes
 //! they may buffer ([`budget`]), raw packets
-//! ([`raw`]), the extensions beyond fRPC
+//! ([`raw`]), the slot unary handlers run in ([`slot`]), the extensions beyond fRPC
 //! ([`ext`]) and the choice of a message's encoding ([`codec`]). Nothing here knows a service.
 
 pub(crate) mod budget;
@@ -12,4 +12,5 @@ pub(crate) mod credit;
 pub(crate) mod ext;
 pub(crate) mod raw;
 pub(crate) mod server;
+pub(crate) mod slot;
 pub(crate) mod stream;

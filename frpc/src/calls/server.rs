@@ -19,6 +19,7 @@ use tracing::Instrument;
 use super::budget::ByteBudget;
 use super::codec;
 use super::ext::{self, CallInfo, CallState, Registry};
+use super::slot::UnarySlot;
 use super::stream::{Budget, ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ConnectionConfig, ServerConfig};
 use crate::metadata::Metadata;
@@ -42,9 +43,17 @@ pub(crate) enum Target {
 pub(crate) trait Handlers: Send + Sync + 'static {
     /// What serves `op`, if anything.
     fn target(&self, op: u16) -> Option<Target>;
-    /// Runs a unary method: the request content in, the encoded response out. `call` is the
-    /// call's extension state, on connections that negotiated extensions.
-    fn unary(&self, conn: &Arc<Connection>, op: u16, request: Bytes, call: Option<CallInfo>) -> UnaryCall;
+    /// Starts a unary method in `slot`: the request content in, the encoded response out when
+    /// the slot's future finishes. `call` is the call's extension state, on connections that
+    /// negotiated extensions.
+    fn unary(
+        &self,
+        conn: &Arc<Connection>,
+        op: u16,
+        request: Bytes,
+        call: Option<CallInfo>,
+        slot: &mut UnarySlot,
+    );
     /// Runs a streaming method on a stream the client opened.
     fn streaming(
         &self,
@@ -58,27 +67,6 @@ pub(crate) trait Handlers: Send + Sync + 'static {
     /// The service's full proto name and the method's name of method `op`, for the call's
     /// span. Asked only when the span is enabled (a subscriber listens at debug level).
     fn names(&self, op: u16) -> Option<(&'static str, &'static str)>;
-}
-
-/// A running unary call: a service's that encodes its reply in one buffer
-/// ([`Service::call_unary`](crate::Service::call_unary)) or in parts
-/// ([`Service::call_unary_parts`](crate::Service::call_unary_parts)), held as it is so neither
-/// costs an allocation more.
-pub(crate) enum UnaryCall {
-    Bytes(BoxFuture<Result<Bytes, Status>>),
-    Parts(BoxFuture<Result<Encoded, Status>>),
-}
-
-impl Future for UnaryCall {
-    type Output = Result<Encoded, Status>;
-
-    #[inline]
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            UnaryCall::Bytes(call) => call.as_mut().poll(cx).map_ok(Encoded::from),
-            UnaryCall::Parts(call) => call.as_mut().poll(cx),
-        }
-    }
 }
 
 /// Records the service and method names of `op` on a call's span, when anything listens.
@@ -251,7 +239,14 @@ impl<H: Handlers> ServerDispatch<H> {
     /// A unary call on a connection with extensions: its header read, and while it runs in a
     /// task, findable by CANCEL and bounded by its deadline. A call without a header that
     /// finishes at once costs nothing more than a plain one.
-    async fn unary_ext(&self, conn: &Arc<Connection>, packet: Packet, bits: u32, span: tracing::Span) {
+    async fn unary_ext(
+        &self,
+        conn: &Arc<Connection>,
+        packet: Packet,
+        bits: u32,
+        span: tracing::Span,
+        slot: &mut UnarySlot,
+    ) {
         let (id, op) = (packet.id, packet.op);
         let key = call_key(op, id);
         let (info, content) = match ext::has_prefix(&packet.content) {
@@ -265,7 +260,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 }
             },
         };
-        let call = self.handlers.unary(conn, op, content, Some(info.clone()));
+        self.handlers.unary(conn, op, content, Some(info.clone()), slot);
         let permits = match self.limits.concurrency {
             Concurrency::Inline => {
                 // The reader runs the handler, so no CANCEL is read meanwhile; a deadline still
@@ -277,11 +272,16 @@ impl<H: Handlers> ServerDispatch<H> {
                 // A span no subscriber takes (the default) is not entered and left on every
                 // poll.
                 let result = match info.deadline() {
-                    None if span.is_disabled() => catch(call).await,
-                    None => catch(call).instrument(span.clone()).await,
+                    None if span.is_disabled() => catch(&mut *slot).await,
+                    None => catch(&mut *slot).instrument(span.clone()).await,
                     Some(_) => {
                         let state = info.state();
-                        match Box::pin(guarded(call, &state)).instrument(span.clone()).await {
+                        let result = Box::pin(guarded(&mut *slot, &state))
+                            .instrument(span.clone())
+                            .await;
+                        // A handler its deadline or a CANCEL ended is dropped now.
+                        slot.release();
+                        match result {
                             Some(result) => result,
                             None => return,
                         }
@@ -299,11 +299,11 @@ impl<H: Handlers> ServerDispatch<H> {
                 None => return,
             },
         };
-        let mut call = call;
-        let first = span.in_scope(|| poll_once(&mut call));
+        let first = span.in_scope(|| poll_once(slot));
         if let Some(result) = first {
             return self.reply_ext(conn, id, op, result, &info, bits).await;
         }
+        let call = slot.take();
         let Ok(local) = self.inflight.clone().acquire_owned().await else {
             return;
         };
@@ -365,9 +365,9 @@ impl<H: Handlers> ServerDispatch<H> {
     /// task, no hand-off and no wake-up; one that is still pending moves to a task of its own,
     /// so a slow handler never holds up the calls behind it. Waiting for a permit stops the
     /// reader, which is the backpressure a flooding peer gets.
-    async fn unary(&self, conn: &Arc<Connection>, packet: Packet, span: tracing::Span) {
+    async fn unary(&self, conn: &Arc<Connection>, packet: Packet, span: tracing::Span, slot: &mut UnarySlot) {
         let (id, op) = (packet.id, packet.op);
-        let call = self.handlers.unary(conn, op, packet.content, None);
+        self.handlers.unary(conn, op, packet.content, None, slot);
         let permits = match self.limits.concurrency {
             Concurrency::Inline => {
                 // Awaited in turn, not nested in one future, as in `unary_ext`: the nested one
@@ -375,10 +375,10 @@ impl<H: Handlers> ServerDispatch<H> {
                 let _busy = conn.mark_busy();
                 if span.is_disabled() {
                     // As in `unary_ext`.
-                    let result = catch(call).await;
+                    let result = catch(&mut *slot).await;
                     return send_reply(conn, id, op, result, None).await;
                 }
-                let result = catch(call).instrument(span.clone()).await;
+                let result = catch(&mut *slot).instrument(span.clone()).await;
                 return send_reply(conn, id, op, result, None).instrument(span).await;
             }
             Concurrency::PerRpc => None,
@@ -387,11 +387,11 @@ impl<H: Handlers> ServerDispatch<H> {
                 None => return,
             },
         };
-        let mut call = call;
-        let first = span.in_scope(|| poll_once(&mut call));
+        let first = span.in_scope(|| poll_once(slot));
         if let Some(result) = first {
             return send_reply(conn, id, op, result, None).await;
         }
+        let call = slot.take();
         let Ok(local) = self.inflight.clone().acquire_owned().await else {
             return;
         };
@@ -554,7 +554,10 @@ impl<H> ServerDispatch<H> {
 }
 
 impl<H: Handlers> Dispatch for ServerDispatch<H> {
-    async fn packet(&self, conn: &Arc<Connection>, packet: Packet) {
+    /// The slot unary handlers run in.
+    type Scratch = UnarySlot;
+
+    async fn packet(&self, conn: &Arc<Connection>, packet: Packet, slot: &mut UnarySlot) {
         if packet.op == op::STREAM {
             let budget = self.buffer_budget(packet.content.len()).await;
             if let Some(first) = self.streams.route(conn, packet.id, packet.content, budget) {
@@ -571,8 +574,8 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             Some(Target::Unary) => {
                 let span = self.rpc_span(&packet);
                 match self.extensions() {
-                    0 => self.unary(conn, packet, span).await,
-                    bits => self.unary_ext(conn, packet, bits, span).await,
+                    0 => self.unary(conn, packet, span, slot).await,
+                    bits => self.unary_ext(conn, packet, bits, span, slot).await,
                 }
             }
             Some(Target::Raw) => self.raw(conn, packet).await,
@@ -606,7 +609,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
 /// The waker is a no-op: a pending handler is spawned at once, and the task's first poll checks
 /// again whatever it waits for and registers the task's own waker, so no wake-up is lost and
 /// the reader is never woken for a call it handed off.
-fn poll_once(call: &mut UnaryCall) -> Option<Result<Encoded, Status>> {
+fn poll_once(call: &mut UnarySlot) -> Option<Result<Encoded, Status>> {
     let waker = std::task::Waker::noop();
     let mut cx = std::task::Context::from_waker(waker);
     match std::panic::catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(&mut *call).poll(&mut cx))) {
@@ -617,13 +620,13 @@ fn poll_once(call: &mut UnaryCall) -> Option<Result<Encoded, Status>> {
 }
 
 /// Runs a unary call and queues its reply under the request's id and operation.
-async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: UnaryCall) {
+async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: UnarySlot) {
     let result = catch(call).await;
     send_reply(&conn, id, op, result, None).await;
 }
 
 /// Runs a call, turning a panic into an error status.
-async fn catch(call: UnaryCall) -> Result<Encoded, Status> {
+async fn catch(call: impl Future<Output = Result<Encoded, Status>>) -> Result<Encoded, Status> {
     AssertUnwindSafe(call)
         .catch_unwind()
         .await

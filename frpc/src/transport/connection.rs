@@ -47,8 +47,17 @@ const DRAIN_CHECK_EVERY: u32 = 64;
 /// What the reader does with the packets it reads: the calls floor implements it, once for
 /// clients and once for servers.
 pub(crate) trait Dispatch: Send + Sync + 'static {
+    /// What the reader keeps for the dispatcher from one packet to the next, handed to
+    /// [`Dispatch::packet`] (the server's slot for unary handlers: one allocation per
+    /// connection, not one per call).
+    type Scratch: Default + Send;
     /// A packet that is not a heartbeat (PING and PONG never reach the dispatcher).
-    fn packet(&self, conn: &Arc<Connection>, packet: Packet) -> impl Future<Output = ()> + Send;
+    fn packet(
+        &self,
+        conn: &Arc<Connection>,
+        packet: Packet,
+        scratch: &mut Self::Scratch,
+    ) -> impl Future<Output = ()> + Send;
     /// A packet whose content is over the limit arrived: its header, while the transport
     /// discards its content (so the connection survives and the request can be answered).
     fn oversize(&self, conn: &Arc<Connection>, header: Header) -> impl Future<Output = ()> + Send;
@@ -601,6 +610,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     // Whether the peer has sent one valid packet: if it hangs up (or sends garbage) before, its
     // framing is the likely cause, and the close reason says so.
     let mut parsed_any = false;
+    let mut scratch = D::Scratch::default();
     if let Some(id) = tokio::task::try_id() {
         let _ = conn.reader.set(id);
     }
@@ -615,7 +625,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         if since_drain_check == DRAIN_CHECK_EVERY {
             since_drain_check = 0;
             if conn.drain_was_requested() {
-                drain_buffered(&conn, &mut framed, &*dispatch).await;
+                drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
                 break;
             }
         }
@@ -625,7 +635,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             signal = ReaderSignal(&conn) => match signal {
                 Signal::Stop => break,
                 Signal::Drain => {
-                    drain_buffered(&conn, &mut framed, &*dispatch).await;
+                    drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
                     break;
                 }
             },
@@ -635,7 +645,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                 parsed_any = true;
                 let more = !framed.read_buffer().is_empty();
                 conn.more_input.store(more, Ordering::Relaxed);
-                FlushWhenPending::new(&conn, handle(&conn, &*dispatch, frame)).await
+                FlushWhenPending::new(&conn, handle(&conn, &*dispatch, frame, &mut scratch)).await
             }
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
@@ -682,10 +692,11 @@ async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
     conn: &Arc<Connection>,
     framed: &mut FramedRead<R, ActiveFrames>,
     dispatch: &D,
+    scratch: &mut D::Scratch,
 ) {
     use futures_util::FutureExt;
     while let Some(Some(Ok(frame))) = framed.next().now_or_never() {
-        handle(conn, dispatch, frame).await;
+        handle(conn, dispatch, frame, scratch).await;
     }
 }
 
@@ -714,7 +725,7 @@ impl Decoder for ActiveFrames {
     }
 }
 
-async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame) {
+async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame, scratch: &mut D::Scratch) {
     let packet = match frame {
         Frame::Packet(packet) => packet,
         Frame::Oversize(header) => {
@@ -729,7 +740,7 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame)
             let _ = conn.try_send(Packet::pong());
         }
         op::PONG => dispatch.pong(),
-        _ => dispatch.packet(conn, packet).await,
+        _ => dispatch.packet(conn, packet, scratch).await,
     }
 }
 
@@ -783,7 +794,8 @@ mod tests {
     struct Ignore;
 
     impl Dispatch for Ignore {
-        async fn packet(&self, _: &Arc<Connection>, _: Packet) {}
+        type Scratch = ();
+        async fn packet(&self, _: &Arc<Connection>, _: Packet, _: &mut ()) {}
         async fn oversize(&self, _: &Arc<Connection>, _: Header) {}
         fn closed(&self, _: &Error) {}
     }
