@@ -110,18 +110,10 @@ impl PacketCodec {
         Header { id, op, len }.encode(self.framing, dst);
         Ok(())
     }
-}
 
-impl Decoder for PacketCodec {
-    type Item = Packet;
-    type Error = FrameError;
-
-    /// Nothing is consumed until a whole packet is buffered, so whatever is left in `src`
-    /// is exactly the bytes not yet parsed (what connection takeover hands back).
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Packet>, FrameError> {
-        let Some(header) = Header::parse(self.framing, src)? else {
-            return Ok(None);
-        };
+    /// [`Decoder::decode`] with the header at the front of `src` already parsed (by
+    /// [`FrameCodec`], which looks at it first: parsed once, not twice).
+    fn decode_parsed(&mut self, header: Header, src: &mut BytesMut) -> Result<Option<Packet>, FrameError> {
         if header.len > self.max_content_length {
             return Err(FrameError::ContentTooLarge {
                 len: header.len.into(),
@@ -161,6 +153,20 @@ impl Decoder for PacketCodec {
             op: header.op,
             content,
         }))
+    }
+}
+
+impl Decoder for PacketCodec {
+    type Item = Packet;
+    type Error = FrameError;
+
+    /// Nothing is consumed until a whole packet is buffered, so whatever is left in `src`
+    /// is exactly the bytes not yet parsed (what connection takeover hands back).
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Packet>, FrameError> {
+        let Some(header) = Header::parse(self.framing, src)? else {
+            return Ok(None);
+        };
+        self.decode_parsed(header, src)
     }
 
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Packet>, FrameError> {
@@ -290,7 +296,7 @@ impl Decoder for FrameCodec {
             return Ok(None);
         };
         if header.len <= self.packets.max_content_length {
-            return Ok(self.packets.decode(src)?.map(Frame::Packet));
+            return Ok(self.packets.decode_parsed(header, src)?.map(Frame::Packet));
         }
         if header.len > self.max_skip {
             return Err(FrameError::ContentTooLarge {
