@@ -118,12 +118,24 @@ mod tests {
             let mut written = Vec::new();
             HEADER.encode(framing, &mut written);
             assert_eq!(written, bytes, "{framing:?}");
-            assert_eq!(Header::parse(framing, bytes).unwrap(), Some(HEADER), "{framing:?}");
+            assert_eq!(
+                Header::parse(framing, bytes).unwrap(),
+                Some(HEADER),
+                "{framing:?}"
+            );
             // Bytes after the header are not the header's.
             let longer = [bytes, &[0xFF; 3][..]].concat();
-            assert_eq!(Header::parse(framing, &longer).unwrap(), Some(HEADER), "{framing:?}");
+            assert_eq!(
+                Header::parse(framing, &longer).unwrap(),
+                Some(HEADER),
+                "{framing:?}"
+            );
             let short = &bytes[..bytes.len() - 1];
-            assert_eq!(Header::parse(framing, short).unwrap(), None, "{framing:?}: incomplete");
+            assert_eq!(
+                Header::parse(framing, short).unwrap(),
+                None,
+                "{framing:?}: incomplete"
+            );
         }
     }
 

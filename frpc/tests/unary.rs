@@ -69,6 +69,52 @@ async fn handler_panic_becomes_error_and_server_keeps_serving() {
     }
 }
 
+/// One connection's unary calls share the slot their handlers run in: `Echo` (the generated
+/// form, one future type) and `Fail` and `Panic` (a hand-written service's, a boxed future in
+/// the slot: another layout) in turn, a panic in between, and concurrent calls that hold the
+/// slot's earlier future in a task while later ones take the slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn methods_of_other_future_layouts_take_turns_in_the_slot() {
+    for mode in MODES {
+        let server = start(config(mode)).await;
+        let client = Client::connect(server.addr).await.unwrap();
+        for round in 0..3 {
+            let echo = call(&client, ECHO, &format!("echo {round}")).await.unwrap();
+            assert_eq!(echo.value, format!("echo {round}"), "{mode:?}");
+            let err = call(&client, FAIL, &round.to_string()).await.unwrap_err();
+            let failed = err.status().map(|s| s.message().to_owned());
+            assert_eq!(
+                failed.as_deref(),
+                Some(format!("failed: {round}").as_str()),
+                "{mode:?}"
+            );
+            assert!(call(&client, PANIC, "").await.is_err(), "{mode:?}");
+        }
+        let mixed = (0..200).map(|i| {
+            let client = client.clone();
+            async move {
+                match i % 2 {
+                    0 => call(&client, ECHO, &i.to_string()).await.map(|t| t.value),
+                    _ => call(&client, FAIL, &i.to_string()).await.map(|t| t.value),
+                }
+            }
+        });
+        for (i, result) in futures_util::future::join_all(mixed)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            match i % 2 {
+                0 => assert_eq!(result.unwrap(), i.to_string(), "{mode:?}"),
+                _ => assert!(
+                    result.unwrap_err().to_string().contains(&format!("failed: {i}")),
+                    "{mode:?}"
+                ),
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn closing_status_replies_then_closes_the_connection() {
     let server = start(Default::default()).await;
