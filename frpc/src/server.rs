@@ -1003,7 +1003,7 @@ impl Handlers for Router {
     fn target(&self, op: u16) -> Option<Target> {
         Some(match self.shared.routes.get(&op)? {
             Route::Method { kind, .. } if kind.is_streaming() => Target::Streaming,
-            Route::Method { .. } => Target::Unary,
+            Route::Method { service, .. } => Target::Unary(*service),
             Route::Raw(_) => Target::Raw,
         })
     }
@@ -1012,6 +1012,7 @@ impl Handlers for Router {
         &self,
         conn: &Arc<Connection>,
         op: u16,
+        service: usize,
         request: Bytes,
         call: Option<CallInfo>,
         slot: &mut UnarySlot,
@@ -1019,9 +1020,11 @@ impl Handlers for Router {
         if let Some(stack) = &self.shared.stack {
             return self.layered_unary(stack, conn, op, request, call, slot);
         }
-        match self.service(op) {
-            Ok(service) => service.call_unary_in(op, self.context(conn, call), request, slot),
-            Err(status) => slot.set(std::future::ready(Err(status))),
+        match self.shared.services.get(service) {
+            Some(service) => service.call_unary_in(op, self.context(conn, call), request, slot),
+            None => slot.set(std::future::ready(Err(Status::unimplemented(format!(
+                "unknown operation {op}"
+            ))))),
         }
     }
 

@@ -31,8 +31,9 @@ use crate::types::{BoxFuture, Encoded};
 /// What serves an operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Target {
-    /// A unary method.
-    Unary,
+    /// A unary method, with the handlers' own number for its service (handed back to
+    /// [`Handlers::unary`], so the call does not look its route up twice).
+    Unary(usize),
     /// A streaming method (opened with a stream-open message, never as a packet operation).
     Streaming,
     /// A raw route: runs on the reader, in arrival order.
@@ -43,13 +44,14 @@ pub(crate) enum Target {
 pub(crate) trait Handlers: Send + Sync + 'static {
     /// What serves `op`, if anything.
     fn target(&self, op: u16) -> Option<Target>;
-    /// Starts a unary method in `slot`: the request content in, the encoded response out when
-    /// the slot's future finishes. `call` is the call's extension state, on connections that
-    /// negotiated extensions.
+    /// Starts unary method `op` in `slot` (`service`: what [`Handlers::target`] said serves
+    /// it): the request content in, the encoded response out when the slot's future finishes.
+    /// `call` is the call's extension state, on connections that negotiated extensions.
     fn unary(
         &self,
         conn: &Arc<Connection>,
         op: u16,
+        service: usize,
         request: Bytes,
         call: Option<CallInfo>,
         slot: &mut UnarySlot,
@@ -243,6 +245,7 @@ impl<H: Handlers> ServerDispatch<H> {
         &self,
         conn: &Arc<Connection>,
         packet: Packet,
+        service: usize,
         bits: u32,
         span: tracing::Span,
         slot: &mut UnarySlot,
@@ -260,7 +263,8 @@ impl<H: Handlers> ServerDispatch<H> {
                 }
             },
         };
-        self.handlers.unary(conn, op, content, Some(info.clone()), slot);
+        self.handlers
+            .unary(conn, op, service, content, Some(info.clone()), slot);
         let permits = match self.limits.concurrency {
             Concurrency::Inline => {
                 // The reader runs the handler, so no CANCEL is read meanwhile; a deadline still
@@ -365,9 +369,16 @@ impl<H: Handlers> ServerDispatch<H> {
     /// task, no hand-off and no wake-up; one that is still pending moves to a task of its own,
     /// so a slow handler never holds up the calls behind it. Waiting for a permit stops the
     /// reader, which is the backpressure a flooding peer gets.
-    async fn unary(&self, conn: &Arc<Connection>, packet: Packet, span: tracing::Span, slot: &mut UnarySlot) {
+    async fn unary(
+        &self,
+        conn: &Arc<Connection>,
+        packet: Packet,
+        service: usize,
+        span: tracing::Span,
+        slot: &mut UnarySlot,
+    ) {
         let (id, op) = (packet.id, packet.op);
-        self.handlers.unary(conn, op, packet.content, None, slot);
+        self.handlers.unary(conn, op, service, packet.content, None, slot);
         let permits = match self.limits.concurrency {
             Concurrency::Inline => {
                 // Awaited in turn, not nested in one future, as in `unary_ext`: the nested one
@@ -571,11 +582,11 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
         match self.handlers.target(packet.op) {
             // Two arms, not one that branches: the extension path's future is then never
             // nested in (and moved with) the plain one's.
-            Some(Target::Unary) => {
+            Some(Target::Unary(service)) => {
                 let span = self.rpc_span(&packet);
                 match self.extensions() {
-                    0 => self.unary(conn, packet, span, slot).await,
-                    bits => self.unary_ext(conn, packet, bits, span, slot).await,
+                    0 => self.unary(conn, packet, service, span, slot).await,
+                    bits => self.unary_ext(conn, packet, service, bits, span, slot).await,
                 }
             }
             Some(Target::Raw) => self.raw(conn, packet).await,
@@ -592,7 +603,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
         if header.op == op::STREAM {
             return self.streams.reject_oversize(conn, header.id, header.len, max);
         }
-        if self.handlers.target(header.op) == Some(Target::Unary) {
+        if matches!(self.handlers.target(header.op), Some(Target::Unary(_))) {
             // Go drops the whole connection; the header names the call, so answer it instead.
             let text = format!("request of {} bytes exceeds the limit of {max} bytes", header.len);
             let content = polyglot::error_to_bytes(&text);
