@@ -1,6 +1,7 @@
 //! The slot a connection's unary handlers run in ([`UnarySlot`]): one allocation per connection,
 //! reused by every call whose future has the layout of the one before, where a boxed future
-//! would cost a `malloc` and a `free` per call.
+//! would cost a `malloc` and a `free` per call. What a connection keeps between calls is
+//! bounded: a future larger than [`KEEP_MAX`] is freed as it finishes.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,6 +11,11 @@ use tokio_util::sync::ReusableBoxFuture;
 
 use crate::status::Status;
 use crate::types::Encoded;
+
+/// The largest call future a slot keeps between calls (bytes): generated handlers' futures are a
+/// few hundred bytes; one holding a large array is freed when it finishes, so an idle
+/// connection never holds more than this.
+pub(crate) const KEEP_MAX: usize = 4096;
 
 /// Where a unary call's future runs: kept by the connection's reader from one call to the
 /// next, so a handler's future (the same type call after call for one method) reuses the
@@ -21,6 +27,9 @@ pub struct UnarySlot {
     /// Whether the future in the slot has finished (it then holds nothing of its call: an
     /// `async` block drops what it captured as it returns).
     done: bool,
+    /// Whether the future's allocation stays for the next call once it finishes (it is at most
+    /// [`KEEP_MAX`] bytes).
+    keep: bool,
 }
 
 impl UnarySlot {
@@ -29,6 +38,7 @@ impl UnarySlot {
         UnarySlot {
             call: ReusableBoxFuture::new(std::future::pending()),
             done: true,
+            keep: true,
         }
     }
 
@@ -40,6 +50,7 @@ impl UnarySlot {
     {
         self.call.set(call);
         self.done = false;
+        self.keep = std::mem::size_of::<F>() <= KEEP_MAX;
     }
 
     /// The call in the slot, taken out to run elsewhere (a handler that waits moves to a task
@@ -78,6 +89,9 @@ impl Future for UnarySlot {
         let poll = this.call.poll(cx);
         if poll.is_ready() {
             this.done = true;
+            if !this.keep {
+                *this = UnarySlot::new();
+            }
         }
         poll
     }
@@ -146,6 +160,27 @@ mod tests {
         slot.release();
         let after = &*slot.call.get_pin() as *const _ as *const u8;
         assert_eq!(before, after, "a finished call's allocation stays for the next");
+    }
+
+    #[test]
+    fn a_call_future_over_the_limit_is_freed_as_it_finishes() {
+        let held = |slot: &mut UnarySlot| std::mem::size_of_val(&*slot.call.get_pin());
+        let mut slot = UnarySlot::new();
+        let large = [7u8; KEEP_MAX + 1];
+        slot.set(async move {
+            std::future::ready(()).await;
+            Ok(Encoded::from(Bytes::copy_from_slice(&large[..1])))
+        });
+        assert!(held(&mut slot) > KEEP_MAX);
+        assert!(matches!(poll_now(&mut slot), Poll::Ready(Ok(reply)) if reply.len() == 1));
+        assert_eq!(held(&mut slot), 0, "nothing kept beyond the limit");
+
+        slot.set(async { Ok(Encoded::default()) });
+        assert!(poll_now(&mut slot).is_ready());
+        assert!(
+            held(&mut slot) > 0,
+            "a small finished future keeps its allocation"
+        );
     }
 
     #[test]
