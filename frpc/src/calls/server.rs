@@ -291,11 +291,15 @@ impl<H: Handlers> ServerDispatch<H> {
                         }
                     }
                 };
-                let reply = self.reply_ext(conn, id, op, result, &info, bits);
+                // Awaited where it is made, not bound first: a bound future is moved into the
+                // await (about 80 instructions of copying per call).
                 if span.is_disabled() {
-                    return reply.await;
+                    return self.reply_ext(conn, id, op, result, &info, bits).await;
                 }
-                return reply.instrument(span).await;
+                return self
+                    .reply_ext(conn, id, op, result, &info, bits)
+                    .instrument(span)
+                    .await;
             }
             Concurrency::PerRpc => None,
             Concurrency::Limited(_) => match self.global_permit().await {
