@@ -59,6 +59,14 @@ impl UnarySlot {
         std::mem::take(self)
     }
 
+    /// Frees a finished future too large to keep. Out of line: the poll that calls it is on
+    /// every call's path, this almost never.
+    #[cold]
+    #[inline(never)]
+    fn shrink(&mut self) {
+        *self = UnarySlot::new();
+    }
+
     /// Drops a call that did not finish (its deadline passed, or the client cancelled it), so
     /// what it holds is let go of now, not when the next call replaces it.
     pub(crate) fn release(&mut self) {
@@ -90,7 +98,7 @@ impl Future for UnarySlot {
         if poll.is_ready() {
             this.done = true;
             if !this.keep {
-                *this = UnarySlot::new();
+                this.shrink();
             }
         }
         poll

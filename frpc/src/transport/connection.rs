@@ -552,17 +552,27 @@ enum Signal {
     Drain,
 }
 
-/// Resolves once the reader must stop or drain. Polling it registers the reader's waker and
-/// loads three atomics: no lock (three `CancellationToken` futures took six per wait).
-struct ReaderSignal<'a>(&'a Connection);
+/// Resolves once the reader must stop or drain. Polling it loads three atomics: no lock (three
+/// `CancellationToken` futures took six per wait). The reader's waker is registered on the
+/// first poll only (`registered`, kept by the reader): the reader is one task for its whole
+/// life, and every wake-up of the signal (close, stop, drain) sets a flag that stays set, so the
+/// reader stops at the next poll and never waits for the signal again. Registering on every
+/// wait cost a waker clone and two atomic swaps per call.
+struct ReaderSignal<'a> {
+    conn: &'a Connection,
+    registered: &'a mut bool,
+}
 
 impl Future for ReaderSignal<'_> {
     type Output = Signal;
 
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Signal> {
-        let conn = self.0;
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Signal> {
+        let conn = self.conn;
         // Registered before the flags are read: a signal set after the read wakes us.
-        conn.reader_signal.register(cx.waker());
+        if !*self.registered {
+            conn.reader_signal.register(cx.waker());
+            *self.registered = true;
+        }
         if conn.reading_stopped() {
             return std::task::Poll::Ready(Signal::Stop);
         }
@@ -611,6 +621,8 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     // framing is the likely cause, and the close reason says so.
     let mut parsed_any = false;
     let mut scratch = D::Scratch::default();
+    // Whether `ReaderSignal` has registered this task's waker (once is enough: see there).
+    let mut signal_registered = false;
     if let Some(id) = tokio::task::try_id() {
         let _ = conn.reader.set(id);
     }
@@ -632,7 +644,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         let next = tokio::select! {
             biased;
             next = FlushWhenPending::new(&conn, framed.next()) => next,
-            signal = ReaderSignal(&conn) => match signal {
+            signal = ReaderSignal { conn: &conn, registered: &mut signal_registered } => match signal {
                 Signal::Stop => break,
                 Signal::Drain => {
                     drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
