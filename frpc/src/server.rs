@@ -932,9 +932,14 @@ impl Router {
     fn service(&self, op: u16) -> Result<&Arc<dyn Service>, Status> {
         match self.shared.routes.get(&op) {
             Some(Route::Method { service, .. }) => Ok(&self.shared.services[*service]),
-            _ => Err(Status::unimplemented(format!("unknown operation {op}"))),
+            _ => Err(unknown_operation(op)),
         }
     }
+}
+
+/// The status of a call to an operation nothing on this server serves.
+fn unknown_operation(op: u16) -> Status {
+    Status::unimplemented(format!("unknown operation {op}"))
 }
 
 impl Router {
@@ -994,7 +999,7 @@ impl Shared {
                 body,
                 stream,
             )),
-            _ => Err(Status::unimplemented(format!("unknown operation {op}"))),
+            _ => Err(unknown_operation(op)),
         }
     }
 }
@@ -1022,9 +1027,7 @@ impl Handlers for Router {
         }
         match self.shared.services.get(service) {
             Some(service) => service.call_unary_in(op, self.context(conn, call), request, slot),
-            None => slot.set(std::future::ready(Err(Status::unimplemented(format!(
-                "unknown operation {op}"
-            ))))),
+            None => slot.set(std::future::ready(Err(unknown_operation(op)))),
         }
     }
 

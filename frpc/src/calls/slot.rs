@@ -27,9 +27,6 @@ pub struct UnarySlot {
     /// Whether the future in the slot has finished (it then holds nothing of its call: an
     /// `async` block drops what it captured as it returns).
     done: bool,
-    /// Whether the future's allocation stays for the next call once it finishes (it is at most
-    /// [`KEEP_MAX`] bytes).
-    keep: bool,
 }
 
 impl UnarySlot {
@@ -38,7 +35,6 @@ impl UnarySlot {
         UnarySlot {
             call: ReusableBoxFuture::new(std::future::pending()),
             done: true,
-            keep: true,
         }
     }
 
@@ -50,7 +46,6 @@ impl UnarySlot {
     {
         self.call.set(call);
         self.done = false;
-        self.keep = std::mem::size_of::<F>() <= KEEP_MAX;
     }
 
     /// The call in the slot, taken out to run elsewhere (a handler that waits moves to a task
@@ -59,11 +54,11 @@ impl UnarySlot {
         std::mem::take(self)
     }
 
-    /// Frees a finished future too large to keep. Out of line: the poll that calls it is on
+    /// Empties the slot, freeing its future. Out of line: the poll that may call it is on
     /// every call's path, this almost never.
     #[cold]
     #[inline(never)]
-    fn shrink(&mut self) {
+    fn empty(&mut self) {
         *self = UnarySlot::new();
     }
 
@@ -71,7 +66,7 @@ impl UnarySlot {
     /// what it holds is let go of now, not when the next call replaces it.
     pub(crate) fn release(&mut self) {
         if !self.done {
-            *self = UnarySlot::new();
+            self.empty();
         }
     }
 }
@@ -97,8 +92,9 @@ impl Future for UnarySlot {
         let poll = this.call.poll(cx);
         if poll.is_ready() {
             this.done = true;
-            if !this.keep {
-                this.shrink();
+            // A future too large to keep between calls (its size, from its vtable).
+            if std::mem::size_of_val(&*this.call.get_pin()) > KEEP_MAX {
+                this.empty();
             }
         }
         poll
