@@ -174,9 +174,9 @@ enum Metrics {
 }
 
 async fn run(mut client: impl Caller<Body>, calls: u64) {
-    let body = Body::random(Payload::String, 32);
+    let mut body = Body::random(Payload::String, 32);
     for _ in 0..calls {
-        client.call(&body).await.expect("call");
+        client.call(&mut body).await.expect("call");
     }
 }
 

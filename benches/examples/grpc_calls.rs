@@ -41,9 +41,9 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             _ => return Err("usage: grpc_calls frpc|tonic [CALLS] [SIZE]".into()),
         };
         let mut client = tonic::Client::connect(addr).await?;
-        let body = Body::random(Payload::String, size);
+        let mut body = Body::random(Payload::String, size);
         for _ in 0..calls {
-            client.call(&body).await.expect("call");
+            client.call(&mut body).await.expect("call");
         }
         println!(
             "{calls} calls of {size} B to the {} server",

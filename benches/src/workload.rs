@@ -87,9 +87,10 @@ impl FromStr for Payload {
     }
 }
 
-/// A cell's message, in the type its payload is generated as. Made once per cell; every call
-/// clones it, which copies a `Text` (a request owns its `String`) and only counts a reference to
-/// `Data`.
+/// A cell's message, in the type its payload is generated as. Made once per cell and cloned
+/// once per in-flight slot. A call moves a `Text` into its request and keeps the echoed reply's
+/// `String` for the next call (no copy by the load generator: the raw client resends one
+/// encoded buffer), and counts a reference to `Data`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
     /// For [`Payload::String`].

@@ -54,7 +54,7 @@ struct UnaryCaller {
 }
 
 impl Caller<Bytes> for UnaryCaller {
-    async fn call(&mut self, request: &Bytes) -> Result<(), Failure> {
+    async fn call(&mut self, request: &mut Bytes) -> Result<(), Failure> {
         let reply = self.client.call(self.op, |_| request.clone()).await;
         self.finished.fetch_add(1, Ordering::Relaxed);
         match reply {

@@ -13,7 +13,12 @@ use crate::outcome::{Failure, Limit, Outcome};
 /// One call of an RPC client, with a request of type `Req` made once per run.
 pub trait Caller<Req>: Clone + Send + 'static {
     /// Sends `request` and waits for the reply.
-    fn call(&mut self, request: &Req) -> impl Future<Output = Result<(), Failure>> + Send;
+    ///
+    /// Each in-flight slot owns its request, so a caller may move what it needs out of it and
+    /// put back what the reply brought (an echo's message): the next call then sends that
+    /// without the load generator copying the message per call, as a raw client resends one
+    /// encoded buffer.
+    fn call(&mut self, request: &mut Req) -> impl Future<Output = Result<(), Failure>> + Send;
 }
 
 /// How a client issues its in-flight calls.
@@ -92,12 +97,17 @@ where
 /// One in-flight slot: a call at a time until `limit` says stop. The clock read when a call
 /// completes is also the next call's start (one read per call, as the raw client's one per
 /// batch).
-async fn slot<Req, C: Caller<Req>>(mut caller: C, request: Req, limit: Limit, outcome: Arc<Mutex<Outcome>>) {
+async fn slot<Req, C: Caller<Req>>(
+    mut caller: C,
+    mut request: Req,
+    limit: Limit,
+    outcome: Arc<Mutex<Outcome>>,
+) {
     let mut done = 0;
     let mut now = Instant::now();
     while limit.more_at(done, now) {
         let sent = now;
-        let result = caller.call(&request).await;
+        let result = caller.call(&mut request).await;
         now = Instant::now();
         let mut outcome = outcome.lock().unwrap_or_else(|e| e.into_inner());
         match result {
@@ -125,7 +135,7 @@ mod tests {
     }
 
     impl Caller<()> for Counter {
-        async fn call(&mut self, _: &()) -> Result<(), Failure> {
+        async fn call(&mut self, _: &mut ()) -> Result<(), Failure> {
             tokio::task::yield_now().await;
             let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
             match n % self.fail_every {
@@ -176,6 +186,35 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(1)).await;
         let outcome = drive(&caller, &(), 4, Callers::Tasks, Limit::window(ended)).await;
         assert_eq!((outcome.calls, caller.calls.load(Ordering::Relaxed)), (0, 40));
+    }
+
+    /// Passes the relay on: records the request it got and leaves the next one in its place.
+    #[derive(Clone, Default)]
+    struct Relay(Arc<Mutex<Vec<u64>>>);
+
+    impl Caller<u64> for Relay {
+        async fn call(&mut self, request: &mut u64) -> Result<(), Failure> {
+            self.0.lock().unwrap().push(*request);
+            *request += 1;
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn what_a_call_leaves_in_its_request_is_its_slots_next_request() {
+        for callers in Callers::ALL {
+            let relay = Relay::default();
+            let limit = Limit::per_slot(open_window(), 4);
+            let outcome = drive(&relay, &10, 3, callers, limit).await;
+            assert_eq!(outcome.calls, 12, "{callers}");
+            let mut seen = relay.0.lock().unwrap().clone();
+            seen.sort_unstable();
+            assert_eq!(
+                seen,
+                [10, 10, 10, 11, 11, 11, 12, 12, 12, 13, 13, 13],
+                "{callers}"
+            );
+        }
     }
 
     #[test]

@@ -12,8 +12,8 @@
 //! struct Flaky(u64);
 //!
 //! impl Caller<u64> for Flaky {
-//!     async fn call(&mut self, request: &u64) -> Result<(), Failure> {
-//!         self.0 += request;
+//!     async fn call(&mut self, request: &mut u64) -> Result<(), Failure> {
+//!         self.0 += *request;
 //!         if self.0 % 3 == 0 { Err("UNAVAILABLE".into()) } else { Ok(()) }
 //!     }
 //! }
