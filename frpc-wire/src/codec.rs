@@ -136,8 +136,10 @@ impl PacketCodec {
             return Ok(None);
         }
         self.proven = self.proven.max(total);
-        src.advance(self.framing.header_len());
-        let content = src.split_to(header.len as usize).freeze();
+        // One split of the read buffer, then the header dropped from the shared slice (a
+        // pointer's move), rather than two changes to the read buffer.
+        let mut content = src.split_to(total).freeze();
+        content.advance(self.framing.header_len());
         let large = total > READ_RESERVE;
         if large && src.is_empty() && src.capacity() > READ_RESERVE && src.capacity() < self.proven {
             // The room left behind this large packet is too small for the next one as large,
@@ -287,9 +289,11 @@ impl Decoder for FrameCodec {
     type Error = FrameError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        self.skip(src);
         if self.skipping > 0 {
-            return Ok(None);
+            self.skip(src);
+            if self.skipping > 0 {
+                return Ok(None);
+            }
         }
         let framing = self.packets.framing;
         let Some(header) = Header::parse(framing, src)? else {

@@ -583,6 +583,38 @@ impl Future for ReaderSignal<'_> {
     }
 }
 
+/// What ended the reader's wait: input (a frame, an error or the end of the stream), or a signal.
+enum Woken<T> {
+    Input(T),
+    Signal(Signal),
+}
+
+pin_project_lite::pin_project! {
+    /// The reader's wait: its input first, the signal only while no input is ready (what a
+    /// biased `select!` of the two does, without its per-poll bookkeeping: this runs once per
+    /// packet).
+    struct InputOrSignal<'a, F> {
+        #[pin]
+        input: F,
+        signal: ReaderSignal<'a>,
+    }
+}
+
+impl<F: Future> Future for InputOrSignal<'_, F> {
+    type Output = Woken<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.project();
+        if let std::task::Poll::Ready(input) = this.input.poll(cx) {
+            return std::task::Poll::Ready(Woken::Input(input));
+        }
+        std::pin::Pin::new(this.signal).poll(cx).map(Woken::Signal)
+    }
+}
+
 /// Pending once, waking its own task: the task's other futures (calls joined with this one)
 /// and the tasks queued behind it run before it resumes. Unlike `tokio::task::yield_now`, it
 /// does not wait for the runtime to poll the I/O driver (a system call).
@@ -641,16 +673,20 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                 break;
             }
         }
-        let next = tokio::select! {
-            biased;
-            next = FlushWhenPending::new(&conn, framed.next()) => next,
-            signal = ReaderSignal { conn: &conn, registered: &mut signal_registered } => match signal {
-                Signal::Stop => break,
-                Signal::Drain => {
-                    drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
-                    break;
-                }
+        let input = InputOrSignal {
+            input: FlushWhenPending::new(&conn, framed.next()),
+            signal: ReaderSignal {
+                conn: &conn,
+                registered: &mut signal_registered,
             },
+        };
+        let next = match input.await {
+            Woken::Input(next) => next,
+            Woken::Signal(Signal::Stop) => break,
+            Woken::Signal(Signal::Drain) => {
+                drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
+                break;
+            }
         };
         match next {
             Some(Ok(frame)) => {
