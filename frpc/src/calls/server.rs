@@ -712,7 +712,9 @@ async fn send_reply(
         // Go closes the whole connection here; failing just this call is enough.
         content = polyglot::error_to_bytes(&format!("response too large: {err}")).into();
     }
-    let _ = conn.send(Outgoing::new(id, op, content)).await;
+    if let Ok(Some(queued)) = conn.send_now(Outgoing::new(id, op, content)) {
+        let _ = conn.queue(queued).await;
+    }
     if close {
         conn.close(CloseReason::Local("handler returned a closing status".into()));
     }

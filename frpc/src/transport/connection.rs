@@ -294,20 +294,33 @@ impl Connection {
                 Err(packet) => Placed::Queue(packet),
             };
         }
+        match self.place_uncorked(packet) {
+            None => Placed::Gone,
+            Some(packet) => Placed::Queue(packet),
+        }
+    }
+
+    /// [`Connection::place`] without a cork of its own: written at once, or corked for the
+    /// reader to write (it writes the cork when it runs out of input or has to wait); the packet
+    /// back when it has to go through the writer's queue.
+    #[inline]
+    fn place_uncorked(&self, packet: Outgoing) -> Option<Outgoing> {
         if !self.more_input.load(Ordering::Relaxed) {
-            return match self.outbound.try_direct(packet) {
-                Ok(()) => Placed::Gone,
-                Err(packet) => Placed::Queue(packet),
-            };
+            return self.outbound.try_direct(packet).err();
         }
         if !self.on_reader() {
-            return Placed::Queue(packet);
+            return Some(packet);
         }
-        // The reader writes the cork when it runs out of input or has to wait.
-        match self.outbound.try_cork(packet) {
-            Ok(_) => Placed::Gone,
-            Err(packet) => Placed::Queue(packet),
-        }
+        self.outbound.try_cork(packet).err()
+    }
+
+    /// [`Connection::send`] where that needs no wait, without a future: `Ok(None)` once the
+    /// packet is written or corked, `Ok(Some(packet))` when it has to wait for room in the
+    /// writer's queue ([`Connection::queue`] then sends it). A server's reply takes this path:
+    /// the common case builds, polls and drops no `send` future.
+    pub(crate) fn send_now(&self, packet: Outgoing) -> Result<Option<Outgoing>, Error> {
+        self.admit(&packet)?;
+        Ok(self.place_uncorked(packet))
     }
 
     /// Whether the caller is the reader's task.
