@@ -28,6 +28,10 @@
 //! valgrind --tool=callgrind target/release/examples/calls raw-echo-joined 20000  # the raw
 //!                              # client on the raw echo: with `echo-joined`, the two clients'
 //!                              # difference per call
+//! valgrind --tool=callgrind target/release/examples/calls raw-decode-joined 20000  # the raw
+//!                              # client on the echo that decodes each request and encodes its
+//!                              # response: with `raw-joined`, what frpc's server adds to the
+//!                              # message's own work
 //! ```
 //!
 //! `shared` is `on` with the server built with `grpc(true)`: what the fRPC face pays for
@@ -38,6 +42,7 @@
 
 use frpc::metrics::{ClientMetricsLayer, MetricsLayer};
 use frpc_bench::frameworks::frpc::{Client, Wire, serve_with};
+use frpc_bench::frameworks::raw;
 use frpc_bench::workload::{Body, Caller, Payload};
 use frpc_bench::workload::{Callers, Limit, Window, drive};
 use std::time::Duration;
@@ -52,12 +57,19 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // Ten calls in flight, joined on one task (or pipelined by the raw client).
     let joined = matches!(
         mode.as_deref(),
-        Some("joined" | "raw-joined" | "echo-joined" | "raw-echo-joined")
+        Some("joined" | "raw-joined" | "echo-joined" | "raw-echo-joined" | "raw-decode-joined")
     );
-    let raw = matches!(mode.as_deref(), Some("raw-joined" | "raw-echo-joined"));
+    let raw = matches!(
+        mode.as_deref(),
+        Some("raw-joined" | "raw-echo-joined" | "raw-decode-joined")
+    );
     // The raw echo as the server: the difference between the two clients on it is the
     // difference between their per-call costs (the server's share is the same).
-    let echo = matches!(mode.as_deref(), Some("echo-joined" | "raw-echo-joined"));
+    let echo = match mode.as_deref() {
+        Some("echo-joined" | "raw-echo-joined") => Some(raw::Echo::Bytes),
+        Some("raw-decode-joined") => Some(raw::Echo::Messages),
+        _ => None,
+    };
     let (wire, channel, metrics, name) = match mode.as_deref() {
         Some("on") => (Wire::Polyglot, false, Off, "extensions on, polyglot"),
         Some("joined") => (Wire::Polyglot, false, Off, "extensions on, polyglot, 10 joined"),
@@ -68,6 +80,12 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             false,
             Off,
             "the raw client, 10 pipelined, on the raw echo",
+        ),
+        Some("raw-decode-joined") => (
+            Wire::Plain,
+            false,
+            Off,
+            "the raw client, 10 pipelined, on the decoding echo",
         ),
         Some("off") => (Wire::Plain, false, Off, "extensions off"),
         Some("protobuf") => (Wire::Protobuf, false, Off, "extensions on, protobuf"),
@@ -104,7 +122,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         _ => {
             return Err(
                 "usage: calls on|off|protobuf|channel|shared|metrics|metrics-idle|layers|joined|\
-                 raw-joined|echo-joined|raw-echo-joined [CALLS]"
+                 raw-joined|echo-joined|raw-echo-joined|raw-decode-joined [CALLS]"
                     .into(),
             );
         }
@@ -128,8 +146,8 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             Layers => builder.layer(MapRequestLayer::new(std::convert::identity::<frpc::CallRequest>)),
             Idle | Recorded => builder.layer(MetricsLayer::new()),
         };
-        if echo {
-            tokio::spawn(frpc_bench::frameworks::raw::serve(listener, framing));
+        if let Some(echo) = echo {
+            tokio::spawn(raw::serve(listener, framing, echo));
         } else {
             tokio::spawn(serve_with(
                 listener,
@@ -199,9 +217,7 @@ async fn run_joined(client: impl Caller<Body>, calls: u64) {
 
 async fn run_raw(addr: std::net::SocketAddr, framing: frpc::Framing, calls: u64) {
     let body = Body::random(Payload::String, 32);
-    let mut client = frpc_bench::frameworks::raw::Client::connect(addr, framing)
-        .await
-        .expect("raw connect");
+    let mut client = raw::Client::connect(addr, framing).await.expect("raw connect");
     let limit = Limit::per_slot(
         Window::new(Duration::ZERO, Duration::from_secs(3600)),
         calls / IN_FLIGHT as u64,

@@ -16,7 +16,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: String,
     /// The framework served: frpc (= frpc-inline), frpc-inline, frpc-per-rpc, frpc-protobuf,
-    /// frpc-plain, tonic or raw.
+    /// frpc-plain, tonic, raw or raw-decode (the echo that decodes and encodes the messages).
     #[arg(long, default_value = "frpc", value_parser = served)]
     pub framework: Framework,
     /// frpc's handler concurrency (overrides the framework's): inline or per-rpc.

@@ -25,6 +25,27 @@ async fn every_probe_peer_completes_calls_in_both_framings() {
     }
 }
 
+/// The decoding echo (`raw-decode`) answers the raw client's calls, string and bytes, in both
+/// framings, as the raw echo does.
+#[tokio::test]
+async fn the_decoding_echo_answers_the_raw_client_in_both_framings() {
+    for framing in [frpc::Framing::Frisbee, frpc::Framing::Legacy] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let serving = tokio::spawn(frameworks::serve(Framework::RawDecode, listener, framing));
+        let mut peer = Client::connect(Framework::RawDecode, addr, framing)
+            .await
+            .unwrap();
+        for payload in [Payload::String, Payload::Bytes] {
+            let limit = Limit::per_slot(Window::new(Duration::ZERO, Duration::from_secs(60)), 20);
+            let body = Body::random(payload, 512);
+            let outcome = peer.drive(&body, 4, Callers::Joined, limit).await;
+            assert_eq!(outcome.calls, 80, "{payload:?} over {framing:?}");
+        }
+        serving.abort();
+    }
+}
+
 /// The frpc client offering extensions to a server that takes none (the raw echo, as Go fRPC)
 /// is a clear error naming the client that can call it: once an assertion, which panicked
 /// `frpc-bench load --client frpc` against the echo.

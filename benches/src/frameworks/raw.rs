@@ -4,11 +4,15 @@
 //! packets on one socket and one task. What it reaches is the limit of the machine. Its
 //! content is what the frpc client sends for the same message: the polyglot `Request` (op
 //! [`OP`]) or, for the bytes payload, the polyglot `BlobRequest` (op [`BLOB_OP`]).
+//!
+//! A second echo, [`Echo::Messages`], decodes each request and encodes its response with
+//! frpc-wire's polyglot codec and the generated types, as frpc's server does, and nothing else:
+//! the message's own work without an RPC layer, the reference for what frpc's server adds.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
@@ -18,12 +22,26 @@ use frpc::codegen::Message as _;
 use crate::frameworks::{BLOB_OP, OP, frpc::pb};
 use crate::workload::{Body, Limit, Outcome};
 
+/// What the echo does with the packets it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Echo {
+    /// Writes every whole packet back as it came, undecoded: the machine's limit.
+    Bytes,
+    /// Decodes each request (`Request` or `BlobRequest`, polyglot) into its generated type and
+    /// writes back the encoded `Response` or `BlobResponse` of its content, one write per read:
+    /// the work frpc's server does on the message, with no RPC layer around it.
+    Messages,
+}
+
 /// Echoes every whole packet back on every accepted connection, until accepting fails.
-pub async fn serve(listener: TcpListener, framing: frpc::Framing) -> std::io::Result<()> {
+pub async fn serve(listener: TcpListener, framing: frpc::Framing, echo: Echo) -> std::io::Result<()> {
     loop {
         let (stream, _) = listener.accept().await?;
         stream.set_nodelay(true)?;
-        tokio::spawn(echo_connection(stream, framing.header_len()));
+        match echo {
+            Echo::Bytes => tokio::spawn(echo_connection(stream, framing.header_len())),
+            Echo::Messages => tokio::spawn(message_echo_connection(stream, framing)),
+        };
     }
 }
 
@@ -49,6 +67,82 @@ async fn echo_connection(mut stream: TcpStream, header: usize) {
             return;
         }
     }
+}
+
+/// [`Echo::Messages`] on one connection: the replies to one read's whole packets go out in one
+/// write. A packet that does not parse ends the connection; a request that does not decode, or
+/// to another operation, gets no reply.
+async fn message_echo_connection(mut stream: TcpStream, framing: frpc::Framing) {
+    let header_len = framing.header_len();
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    loop {
+        match stream.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        loop {
+            let header = match frpc_wire::Header::parse(framing, &buf) {
+                Ok(Some(header)) => header,
+                Ok(None) => break,
+                Err(_) => return,
+            };
+            let whole = header_len + header.len as usize;
+            if buf.len() < whole {
+                buf.reserve(whole - buf.len());
+                break;
+            }
+            // A shared slice of the read buffer, as frpc's reader hands a packet on.
+            let mut content = buf.split_to(whole).freeze();
+            content.advance(header_len);
+            answer(framing, header, &content, &mut out);
+        }
+        if !out.is_empty() && stream.write_all(&out).await.is_err() {
+            return;
+        }
+        out.clear();
+    }
+}
+
+/// Decodes the request `content` of the packet `header` and appends the reply to `out`.
+fn answer(framing: frpc::Framing, header: frpc_wire::Header, content: &Bytes, out: &mut BytesMut) {
+    match header.op {
+        OP => {
+            if let Ok(request) = pb::Request::from_polyglot(content) {
+                let response = pb::Response {
+                    message: super::echo(request.message),
+                };
+                put_reply(framing, header, &response, out);
+            }
+        }
+        BLOB_OP => {
+            if let Ok(request) = pb::BlobRequest::from_polyglot(content) {
+                let response = pb::BlobResponse {
+                    data: super::echo(request.data),
+                };
+                put_reply(framing, header, &response, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Appends `message` in polyglot under the id and operation of the request `header`.
+fn put_reply(
+    framing: frpc::Framing,
+    header: frpc_wire::Header,
+    message: &impl frpc::codegen::Message,
+    out: &mut BytesMut,
+) {
+    let len = message.polyglot_len();
+    out.reserve(framing.header_len() + len);
+    frpc_wire::Header {
+        id: header.id,
+        op: header.op,
+        len: len as u32,
+    }
+    .encode(framing, out);
+    message.encode_polyglot(out);
 }
 
 /// One socket speaking the bare framing.
@@ -210,6 +304,69 @@ mod tests {
         }
         let mut blobs = Splitter::new(frpc::Framing::Frisbee, BLOB_OP);
         assert_eq!(blobs.replies(&stream), 1);
+    }
+
+    /// The decoding echo's reply to a request is the generated response of its content under
+    /// the request's id and operation, in either framing; a request that does not decode, or to
+    /// another operation, gets none.
+    #[test]
+    fn the_decoding_echo_answers_with_the_encoded_response() {
+        for framing in [frpc::Framing::Frisbee, frpc::Framing::Legacy] {
+            let (op, content) = request(&Body::Text("héllo".into()));
+            let mut out = BytesMut::new();
+            answer(
+                framing,
+                frpc_wire::Header { id: 7, op, len: 0 },
+                &content,
+                &mut out,
+            );
+            let expected = pb::Response {
+                message: "héllo".into(),
+            }
+            .to_polyglot();
+            let header = frpc_wire::Header::parse(framing, &out).unwrap().unwrap();
+            assert_eq!(
+                (header.id, header.op, header.len as usize),
+                (7, OP, expected.len())
+            );
+            assert_eq!(&out[framing.header_len()..], &expected[..]);
+
+            let data = Bytes::from_static(b"\x00\xffblob");
+            let (op, content) = request(&Body::Data(data.clone()));
+            out.clear();
+            answer(
+                framing,
+                frpc_wire::Header { id: 8, op, len: 0 },
+                &content,
+                &mut out,
+            );
+            let expected = pb::BlobResponse { data }.to_polyglot();
+            assert_eq!(&out[framing.header_len()..], &expected[..]);
+
+            out.clear();
+            let garbage = Bytes::from_static(b"\x08\x00\x0a\x7f");
+            answer(
+                framing,
+                frpc_wire::Header {
+                    id: 9,
+                    op: OP,
+                    len: 0,
+                },
+                &garbage,
+                &mut out,
+            );
+            answer(
+                framing,
+                frpc_wire::Header {
+                    id: 9,
+                    op: 99,
+                    len: 0,
+                },
+                &content,
+                &mut out,
+            );
+            assert!(out.is_empty(), "{out:?}");
+        }
     }
 
     #[test]
