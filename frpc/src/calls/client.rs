@@ -510,10 +510,40 @@ pub(crate) struct ClientDispatch {
     calls: Arc<ClientCalls>,
 }
 
+impl ClientDispatch {
+    /// A packet on the extension operation: the server's answer to the offer, a stream's
+    /// credit or open acknowledgement, a reflection answer.
+    fn extension(&self, packet: Packet) {
+        let calls = &self.calls;
+        match packet.id {
+            ext::ACCEPT => {
+                if let Some((_, bits)) = ext::parse_hello(&packet.content) {
+                    calls.ext.accept(bits);
+                }
+            }
+            ext::CREDIT => {
+                if let Some((stream, grant)) = ext::parse_stream_window(&packet.content) {
+                    calls.streams.credit(stream, grant);
+                }
+            }
+            ext::OPENED => {
+                if let Some((stream, window)) = ext::parse_stream_window(&packet.content) {
+                    calls.streams.opened(stream, window);
+                }
+            }
+            ext::REFLECTION => calls.reflection(packet.content),
+            _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
+        }
+    }
+}
+
 impl Dispatch for ClientDispatch {
     type Scratch = ();
+    /// A stream's message (it may wait for the buffers' budget) or a raw route's packet (it
+    /// may wait for room in the route's channel).
+    type Later = Packet;
 
-    async fn packet(&self, conn: &Arc<Connection>, packet: Packet, _: &mut ()) {
+    fn packet_now(&self, conn: &Arc<Connection>, packet: Packet, _: &mut ()) -> Option<Packet> {
         let calls = &self.calls;
         if !calls.answered.load(Ordering::Relaxed) {
             calls.mark_answered();
@@ -527,6 +557,24 @@ impl Dispatch for ClientDispatch {
             // would show. Streams opened from then on need no PING to know it.
             calls.ext.pong();
         }
+        if packet.op == op::STREAM {
+            return Some(packet);
+        }
+        if packet.op == ext::OP {
+            self.extension(packet);
+            return None;
+        }
+        if calls.raw.get(packet.op).is_some() {
+            return Some(packet);
+        }
+        if calls.complete(packet.op, packet.id, packet.content) {
+            conn.stop_reading();
+        }
+        None
+    }
+
+    async fn packet(&self, conn: &Arc<Connection>, packet: Packet, _: &mut ()) {
+        let calls = &self.calls;
         if packet.op == op::STREAM {
             let len = packet.content.len();
             let budget = Budget {
@@ -543,34 +591,8 @@ impl Dispatch for ClientDispatch {
             }
             return;
         }
-        if packet.op == ext::OP {
-            match packet.id {
-                ext::ACCEPT => {
-                    if let Some((_, bits)) = ext::parse_hello(&packet.content) {
-                        calls.ext.accept(bits);
-                    }
-                }
-                ext::CREDIT => {
-                    if let Some((stream, grant)) = ext::parse_stream_window(&packet.content) {
-                        calls.streams.credit(stream, grant);
-                    }
-                }
-                ext::OPENED => {
-                    if let Some((stream, window)) = ext::parse_stream_window(&packet.content) {
-                        calls.streams.opened(stream, window);
-                    }
-                }
-                ext::REFLECTION => calls.reflection(packet.content),
-                _ => tracing::debug!(id = packet.id, "ignoring an extension packet"),
-            }
-            return;
-        }
         if let Some(tx) = calls.raw.get(packet.op) {
             let _ = tx.send(packet).await;
-            return;
-        }
-        if calls.complete(packet.op, packet.id, packet.content) {
-            conn.stop_reading();
         }
     }
 

@@ -238,89 +238,162 @@ impl<H: Handlers> ServerDispatch<H> {
         }
     }
 
-    /// A unary call on a connection with extensions: its header read, and while it runs in a
-    /// task, findable by CANCEL and bounded by its deadline. A call without a header that
-    /// finishes at once costs nothing more than a plain one.
-    async fn unary_ext(
-        &self,
-        conn: &Arc<Connection>,
-        packet: Packet,
-        service: usize,
-        bits: u32,
-        span: tracing::Span,
-        slot: &mut UnarySlot,
-    ) {
-        let (id, op) = (packet.id, packet.op);
-        let key = call_key(op, id);
-        let (info, content) = match ext::has_prefix(&packet.content) {
-            false => (self.lazy(key), packet.content),
-            true => match ext::split(&packet.content, conn.max_metadata_size()) {
-                Ok((header, content)) if header.is_empty() => (self.lazy(key), content),
-                Ok((header, content)) => (CallInfo::State(Arc::new(CallState::new(header))), content),
-                Err(err) => {
-                    let status = err.status("bad request");
-                    return send_reply(conn, id, op, Err(status), Some((None, bits))).await;
-                }
-            },
-        };
-        self.handlers
-            .unary(conn, op, service, content, Some(info.clone()), slot);
-        let permits = match self.limits.concurrency {
-            Concurrency::Inline => {
-                // The reader runs the handler, so no CANCEL is read meanwhile; a deadline still
-                // ends it.
-                // The handler and the reply are awaited one after the other rather than in
-                // one future holding both (and a deadline's timer, boxed as few calls have
-                // one): a larger future costs a larger copy on every call.
-                let _busy = conn.mark_busy();
-                // A span no subscriber takes (the default) is not entered and left on every
-                // poll.
-                let result = match info.deadline() {
-                    None if span.is_disabled() => catch(&mut *slot).await,
-                    None => catch(&mut *slot).instrument(span.clone()).await,
-                    Some(_) => {
-                        let state = info.state();
-                        let result = Box::pin(guarded(&mut *slot, &state))
-                            .instrument(span.clone())
-                            .await;
-                        // A handler its deadline or a CANCEL ended is dropped now.
-                        slot.release();
-                        match result {
-                            Some(result) => result,
-                            None => return,
-                        }
-                    }
-                };
-                // Awaited where it is made, not bound first: a bound future is moved into the
-                // await (about 80 instructions of copying per call).
-                if span.is_disabled() {
-                    return self.reply_ext(conn, id, op, result, &info, bits).await;
-                }
-                return self
-                    .reply_ext(conn, id, op, result, &info, bits)
-                    .instrument(span)
-                    .await;
-            }
-            Concurrency::PerRpc => None,
+    /// A unary call the reader could not start at once: one that waits for a permit of
+    /// `Limited(n)`'s server-wide cap first, or whose extension header must be read (its
+    /// deadline, its metadata). A header that does not parse is answered with its error.
+    async fn unary(&self, conn: &Arc<Connection>, packet: Packet, service: usize, slot: &mut UnarySlot) {
+        let permit = match self.limits.concurrency {
             Concurrency::Limited(_) => match self.global_permit().await {
-                Some(global) => Some(global),
+                Some(permit) => Some(permit),
                 None => return,
             },
+            _ => None,
         };
-        let first = span.in_scope(|| poll_once(slot));
-        if let Some(result) = first {
-            return self.reply_ext(conn, id, op, result, &info, bits).await;
+        let (id, op) = (packet.id, packet.op);
+        let span = self.rpc_span(&packet);
+        let (ext, content) = match self.extensions() {
+            0 => (None, packet.content),
+            bits => match self.call_info(conn, packet.id, packet.op, packet.content) {
+                Ok((info, content)) => (Some((info, bits)), content),
+                Err(status) => return send_reply(conn, id, op, Err(status), Some((None, bits))).await,
+            },
+        };
+        let call = UnaryCall {
+            id,
+            op,
+            span,
+            ext,
+            permit,
+        };
+        if let Some(started) = self.start_unary(conn, call, service, content, slot) {
+            self.resume(conn, started, slot).await;
         }
-        let call = slot.take();
+    }
+
+    /// The extension state of a call on a connection with extensions, read from the header in
+    /// front of `content` (a call without one gets the lazy state: made only if asked for), and
+    /// the content behind the header.
+    fn call_info(
+        &self,
+        conn: &Connection,
+        id: u16,
+        op: u16,
+        content: Bytes,
+    ) -> Result<(CallInfo, Bytes), Status> {
+        let key = call_key(op, id);
+        if !ext::has_prefix(&content) {
+            return Ok((self.lazy(key), content));
+        }
+        match ext::split(&content, conn.max_metadata_size()) {
+            Ok((header, content)) if header.is_empty() => Ok((self.lazy(key), content)),
+            Ok((header, content)) => Ok((CallInfo::State(Arc::new(CallState::new(header))), content)),
+            Err(err) => Err(err.status("bad request")),
+        }
+    }
+
+    /// Starts `call` in the slot and polls its handler once, on the reader, whatever the
+    /// concurrency mode: a handler that finishes without waiting (most do) is answered at
+    /// once, with no task, no hand-off and no future of the reader's; what is left (a handler
+    /// still pending, a reply that must wait for the writer's queue) is returned. The waker of
+    /// that first poll is a no-op: whoever awaits the handler next polls it again at once.
+    fn start_unary(
+        &self,
+        conn: &Arc<Connection>,
+        call: UnaryCall,
+        service: usize,
+        content: Bytes,
+        slot: &mut UnarySlot,
+    ) -> Option<Started> {
+        let info = call.ext.as_ref().map(|(info, _)| info.clone());
+        self.handlers.unary(conn, call.op, service, content, info, slot);
+        let first = {
+            // An inline handler keeps the connection busy while it runs (the idle timeout).
+            let _busy = matches!(self.limits.concurrency, Concurrency::Inline).then(|| conn.mark_busy());
+            in_span(&call.span, || poll_once(slot))
+        };
+        match first {
+            Some(result) => {
+                let ext = self.reply_ext(&call);
+                in_span(&call.span, || place_reply(conn, call.id, call.op, result, ext)).map(Started::Queued)
+            }
+            None => Some(Started::Pending(call)),
+        }
+    }
+
+    /// Finishes a unary call [`ServerDispatch::start_unary`] left.
+    async fn resume(&self, conn: &Arc<Connection>, started: Started, slot: &mut UnarySlot) {
+        match started {
+            Started::Queued(reply) => reply.send(conn).await,
+            Started::Pending(call) => match self.limits.concurrency {
+                Concurrency::Inline => self.finish_inline(conn, call, slot).await,
+                Concurrency::PerRpc | Concurrency::Limited(_) => self.spawn_unary(conn, call, slot).await,
+            },
+        }
+    }
+
+    /// Awaits a pending inline handler on the reader, then replies. The reader reads no CANCEL
+    /// meanwhile; a deadline still ends the handler.
+    async fn finish_inline(&self, conn: &Arc<Connection>, call: UnaryCall, slot: &mut UnarySlot) {
+        let _busy = conn.mark_busy();
+        let deadline = call.ext.as_ref().filter(|(info, _)| info.deadline().is_some());
+        let result = match deadline {
+            // A span no subscriber takes (the default) is not entered and left on every poll.
+            None if call.span.is_disabled() => catch(&mut *slot).await,
+            None => catch(&mut *slot).instrument(call.span.clone()).await,
+            Some((info, _)) => {
+                let state = info.state();
+                // Boxed: few calls have a deadline, and its timer would enlarge every call's
+                // future.
+                let result = Box::pin(guarded(&mut *slot, &state))
+                    .instrument(call.span.clone())
+                    .await;
+                // A handler its deadline or a CANCEL ended is dropped now.
+                slot.release();
+                match result {
+                    Some(result) => result,
+                    None => return,
+                }
+            }
+        };
+        let ext = self.reply_ext(&call);
+        let UnaryCall { id, op, span, .. } = call;
+        if span.is_disabled() {
+            return send_reply(conn, id, op, result, ext).await;
+        }
+        send_reply(conn, id, op, result, ext).instrument(span).await
+    }
+
+    /// Moves a pending handler to a task of its own (`PerRpc`, `Limited`), so a slow handler
+    /// never holds up the calls behind it; a call of a connection with extensions is findable
+    /// by CANCEL and bounded by its deadline meanwhile. Waiting for a per-connection permit
+    /// stops the reader, which is the backpressure a flooding peer gets.
+    async fn spawn_unary(&self, conn: &Arc<Connection>, call: UnaryCall, slot: &mut UnarySlot) {
+        let handler = slot.take();
         let Ok(local) = self.inflight.clone().acquire_owned().await else {
             return;
         };
+        let UnaryCall {
+            id,
+            op,
+            span,
+            ext,
+            permit,
+        } = call;
+        let conn = conn.clone();
+        let Some((info, bits)) = ext else {
+            let job = reply(conn, id, op, handler).instrument(span);
+            self.rpcs.spawn(async move {
+                job.await;
+                drop((local, permit));
+            });
+            return;
+        };
+        let key = call_key(op, id);
         let state = info.state();
         self.registry.insert(key, state.clone());
         let registry = self.registry.clone();
-        let conn = conn.clone();
         let job = async move {
-            let result = guarded(call, &state).await;
+            let result = guarded(handler, &state).await;
             registry.finish(key, Some(&state));
             if let Some(result) = result {
                 let response = state.take_response();
@@ -330,7 +403,7 @@ impl<H: Handlers> ServerDispatch<H> {
         self.rpcs.spawn(
             async move {
                 job.await;
-                drop((local, permits));
+                drop((local, permit));
             }
             .instrument(span),
         );
@@ -344,77 +417,19 @@ impl<H: Handlers> ServerDispatch<H> {
         }
     }
 
-    /// Replies to a call of a connection with extensions that finished on the reader.
-    async fn reply_ext(
-        &self,
-        conn: &Connection,
-        id: u16,
-        op: u16,
-        result: Result<Encoded, Status>,
-        info: &CallInfo,
-        bits: u32,
-    ) {
-        let key = call_key(op, id);
+    /// What the reply of a call that finished on the reader carries for the extensions: the
+    /// response metadata its handler set, and the connection's extensions (`None`: plain).
+    fn reply_ext(&self, call: &UnaryCall) -> Option<(Option<Metadata>, u32)> {
+        let (info, bits) = call.ext.as_ref()?;
         let response = match info {
             CallInfo::State(state) => state.take_response(),
             // Registered only if the handler asked for its cancellation or set metadata.
             CallInfo::Lazy { .. } => self
                 .registry
-                .finish(key, None)
+                .finish(call_key(call.op, call.id), None)
                 .and_then(|state| state.take_response()),
         };
-        send_reply(conn, id, op, result, Some((response, bits))).await;
-    }
-
-    /// Runs a unary call as the concurrency mode says.
-    ///
-    /// `PerRpc` and `Limited` first poll the handler once right here on the reader: a handler
-    /// that finishes without waiting (most do) replies at the cost of an inline call, with no
-    /// task, no hand-off and no wake-up; one that is still pending moves to a task of its own,
-    /// so a slow handler never holds up the calls behind it. Waiting for a permit stops the
-    /// reader, which is the backpressure a flooding peer gets.
-    async fn unary(
-        &self,
-        conn: &Arc<Connection>,
-        packet: Packet,
-        service: usize,
-        span: tracing::Span,
-        slot: &mut UnarySlot,
-    ) {
-        let (id, op) = (packet.id, packet.op);
-        self.handlers.unary(conn, op, service, packet.content, None, slot);
-        let permits = match self.limits.concurrency {
-            Concurrency::Inline => {
-                // Awaited in turn, not nested in one future, as in `unary_ext`: the nested one
-                // (1,176 bytes) was copied three times per call, about 260 instructions.
-                let _busy = conn.mark_busy();
-                if span.is_disabled() {
-                    // As in `unary_ext`.
-                    let result = catch(&mut *slot).await;
-                    return send_reply(conn, id, op, result, None).await;
-                }
-                let result = catch(&mut *slot).instrument(span.clone()).await;
-                return send_reply(conn, id, op, result, None).instrument(span).await;
-            }
-            Concurrency::PerRpc => None,
-            Concurrency::Limited(_) => match self.global_permit().await {
-                Some(global) => Some(global),
-                None => return,
-            },
-        };
-        let first = span.in_scope(|| poll_once(slot));
-        if let Some(result) = first {
-            return send_reply(conn, id, op, result, None).await;
-        }
-        let call = slot.take();
-        let Ok(local) = self.inflight.clone().acquire_owned().await else {
-            return;
-        };
-        let job = reply(conn.clone(), id, op, call).instrument(span);
-        self.rpcs.spawn(async move {
-            job.await;
-            drop((local, permits));
-        });
+        Some((response, *bits))
     }
 
     /// The span of a unary call, named after its service and method.
@@ -571,8 +586,39 @@ impl<H> ServerDispatch<H> {
 impl<H: Handlers> Dispatch for ServerDispatch<H> {
     /// The slot unary handlers run in.
     type Scratch = UnarySlot;
+    type Later = Later;
 
-    async fn packet(&self, conn: &Arc<Connection>, packet: Packet, slot: &mut UnarySlot) {
+    /// A unary call that needs no wait before its handler starts (no server-wide permit to
+    /// wait for, no extension header to read) starts here; everything else is left whole.
+    fn packet_now(&self, conn: &Arc<Connection>, packet: Packet, slot: &mut UnarySlot) -> Option<Later> {
+        let unary = packet.op != op::STREAM
+            && packet.op != ext::OP
+            && !matches!(self.limits.concurrency, Concurrency::Limited(_));
+        let service = match unary.then(|| self.handlers.target(packet.op)) {
+            Some(Some(Target::Unary(service))) => service,
+            _ => return Some(Later::Packet(packet)),
+        };
+        let bits = self.extensions();
+        if bits != 0 && ext::has_prefix(&packet.content) {
+            return Some(Later::Packet(packet));
+        }
+        let (id, op) = (packet.id, packet.op);
+        let call = UnaryCall {
+            id,
+            op,
+            span: self.rpc_span(&packet),
+            ext: (bits != 0).then(|| (self.lazy(call_key(op, id)), bits)),
+            permit: None,
+        };
+        self.start_unary(conn, call, service, packet.content, slot)
+            .map(Later::Started)
+    }
+
+    async fn packet(&self, conn: &Arc<Connection>, later: Later, slot: &mut UnarySlot) {
+        let packet = match later {
+            Later::Packet(packet) => packet,
+            Later::Started(started) => return self.resume(conn, started, slot).await,
+        };
         if packet.op == op::STREAM {
             let budget = self.buffer_budget(packet.content.len()).await;
             if let Some(first) = self.streams.route(conn, packet.id, packet.content, budget) {
@@ -584,15 +630,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             return self.extension(conn, packet).await;
         }
         match self.handlers.target(packet.op) {
-            // Two arms, not one that branches: the extension path's future is then never
-            // nested in (and moved with) the plain one's.
-            Some(Target::Unary(service)) => {
-                let span = self.rpc_span(&packet);
-                match self.extensions() {
-                    0 => self.unary(conn, packet, service, span, slot).await,
-                    bits => self.unary_ext(conn, packet, service, bits, span, slot).await,
-                }
-            }
+            Some(Target::Unary(service)) => self.unary(conn, packet, service, slot).await,
             Some(Target::Raw) => self.raw(conn, packet).await,
             Some(Target::Streaming) => tracing::debug!(
                 op = packet.op,
@@ -617,6 +655,58 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
 
     fn closed(&self, err: &Error) {
         self.streams.close_all(err);
+    }
+}
+
+/// What the server's reader leaves of a packet to await (see [`Dispatch::packet_now`]).
+pub(crate) enum Later {
+    /// The packet, not started: anything but a unary call that could start at once.
+    Packet(Packet),
+    /// A unary call started on the reader.
+    Started(Started),
+}
+
+/// What is left of a unary call started on the reader.
+pub(crate) enum Started {
+    /// Its handler, in the slot, is still pending.
+    Pending(UnaryCall),
+    /// Its reply waits for room in the writer's queue.
+    Queued(QueuedReply),
+}
+
+/// A unary call: what its handler's continuation and its reply need.
+pub(crate) struct UnaryCall {
+    id: u16,
+    op: u16,
+    span: tracing::Span,
+    /// The call's extension state and the connection's extensions (`None`: plain fRPC).
+    ext: Option<(CallInfo, u32)>,
+    /// `Limited(n)`: the server-wide permit, held while the handler runs.
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// A reply the writer could not take at once.
+pub(crate) struct QueuedReply {
+    packet: Outgoing,
+    /// Whether the connection closes once it is queued (a closing status).
+    close: bool,
+}
+
+impl QueuedReply {
+    /// Waits for room in the writer's queue, then closes the connection if the reply said so.
+    async fn send(self, conn: &Connection) {
+        let _ = conn.queue(self.packet).await;
+        if self.close {
+            close_after_reply(conn);
+        }
+    }
+}
+
+/// Runs `f` in `span`, entered only when a subscriber takes it.
+fn in_span<T>(span: &tracing::Span, f: impl FnOnce() -> T) -> T {
+    match span.is_disabled() {
+        true => f(),
+        false => span.in_scope(f),
     }
 }
 
@@ -684,6 +774,20 @@ async fn send_reply(
     result: Result<Encoded, Status>,
     ext: Option<(Option<Metadata>, u32)>,
 ) {
+    if let Some(queued) = place_reply(conn, id, op, result, ext) {
+        queued.send(conn).await;
+    }
+}
+
+/// [`send_reply`] as far as it goes without waiting: written, or corked for the reader, or
+/// (returned) left to wait for room in the writer's queue.
+fn place_reply(
+    conn: &Connection,
+    id: u16,
+    op: u16,
+    result: Result<Encoded, Status>,
+    ext: Option<(Option<Metadata>, u32)>,
+) -> Option<QueuedReply> {
     let (content, close, code) = match result {
         Ok(content) => (content, false, Code::Ok),
         Err(status) => (
@@ -712,10 +816,16 @@ async fn send_reply(
         // Go closes the whole connection here; failing just this call is enough.
         content = polyglot::error_to_bytes(&format!("response too large: {err}")).into();
     }
-    if let Ok(Some(queued)) = conn.send_now(Outgoing::new(id, op, content)) {
-        let _ = conn.queue(queued).await;
+    if let Ok(Some(packet)) = conn.send_now(Outgoing::new(id, op, content)) {
+        return Some(QueuedReply { packet, close });
     }
     if close {
-        conn.close(CloseReason::Local("handler returned a closing status".into()));
+        close_after_reply(conn);
     }
+    None
+}
+
+/// Closes the connection after a reply whose status says so.
+fn close_after_reply(conn: &Connection) {
+    conn.close(CloseReason::Local("handler returned a closing status".into()));
 }

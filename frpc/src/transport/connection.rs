@@ -51,11 +51,25 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     /// [`Dispatch::packet`] (the server's slot for unary handlers: one allocation per
     /// connection, not one per call).
     type Scratch: Default + Send;
-    /// A packet that is not a heartbeat (PING and PONG never reach the dispatcher).
-    fn packet(
+    /// What [`Dispatch::packet_now`] leaves for [`Dispatch::packet`] to finish: the packet
+    /// itself, or the rest of its handling.
+    type Later: Send;
+    /// Handles a packet that is not a heartbeat (PING and PONG never reach the dispatcher) as
+    /// far as it can without waiting: `None` once it is done, or what is left to await. Most
+    /// packets end here (a unary call whose handler finishes in its first poll and whose reply
+    /// the writer takes, a reply that finds its call) at the cost of a function call: the
+    /// reader builds, polls and drops no future for them.
+    fn packet_now(
         &self,
         conn: &Arc<Connection>,
         packet: Packet,
+        scratch: &mut Self::Scratch,
+    ) -> Option<Self::Later>;
+    /// Finishes what [`Dispatch::packet_now`] left.
+    fn packet(
+        &self,
+        conn: &Arc<Connection>,
+        later: Self::Later,
         scratch: &mut Self::Scratch,
     ) -> impl Future<Output = ()> + Send;
     /// A packet whose content is over the limit arrived: its header, while the transport
@@ -706,7 +720,9 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                 parsed_any = true;
                 let more = !framed.read_buffer().is_empty();
                 conn.more_input.store(more, Ordering::Relaxed);
-                FlushWhenPending::new(&conn, handle(&conn, &*dispatch, frame, &mut scratch)).await
+                if let Some(rest) = handle_now(&conn, &*dispatch, frame, &mut scratch) {
+                    FlushWhenPending::new(&conn, finish(&conn, &*dispatch, rest, &mut scratch)).await
+                }
             }
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
@@ -757,7 +773,9 @@ async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
 ) {
     use futures_util::FutureExt;
     while let Some(Some(Ok(frame))) = framed.next().now_or_never() {
-        handle(conn, dispatch, frame, scratch).await;
+        if let Some(rest) = handle_now(conn, dispatch, frame, scratch) {
+            finish(conn, dispatch, rest, scratch).await;
+        }
     }
 }
 
@@ -786,12 +804,26 @@ impl Decoder for ActiveFrames {
     }
 }
 
-async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame, scratch: &mut D::Scratch) {
+/// What is left of a frame's handling for the reader to await.
+enum Rest<L> {
+    /// What the dispatcher left of a packet.
+    Packet(L),
+    /// An oversize packet's header, for the dispatcher's answer.
+    Oversize(Header),
+}
+
+/// Handles a frame as far as it can without waiting (see [`Dispatch::packet_now`]).
+fn handle_now<D: Dispatch>(
+    conn: &Arc<Connection>,
+    dispatch: &D,
+    frame: Frame,
+    scratch: &mut D::Scratch,
+) -> Option<Rest<D::Later>> {
     let packet = match frame {
         Frame::Packet(packet) => packet,
         Frame::Oversize(header) => {
             tracing::debug!(peer = %conn.peer, op = header.op, id = header.id, len = header.len, "skipping an oversize packet");
-            return dispatch.oversize(conn, header).await;
+            return Some(Rest::Oversize(header));
         }
     };
     match packet.op {
@@ -799,9 +831,26 @@ async fn handle<D: Dispatch>(conn: &Arc<Connection>, dispatch: &D, frame: Frame,
             // Never waits: with the write queue full we are sending anyway, and a reader stuck
             // on a peer that stops reading would stop reading too.
             let _ = conn.try_send(Packet::pong());
+            None
         }
-        op::PONG => dispatch.pong(),
-        _ => dispatch.packet(conn, packet, scratch).await,
+        op::PONG => {
+            dispatch.pong();
+            None
+        }
+        _ => dispatch.packet_now(conn, packet, scratch).map(Rest::Packet),
+    }
+}
+
+/// Awaits what [`handle_now`] left.
+async fn finish<D: Dispatch>(
+    conn: &Arc<Connection>,
+    dispatch: &D,
+    rest: Rest<D::Later>,
+    scratch: &mut D::Scratch,
+) {
+    match rest {
+        Rest::Packet(later) => dispatch.packet(conn, later, scratch).await,
+        Rest::Oversize(header) => dispatch.oversize(conn, header).await,
     }
 }
 
@@ -856,7 +905,11 @@ mod tests {
 
     impl Dispatch for Ignore {
         type Scratch = ();
-        async fn packet(&self, _: &Arc<Connection>, _: Packet, _: &mut ()) {}
+        type Later = ();
+        fn packet_now(&self, _: &Arc<Connection>, _: Packet, _: &mut ()) -> Option<()> {
+            None
+        }
+        async fn packet(&self, _: &Arc<Connection>, _: (), _: &mut ()) {}
         async fn oversize(&self, _: &Arc<Connection>, _: Header) {}
         fn closed(&self, _: &Error) {}
     }
