@@ -410,3 +410,63 @@ async fn ids_wrap_to_zero_and_skip_an_id_still_in_flight() {
     let wrap = ids.iter().position(|&id| id == 65535).unwrap();
     assert_eq!(&ids[wrap..wrap + 3], &[65535, 0, 2]);
 }
+
+/// Packets that arrive together are handled from the read buffer one after the other (the
+/// reader takes each whole frame without polling the socket again), in every concurrency mode:
+/// four calls, a PING and a call to an unknown operation in one write, then a fifth call cut in
+/// two writes. Every call is answered under its id with its own content, the PING with a PONG,
+/// and the cut call once its second half arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packets_in_one_read_are_each_handled_and_a_cut_one_waits_for_its_rest() {
+    use bytes::BytesMut;
+    use tokio::io::AsyncWriteExt;
+    use tokio_util::codec::Encoder;
+    for mode in MODES {
+        let server = start(config(mode)).await;
+        let stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let mut codec = PacketCodec::new(Framing::Frisbee);
+        let request = |id: u16| {
+            let text = Text::new(format!("call {id}"));
+            Packet::new(id, ECHO, frpc_wire::polyglot::Message::to_polyglot(&text))
+        };
+        let mut bytes = BytesMut::new();
+        for packet in [
+            request(1),
+            request(2),
+            Packet::new(0, frpc_wire::op::PING, bytes::Bytes::new()),
+            request(3),
+            Packet::new(9, 999, &b"\x08\x00"[..]),
+            request(4),
+            request(5),
+        ] {
+            codec.encode(packet, &mut bytes).unwrap();
+        }
+        let cut = bytes.len() - 5;
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        framed.get_mut().write_all(&bytes[..cut]).await.unwrap();
+        let mut pong = false;
+        let mut answered = Vec::new();
+        while answered.len() < 4 {
+            let packet = framed.next().await.unwrap().unwrap();
+            if packet.op == frpc_wire::op::PONG {
+                pong = true;
+                continue;
+            }
+            if packet.op == frpc_wire::op::PING {
+                continue;
+            }
+            let reply: Text = frpc_wire::polyglot::Message::from_polyglot(&packet.content).unwrap();
+            assert_eq!(
+                (packet.op, reply.value),
+                (ECHO, format!("call {}", packet.id)),
+                "{mode:?}"
+            );
+            answered.push(packet.id);
+        }
+        framed.get_mut().write_all(&bytes[cut..]).await.unwrap();
+        let last = next_non_ping(&mut framed).await;
+        answered.push(last.id);
+        assert_eq!(answered, [1, 2, 3, 4, 5], "{mode:?}");
+        assert!(pong, "the PING among the calls got no PONG ({mode:?})");
+    }
+}

@@ -700,19 +700,24 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                 break;
             }
         }
-        let input = InputOrSignal {
-            input: FlushWhenPending::new(&conn, framed.next()),
-            signal: ReaderSignal {
-                conn: &conn,
-                registered: &mut signal_registered,
-            },
-        };
-        let next = match input.await {
-            Woken::Input(next) => next,
-            Woken::Signal(Signal::Stop) => break,
-            Woken::Signal(Signal::Drain) => {
-                drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
-                break;
+        let next = match take_buffered(&mut framed) {
+            Some(next) => Some(next),
+            None => {
+                let input = InputOrSignal {
+                    input: FlushWhenPending::new(&conn, framed.next()),
+                    signal: ReaderSignal {
+                        conn: &conn,
+                        registered: &mut signal_registered,
+                    },
+                };
+                match input.await {
+                    Woken::Input(next) => next,
+                    Woken::Signal(Signal::Stop) => break,
+                    Woken::Signal(Signal::Drain) => {
+                        drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
+                        break;
+                    }
+                }
             }
         };
         match next {
@@ -744,6 +749,23 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn.outbound.flush_cork();
     let parts = framed.into_parts();
     (parts.io, parts.read_buf)
+}
+
+/// A whole frame already in the read buffer (pipelined packets), taken with the decoder
+/// alone: no wait, no signal, no poll of the stream. `None` when the buffer holds none, and
+/// the reader polls the stream, which reads the socket. The stream's own state stays right:
+/// it decodes before it reads whenever its last poll gave a frame.
+#[inline]
+fn take_buffered<R>(framed: &mut FramedRead<R, ActiveFrames>) -> Option<Result<Frame, FrameError>> {
+    if framed.read_buffer().is_empty() {
+        return None;
+    }
+    // Out and back in: the decoder and the buffer are two borrows of the stream. The empty
+    // stand-in owns nothing, so it is not dropped.
+    let mut buffer = std::mem::take(framed.read_buffer_mut());
+    let taken = framed.decoder_mut().decode(&mut buffer).transpose();
+    std::mem::forget(std::mem::replace(framed.read_buffer_mut(), buffer));
+    taken
 }
 
 /// Adds to why a connection ended a hint at a framing mismatch when the peer never sent one
