@@ -719,19 +719,24 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Response metadata slots are per handle: a handle without one leaves others alone.
+/// Response metadata slots are per handle: a handle without one leaves others alone. The
+/// calls carry no request metadata, so the server makes their state only when the handler
+/// sets its response metadata, in every concurrency mode (the reader answers Inline and PerRpc
+/// calls at once, Limited ones after its permit).
 #[tokio::test]
 async fn a_slot_gets_only_its_handles_calls() {
-    let running = serve(Framing::Frisbee, Concurrency::PerRpc, true).await;
-    let client = connect(&running, Framing::Frisbee).await;
-    assert!(client.negotiated().await);
-    let slot = MetadataSlot::new();
-    let with = ProbeClient::new(client.with_response_metadata(&slot));
-    let without = ProbeClient::new(client.clone());
-    without.echo(text("a")).await.unwrap();
-    assert!(slot.get().is_none());
-    with.echo(text("b")).await.unwrap();
-    assert_eq!(slot.get().unwrap().get("echoed"), Some("yes"));
+    for mode in [Concurrency::PerRpc, Concurrency::Inline, Concurrency::Limited(4)] {
+        let running = serve(Framing::Frisbee, mode, true).await;
+        let client = connect(&running, Framing::Frisbee).await;
+        assert!(client.negotiated().await);
+        let slot = MetadataSlot::new();
+        let with = ProbeClient::new(client.with_response_metadata(&slot));
+        let without = ProbeClient::new(client.clone());
+        without.echo(text("a")).await.unwrap();
+        assert!(slot.get().is_none(), "{mode:?}");
+        with.echo(text("b")).await.unwrap();
+        assert_eq!(slot.get().unwrap().get("echoed"), Some("yes"), "{mode:?}");
+    }
 }
 
 /// Every example of docs/extensions.md is what frpc writes (or reads, for the server's bytes).
