@@ -253,8 +253,8 @@ impl<H: Handlers> ServerDispatch<H> {
         let span = self.rpc_span(&packet);
         let (ext, content) = match self.extensions() {
             0 => (None, packet.content),
-            bits => match self.call_info(conn, packet.id, packet.op, packet.content) {
-                Ok((info, content)) => (Some((info, bits)), content),
+            bits => match call_state(conn, packet.content) {
+                Ok((state, content)) => (Some(CallExt { bits, state }), content),
                 Err(status) => return send_reply(conn, id, op, Err(status), Some((None, bits))).await,
             },
         };
@@ -267,27 +267,6 @@ impl<H: Handlers> ServerDispatch<H> {
         };
         if let Some(started) = self.start_unary(conn, call, service, content, slot) {
             self.resume(conn, started, slot).await;
-        }
-    }
-
-    /// The extension state of a call on a connection with extensions, read from the header in
-    /// front of `content` (a call without one gets the lazy state: made only if asked for), and
-    /// the content behind the header.
-    fn call_info(
-        &self,
-        conn: &Connection,
-        id: u16,
-        op: u16,
-        content: Bytes,
-    ) -> Result<(CallInfo, Bytes), Status> {
-        let key = call_key(op, id);
-        if !ext::has_prefix(&content) {
-            return Ok((self.lazy(key), content));
-        }
-        match ext::split(&content, conn.max_metadata_size()) {
-            Ok((header, content)) if header.is_empty() => Ok((self.lazy(key), content)),
-            Ok((header, content)) => Ok((CallInfo::State(Arc::new(CallState::new(header))), content)),
-            Err(err) => Err(err.status("bad request")),
         }
     }
 
@@ -304,7 +283,7 @@ impl<H: Handlers> ServerDispatch<H> {
         content: Bytes,
         slot: &mut UnarySlot,
     ) -> Option<Started> {
-        let info = call.ext.as_ref().map(|(info, _)| info.clone());
+        let info = call.ext.as_ref().map(|ext| self.call_info(&call, ext));
         self.handlers.unary(conn, call.op, service, content, info, slot);
         let first = {
             // An inline handler keeps the connection busy while it runs (the idle timeout).
@@ -335,16 +314,15 @@ impl<H: Handlers> ServerDispatch<H> {
     /// meanwhile; a deadline still ends the handler.
     async fn finish_inline(&self, conn: &Arc<Connection>, call: UnaryCall, slot: &mut UnarySlot) {
         let _busy = conn.mark_busy();
-        let deadline = call.ext.as_ref().filter(|(info, _)| info.deadline().is_some());
-        let result = match deadline {
+        let state = call.ext.as_ref().and_then(|ext| ext.state.as_ref());
+        let result = match state.filter(|state| state.deadline.is_some()) {
             // A span no subscriber takes (the default) is not entered and left on every poll.
             None if call.span.is_disabled() => catch(&mut *slot).await,
             None => catch(&mut *slot).instrument(call.span.clone()).await,
-            Some((info, _)) => {
-                let state = info.state();
+            Some(state) => {
                 // Boxed: few calls have a deadline, and its timer would enlarge every call's
                 // future.
-                let result = Box::pin(guarded(&mut *slot, &state))
+                let result = Box::pin(guarded(&mut *slot, state))
                     .instrument(call.span.clone())
                     .await;
                 // A handler its deadline or a CANCEL ended is dropped now.
@@ -380,7 +358,7 @@ impl<H: Handlers> ServerDispatch<H> {
             permit,
         } = call;
         let conn = conn.clone();
-        let Some((info, bits)) = ext else {
+        let Some(CallExt { bits, state }) = ext else {
             let job = reply(conn, id, op, handler).instrument(span);
             self.rpcs.spawn(async move {
                 job.await;
@@ -389,7 +367,8 @@ impl<H: Handlers> ServerDispatch<H> {
             return;
         };
         let key = call_key(op, id);
-        let state = info.state();
+        // A lazy call's state is made now: CANCEL must find the call while its task runs.
+        let state = state.unwrap_or_else(|| self.registry.state(key));
         self.registry.insert(key, state.clone());
         let registry = self.registry.clone();
         let job = async move {
@@ -409,27 +388,31 @@ impl<H: Handlers> ServerDispatch<H> {
         );
     }
 
-    /// The state of a call without a header: made only if someone asks.
-    fn lazy(&self, key: u32) -> CallInfo {
-        CallInfo::Lazy {
-            registry: self.registry.clone(),
-            key,
+    /// What the call's handler gets of its extension state: the state its header made, or, for
+    /// a call without one, the lazy state (made in the registry only if someone asks).
+    fn call_info(&self, call: &UnaryCall, ext: &CallExt) -> CallInfo {
+        match &ext.state {
+            Some(state) => CallInfo::State(state.clone()),
+            None => CallInfo::Lazy {
+                registry: self.registry.clone(),
+                key: call_key(call.op, call.id),
+            },
         }
     }
 
     /// What the reply of a call that finished on the reader carries for the extensions: the
     /// response metadata its handler set, and the connection's extensions (`None`: plain).
     fn reply_ext(&self, call: &UnaryCall) -> Option<(Option<Metadata>, u32)> {
-        let (info, bits) = call.ext.as_ref()?;
-        let response = match info {
-            CallInfo::State(state) => state.take_response(),
+        let ext = call.ext.as_ref()?;
+        let response = match &ext.state {
+            Some(state) => state.take_response(),
             // Registered only if the handler asked for its cancellation or set metadata.
-            CallInfo::Lazy { .. } => self
+            None => self
                 .registry
                 .finish(call_key(call.op, call.id), None)
                 .and_then(|state| state.take_response()),
         };
-        Some((response, *bits))
+        Some((response, ext.bits))
     }
 
     /// The span of a unary call, named after its service and method.
@@ -607,7 +590,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             id,
             op,
             span: self.rpc_span(&packet),
-            ext: (bits != 0).then(|| (self.lazy(call_key(op, id)), bits)),
+            ext: (bits != 0).then_some(CallExt { bits, state: None }),
             permit: None,
         };
         self.start_unary(conn, call, service, packet.content, slot)
@@ -679,10 +662,32 @@ pub(crate) struct UnaryCall {
     id: u16,
     op: u16,
     span: tracing::Span,
-    /// The call's extension state and the connection's extensions (`None`: plain fRPC).
-    ext: Option<(CallInfo, u32)>,
+    /// The call's extensions (`None`: plain fRPC).
+    ext: Option<CallExt>,
     /// `Limited(n)`: the server-wide permit, held while the handler runs.
     permit: Option<OwnedSemaphorePermit>,
+}
+
+/// A unary call's side of its connection's extensions.
+pub(crate) struct CallExt {
+    /// The extensions the connection negotiated.
+    bits: u32,
+    /// The state its extension header made; `None` for a call without one, whose state is
+    /// made in the connection's registry only if someone asks (most calls never do).
+    state: Option<Arc<CallState>>,
+}
+
+/// The state a call's extension header makes, read from the front of `content`, and the
+/// content behind the header (`None`: no header, or an empty one).
+fn call_state(conn: &Connection, content: Bytes) -> Result<(Option<Arc<CallState>>, Bytes), Status> {
+    if !ext::has_prefix(&content) {
+        return Ok((None, content));
+    }
+    match ext::split(&content, conn.max_metadata_size()) {
+        Ok((header, content)) if header.is_empty() => Ok((None, content)),
+        Ok((header, content)) => Ok((Some(Arc::new(CallState::new(header))), content)),
+        Err(err) => Err(err.status("bad request")),
+    }
 }
 
 /// A reply the writer could not take at once.
