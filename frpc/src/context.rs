@@ -277,7 +277,7 @@ impl Context {
     pub async fn cancelled(&self) {
         let call = async {
             match &self.call {
-                Some(call) => call.state().cancel.cancelled().await,
+                Some(call) => call.state().cancelled().await,
                 None => std::future::pending().await,
             }
         };

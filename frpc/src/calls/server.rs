@@ -501,7 +501,7 @@ impl<H: Handlers> ServerDispatch<H> {
         };
         let ext = StreamExt {
             bits,
-            cancel: state.as_ref().map(|state| state.cancel.clone()),
+            cancel: state.clone(),
             ack_window: open.map(|_| window),
         };
         let stream = match ServerStream::accept(conn, &self.streams, id, ext, setup) {
@@ -759,10 +759,10 @@ async fn guarded<T>(
     let call = AssertUnwindSafe(call).catch_unwind();
     tokio::select! {
         biased;
-        _ = state.cancel.cancelled() => None,
+        _ = state.cancelled() => None,
         result = call => Some(result.unwrap_or_else(|panic| Err(Status::from_panic(panic)))),
         _ = deadline => {
-            state.cancel.cancel();
+            state.cancel();
             Some(Err(Status::deadline_exceeded("deadline exceeded")))
         }
     }

@@ -64,12 +64,7 @@ impl Call {
             ),
             None => None,
         };
-        let state = Arc::new(CallState {
-            cancel: CancellationToken::new(),
-            deadline,
-            metadata: request_metadata(request.metadata()),
-            response: Default::default(),
-        });
+        let state = Arc::new(CallState::with(deadline, request_metadata(request.metadata())));
         let ctx = Context::grpc(
             self.peer,
             self.limits,
@@ -94,7 +89,7 @@ impl Call {
         let body = one_request(messages).await?;
         // A dropped call (the client reset the stream, the connection closed) cancels the
         // context that tasks spawned by the handler hold.
-        let guard = state.cancel.clone().drop_guard();
+        let guard = state.cancel_on_drop();
         let result = within_deadline(self.unary_handler(ctx, body), state.clone()).await;
         guard.disarm();
         let result = match result {
@@ -227,7 +222,7 @@ async fn within_deadline<T>(handler: Handler<T>, state: Arc<CallState>) -> Resul
     match tokio::time::timeout_at(deadline, handler).await {
         Ok(result) => result,
         Err(_) => {
-            state.cancel.cancel();
+            state.cancel();
             Err(Status::with_code(Code::DeadlineExceeded, "deadline exceeded"))
         }
     }

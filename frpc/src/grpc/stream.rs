@@ -21,9 +21,8 @@ use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
-use tokio_util::sync::DropGuard;
 
-use crate::calls::ext::CallState;
+use crate::calls::ext::{CallState, CancelOnDrop};
 use crate::calls::stream::{BridgeSource, Headers};
 use crate::status::{Code, Error, Status};
 use crate::types::BoxFuture;
@@ -80,7 +79,7 @@ pub(super) struct Replies {
     outcome: Option<Result<(), Status>>,
     state: Arc<CallState>,
     /// Cancels the call's context if the body is dropped before the handler returned.
-    guard: Option<DropGuard>,
+    guard: Option<CancelOnDrop>,
     /// Set while the handler waits for a request (client-streaming and bidi).
     starved: Option<Arc<AtomicBool>>,
 }
@@ -106,7 +105,7 @@ impl Replies {
         state: Arc<CallState>,
         starved: Option<Arc<AtomicBool>>,
     ) -> Replies {
-        let guard = state.cancel.clone().drop_guard();
+        let guard = state.cancel_on_drop();
         Replies {
             first: None,
             rx: Some(rx),

@@ -5,11 +5,11 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::calls::ext::CallState;
 use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{self, EOF_MESSAGE, encode};
 use frpc_wire::{Packet, op};
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
 use crate::calls::budget::Share;
 use crate::calls::{codec, ext};
@@ -140,7 +140,7 @@ impl ClientSide {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StreamExt {
     pub(crate) bits: u32,
-    pub(crate) cancel: Option<CancellationToken>,
+    pub(crate) cancel: Option<Arc<CallState>>,
     /// On the server, when the client asked for OPENED: the window it announces (0 without
     /// flow control).
     pub(crate) ack_window: Option<ext::Window>,

@@ -68,7 +68,7 @@ impl StreamGuard {
     }
 
     pub(super) fn is_cancelled(&self) -> bool {
-        self.ext.cancel.as_ref().is_some_and(|token| token.is_cancelled())
+        self.ext.cancel.as_ref().is_some_and(|state| state.is_cancelled())
     }
 
     /// The client's deadline passed: tells the server (with the cancellation extension) once,

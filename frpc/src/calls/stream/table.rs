@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::calls::ext::CallState;
 use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
 
 use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::credit::CreditBack;
@@ -23,7 +23,7 @@ pub(super) struct Route {
     pub(super) tx: mpsc::Sender<Buffered>,
     pub(super) end: Arc<OnceLock<EndReason>>,
     /// Fired by the peer's CANCEL (server streams on connections with extensions).
-    pub(super) cancel: Option<CancellationToken>,
+    pub(super) cancel: Option<Arc<CallState>>,
     /// Data messages the peer may still send (flow-controlled streams): the reader takes one
     /// per message, the consumer gives back what it read.
     pub(super) recv_credit: Option<Arc<AtomicU32>>,
@@ -176,7 +176,7 @@ impl StreamTable {
     pub(crate) fn accept(
         &self,
         id: u16,
-        cancel: Option<CancellationToken>,
+        cancel: Option<Arc<CallState>>,
         setup: StreamSetup,
     ) -> Result<Inbound, Error> {
         let mut table = self.lock();
@@ -249,8 +249,8 @@ impl StreamTable {
         let Some(route) = table.routes.get(&id) else {
             return;
         };
-        if let Some(token) = &route.cancel {
-            token.cancel();
+        if let Some(state) = &route.cancel {
+            state.cancel();
             // Sends waiting for credit (a clone of the sender in a task of its own, say) wake
             // up and fail with `Cancelled`.
             route.close_credit();
@@ -296,7 +296,7 @@ impl StreamTable {
         &self,
         table: &mut Table,
         id: u16,
-        cancel: Option<CancellationToken>,
+        cancel: Option<Arc<CallState>>,
         setup: StreamSetup,
         local: bool,
     ) -> Inbound {
