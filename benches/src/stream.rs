@@ -4,7 +4,8 @@
 //!
 //! A small Rust-first service (`#[frpc::service]`), so the benchmark proto and the other
 //! frameworks stay as they are. The server runs on its own runtime (its own worker threads) in
-//! this process; the client on another.
+//! this process; the client on another, whose calls run in one task there (as an application
+//! would consume a stream), not in `block_on` on the main thread.
 //!
 //! **Plain mode.** Without flow control a receiver buffers up to `stream_buffer` messages per
 //! stream and fails the stream when its consumer falls that far behind; a producer never waits.
@@ -233,6 +234,51 @@ async fn once(client: &StreamBenchClient, direction: Direction, count: u64, size
     started.elapsed()
 }
 
+/// What one run measures: directions, sizes, and calls of `messages` each, `reps` per mode.
+struct Plan {
+    direction: Vec<Direction>,
+    size: Vec<usize>,
+    messages: u64,
+    reps: usize,
+}
+
+/// Messages/s and CPU time per message (ns), `[direction][size][mode]`, one value per rep.
+type Samples = Vec<Vec<Vec<Vec<f64>>>>;
+
+/// Runs `plan` on `clients` (one per mode), modes interleaved rep by rep.
+async fn measure(clients: Vec<StreamBenchClient>, plan: Plan) -> (Samples, Samples) {
+    let modes = clients.len();
+    let mut samples: Samples = vec![vec![vec![Vec::new(); modes]; plan.size.len()]; plan.direction.len()];
+    // The process's CPU time per message (ns) per rep: both peers run in this process, so it
+    // is what a message costs end to end, idle time excluded.
+    let mut cpu = samples.clone();
+    // Warm-up: one short call per mode, size and direction.
+    for &direction in &plan.direction {
+        for &size in &plan.size {
+            for client in &clients {
+                once(client, direction, (plan.messages / 10).max(1), size).await;
+            }
+        }
+    }
+    for rep in 0..plan.reps {
+        for (d, &direction) in plan.direction.iter().enumerate() {
+            for (s, &size) in plan.size.iter().enumerate() {
+                // Rotate the order rep by rep so no mode always goes first.
+                for k in 0..modes {
+                    let m = (k + rep) % modes;
+                    let cpu_before = process_cpu_ns();
+                    let elapsed = once(&clients[m], direction, plan.messages, size).await;
+                    samples[d][s][m].push(plan.messages as f64 / elapsed.as_secs_f64());
+                    if let (Some(a), Some(b)) = (cpu_before, process_cpu_ns()) {
+                        cpu[d][s][m].push(b.saturating_sub(a) as f64 / plan.messages as f64);
+                    }
+                }
+            }
+        }
+    }
+    (samples, cpu)
+}
+
 /// Runs the measurement and prints the table.
 pub fn run(args: &StreamArgs) {
     let mut modes: Vec<Mode> = match args.no_flow {
@@ -257,38 +303,18 @@ pub fn run(args: &StreamArgs) {
             client_rt.block_on(connect(mode, args.messages, addr))
         })
         .collect();
-    // [direction][size][mode] → messages/s per rep.
-    let mut samples = vec![vec![vec![Vec::new(); modes.len()]; args.size.len()]; args.direction.len()];
-    // [direction][size][mode] → the process's CPU time per message (ns) per rep: both peers
-    // run in this process, so it is what a message costs end to end, idle time excluded.
-    let mut cpu = samples.clone();
-    client_rt.block_on(async {
-        // Warm-up: one short call per mode, size and direction.
-        for &direction in &args.direction {
-            for &size in &args.size {
-                for client in &clients {
-                    once(client, direction, (args.messages / 10).max(1), size).await;
-                }
-            }
-        }
-        for rep in 0..args.reps {
-            for (d, &direction) in args.direction.iter().enumerate() {
-                for (s, &size) in args.size.iter().enumerate() {
-                    // Rotate the order rep by rep so no mode always goes first.
-                    for k in 0..modes.len() {
-                        let m = (k + rep) % modes.len();
-                        let cpu_before = process_cpu_ns();
-                        let elapsed = once(&clients[m], direction, args.messages, size).await;
-                        samples[d][s][m].push(args.messages as f64 / elapsed.as_secs_f64());
-                        if let (Some(a), Some(b)) = (cpu_before, process_cpu_ns()) {
-                            cpu[d][s][m].push(b.saturating_sub(a) as f64 / args.messages as f64);
-                        }
-                    }
-                }
-            }
-        }
-    });
-    drop(clients);
+    // The calls run in a task on the client's runtime, where an application consumes a
+    // stream, not in `block_on` on this thread: there, each message that finds the consumer
+    // waiting would cost a wake-up of a third thread, and flow control (whose consumer catches
+    // up with its producer at every grant) would pay more of them than plain mode.
+    let plan = Plan {
+        direction: args.direction.clone(),
+        size: args.size.clone(),
+        messages: args.messages,
+        reps: args.reps,
+    };
+    let measured = client_rt.spawn(measure(clients, plan));
+    let (samples, cpu) = client_rt.block_on(measured).expect("the measurement task");
     let load = load_before
         .zip(crate::report::load_average())
         .map_or(String::new(), |(a, b)| format!(", load average {a:.1} → {b:.1}"));
@@ -362,5 +388,51 @@ fn rate(v: f64) -> String {
         format!("{:.2}M", v / 1e6)
     } else {
         format!("{:.0}k", v / 1e3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every direction, size and mode gets one rate and one CPU figure per rep, from calls over
+    /// real sockets that carried every message (`once` checks the count): a flow-controlled
+    /// stream whose small window makes its producer wait for grants, and a plain one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn measure_fills_every_cell_from_real_calls() {
+        let messages = 300;
+        let mut clients = Vec::new();
+        for mode in [Mode::Flow(16), Mode::Plain] {
+            let addr = serve(mode, messages).await;
+            clients.push(connect(mode, messages, addr).await);
+        }
+        let plan = Plan {
+            direction: vec![Direction::Down, Direction::Up],
+            size: vec![32, 1024],
+            messages,
+            reps: 2,
+        };
+        let (samples, cpu) = tokio::spawn(measure(clients, plan)).await.unwrap();
+        for figures in [&samples, &cpu] {
+            assert_eq!(figures.len(), 2, "directions");
+            for by_size in figures {
+                assert_eq!(by_size.len(), 2, "sizes");
+                for by_mode in by_size {
+                    assert_eq!(by_mode.len(), 2, "modes");
+                    for reps in by_mode {
+                        assert_eq!(reps.len(), 2, "reps");
+                        assert!(reps.iter().all(|v| v.is_finite() && *v >= 0.0), "{reps:?}");
+                    }
+                }
+            }
+        }
+        assert!(
+            samples
+                .iter()
+                .flatten()
+                .flatten()
+                .flatten()
+                .all(|rate| *rate > 0.0)
+        );
     }
 }
