@@ -684,6 +684,32 @@ impl Registry {
 mod tests {
     use super::*;
 
+    /// The flag a streamed message checks and the token a handler awaits fire together, and
+    /// only on `cancel`.
+    #[tokio::test]
+    async fn a_cancel_sets_the_flag_and_fires_the_token() {
+        let state = CallState::new(Header::default());
+        assert!(!state.is_cancelled());
+        assert!(!state.token.is_cancelled());
+        state.cancel();
+        assert!(state.is_cancelled());
+        state.cancelled().await; // resolves: the token fired
+    }
+
+    /// A guard dropped while armed cancels its call; a disarmed one leaves it alone.
+    #[cfg(feature = "grpc")]
+    #[tokio::test]
+    async fn a_dropped_guard_cancels_unless_disarmed() {
+        let dropped = Arc::new(CallState::default());
+        drop(dropped.cancel_on_drop());
+        assert!(dropped.is_cancelled());
+        dropped.cancelled().await;
+        let finished = Arc::new(CallState::default());
+        finished.cancel_on_drop().disarm();
+        assert!(!finished.is_cancelled());
+        assert!(!finished.token.is_cancelled());
+    }
+
     #[test]
     fn header_round_trips() {
         let mut metadata = Metadata::new();
