@@ -206,14 +206,27 @@ async fn dns_discovery_follows_the_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_right_after_an_insert_waits_for_that_endpoint() {
     let servers = servers(1).await;
-    for _ in 0..20 {
+    for round in 0..20 {
         let (channel, changes) = Channel::balance_channel::<u8>(4);
         changes
             .send(Change::Insert(0, servers[0].endpoint()))
             .await
             .unwrap();
-        let reply = within("the call", NamedClient::new(channel).whoami(Text::default())).await;
-        assert_eq!(reply.unwrap().value, "s0");
+        let reply = within(
+            "the call",
+            NamedClient::new(channel.clone()).whoami(Text::default()),
+        )
+        .await;
+        // What the channel knew, should the call fail (it once did, in one full run of the
+        // package, and never since): its state and why its last connection closed.
+        let reply = reply.unwrap_or_else(|err| {
+            panic!(
+                "round {round}: {err:?}; the channel is {:?}, its last connection closed: {:?}",
+                channel.state(),
+                channel.last_close_reason()
+            )
+        });
+        assert_eq!(reply.value, "s0");
     }
     // With nothing inserted (or everything removed) calls fail at once.
     let (channel, changes) = Channel::balance_channel::<u8>(4);
