@@ -5,14 +5,14 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::calls::ext::CallState;
 use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{self, EOF_MESSAGE, encode};
 use frpc_wire::{Packet, op};
 use tokio::sync::Semaphore;
 
 use crate::calls::budget::Share;
-use crate::calls::{codec, ext};
+use crate::calls::codec;
+use crate::calls::ext::{self, CallState};
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
 
@@ -136,7 +136,7 @@ impl ClientSide {
 }
 
 /// The extensions a stream uses: the bits negotiated when it opened and, on the server, the
-/// token the client's CANCEL fires.
+/// call's state, which the client's CANCEL cancels.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StreamExt {
     pub(crate) bits: u32,

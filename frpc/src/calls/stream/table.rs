@@ -5,13 +5,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::calls::ext::CallState;
 use bytes::Bytes;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::credit::CreditBack;
-use crate::calls::ext::{self, Window};
+use crate::calls::ext::{self, CallState, Window};
 use crate::status::{Error, Status};
 use crate::transport::connection::Connection;
 
@@ -22,7 +21,7 @@ use super::common::*;
 pub(super) struct Route {
     pub(super) tx: mpsc::Sender<Buffered>,
     pub(super) end: Arc<OnceLock<EndReason>>,
-    /// Fired by the peer's CANCEL (server streams on connections with extensions).
+    /// The call the peer's CANCEL cancels (server streams on connections with extensions).
     pub(super) cancel: Option<Arc<CallState>>,
     /// Data messages the peer may still send (flow-controlled streams): the reader takes one
     /// per message, the consumer gives back what it read.
