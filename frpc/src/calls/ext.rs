@@ -516,9 +516,11 @@ impl CallState {
     /// The state of a call that ends at `deadline` (if any), with request `metadata`.
     pub(crate) fn with(deadline: Option<tokio::time::Instant>, metadata: Metadata) -> CallState {
         CallState {
+            token: CancellationToken::new(),
+            cancelled: AtomicBool::new(false),
             deadline,
             metadata,
-            ..CallState::default()
+            response: Mutex::new(None),
         }
     }
 
