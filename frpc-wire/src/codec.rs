@@ -378,9 +378,10 @@ mod tests {
     }
 
     /// Bytes arriving `chunk` at a time for a header announcing `announced` of which `sent`
-    /// come, read as `FramedRead` reads (reserve one byte, read into the spare capacity, decode):
-    /// the buffer's capacity stays within a small multiple of what arrived, and it moves (a
-    /// reallocation copying what was buffered) only a logarithmic number of times.
+    /// come, read as frpc's reader (and `FramedRead`) reads (reserve one byte, read into the
+    /// spare capacity, decode): the buffer's capacity stays within a small multiple of what
+    /// arrived, and it moves (a reallocation copying what was buffered) only a logarithmic
+    /// number of times.
     fn arrive(announced: u32, sent: usize, chunk: usize) -> (usize, usize, Option<Packet>) {
         let mut codec = PacketCodec::new(Framing::Frisbee);
         let mut src = BytesMut::with_capacity(64 * 1024);

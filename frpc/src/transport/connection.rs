@@ -24,17 +24,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use bytes::BytesMut;
-use frpc_wire::{Frame, FrameCodec, FrameError, Framing, Header, Packet, PacketCodec, op};
-use futures_util::StreamExt;
+use frpc_wire::{Frame, Framing, Header, Packet, PacketCodec, op};
 use futures_util::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::frames::FrameReader;
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
 use super::writer::{Outbound, Outgoing, Writer};
 use crate::config::ConnectionConfig;
@@ -119,8 +117,8 @@ pub(crate) struct Connection {
     on_close: Mutex<Option<Arc<dyn OnClose>>>,
     peer: SocketAddr,
     codec: PacketCodec,
-    /// Set by the reader whenever bytes arrive (its decoder, [`ActiveFrames`], runs after every
-    /// read that brought any, so a packet still arriving counts), cleared by the heartbeat.
+    /// Set by the reader whenever bytes arrive (its [`FrameReader`], after every read that
+    /// brought any, so a packet still arriving counts), cleared by the heartbeat.
     activity: Arc<AtomicBool>,
     /// Set while the reader runs a handler inline, so the silence is not blamed on the peer.
     busy: AtomicBool,
@@ -215,12 +213,8 @@ impl Connection {
             }
             .instrument(span.clone()),
         );
-        let frames = ActiveFrames {
-            frames: codec.frames(),
-            activity: conn.activity.clone(),
-        };
-        let framed = FramedRead::with_capacity(read, frames, 64 * 1024);
-        let reader = read_loop(conn.clone(), framed, dispatch);
+        let frames = FrameReader::new(read, codec.frames(), conn.activity.clone(), 64 * 1024);
+        let reader = read_loop(conn.clone(), frames, dispatch);
         let reader = tokio::spawn(
             async move {
                 let _ = parts_tx.send(reader.await);
@@ -672,7 +666,7 @@ impl Drop for Busy<'_> {
 
 async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn: Arc<Connection>,
-    mut framed: FramedRead<R, ActiveFrames>,
+    mut frames: FrameReader<R>,
     dispatch: Arc<D>,
 ) -> ReadParts<R> {
     let mut since_drain_check = 0u32;
@@ -696,15 +690,16 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         if since_drain_check == DRAIN_CHECK_EVERY {
             since_drain_check = 0;
             if conn.drain_was_requested() {
-                drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
+                drain_buffered(&conn, &mut frames, &*dispatch, &mut scratch).await;
                 break;
             }
         }
-        let next = match take_buffered(&mut framed) {
+        // A frame already read (pipelined packets) is cut with no wait, no signal, no poll.
+        let next = match frames.buffered().transpose() {
             Some(next) => Some(next),
             None => {
                 let input = InputOrSignal {
-                    input: FlushWhenPending::new(&conn, framed.next()),
+                    input: FlushWhenPending::new(&conn, std::future::poll_fn(|cx| frames.poll_frame(cx))),
                     signal: ReaderSignal {
                         conn: &conn,
                         registered: &mut signal_registered,
@@ -714,7 +709,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                     Woken::Input(next) => next,
                     Woken::Signal(Signal::Stop) => break,
                     Woken::Signal(Signal::Drain) => {
-                        drain_buffered(&conn, &mut framed, &*dispatch, &mut scratch).await;
+                        drain_buffered(&conn, &mut frames, &*dispatch, &mut scratch).await;
                         break;
                     }
                 }
@@ -723,7 +718,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         match next {
             Some(Ok(frame)) => {
                 parsed_any = true;
-                let more = !framed.read_buffer().is_empty();
+                let more = frames.has_unread();
                 conn.more_input.store(more, Ordering::Relaxed);
                 if let Some(rest) = handle_now(&conn, &*dispatch, frame, &mut scratch) {
                     FlushWhenPending::new(&conn, finish(&conn, &*dispatch, rest, &mut scratch)).await
@@ -747,25 +742,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     }
     conn.more_input.store(false, Ordering::Relaxed);
     conn.outbound.flush_cork();
-    let parts = framed.into_parts();
-    (parts.io, parts.read_buf)
-}
-
-/// A whole frame already in the read buffer (pipelined packets), taken with the decoder
-/// alone: no wait, no signal, no poll of the stream. `None` when the buffer holds none, and
-/// the reader polls the stream, which reads the socket. The stream's own state stays right:
-/// it decodes before it reads whenever its last poll gave a frame.
-#[inline]
-fn take_buffered<R>(framed: &mut FramedRead<R, ActiveFrames>) -> Option<Result<Frame, FrameError>> {
-    if framed.read_buffer().is_empty() {
-        return None;
-    }
-    // Out and back in: the decoder and the buffer are two borrows of the stream. The empty
-    // stand-in owns nothing, so it is not dropped.
-    let mut buffer = std::mem::take(framed.read_buffer_mut());
-    let taken = framed.decoder_mut().decode(&mut buffer).transpose();
-    std::mem::forget(std::mem::replace(framed.read_buffer_mut(), buffer));
-    taken
+    frames.into_parts()
 }
 
 /// Adds to why a connection ended a hint at a framing mismatch when the peer never sent one
@@ -789,40 +766,15 @@ fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
 /// for more.
 async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
     conn: &Arc<Connection>,
-    framed: &mut FramedRead<R, ActiveFrames>,
+    frames: &mut FrameReader<R>,
     dispatch: &D,
     scratch: &mut D::Scratch,
 ) {
     use futures_util::FutureExt;
-    while let Some(Some(Ok(frame))) = framed.next().now_or_never() {
+    while let Some(Some(Ok(frame))) = std::future::poll_fn(|cx| frames.poll_frame(cx)).now_or_never() {
         if let Some(rest) = handle_now(conn, dispatch, frame, scratch) {
             finish(conn, dispatch, rest, scratch).await;
         }
-    }
-}
-
-/// The reader's decoder: frpc-wire's [`FrameCodec`], marking the connection active whenever
-/// bytes arrive. `FramedRead` runs it after every read that brought bytes (and while it still
-/// yields frames), never while the socket is quiet, so a slow but moving transfer (a large
-/// packet on a slow link) never trips the idle timeout, while a silent peer still does.
-struct ActiveFrames {
-    frames: FrameCodec,
-    activity: Arc<AtomicBool>,
-}
-
-impl Decoder for ActiveFrames {
-    type Item = Frame;
-    type Error = FrameError;
-
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        if !src.is_empty() {
-            self.activity.store(true, Ordering::Relaxed);
-        }
-        self.frames.decode(src)
-    }
-
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        self.frames.decode_eof(src)
     }
 }
 
