@@ -470,3 +470,27 @@ async fn packets_in_one_read_are_each_handled_and_a_cut_one_waits_for_its_rest()
         assert!(pong, "the PING among the calls got no PONG ({mode:?})");
     }
 }
+
+/// A unary call's future is what a client keeps per call in flight, and what every move of it
+/// copies (a generated client's method, the caller's own `async` blocks, `join_all`): it stays
+/// small. A call's timer, for one, is boxed where a timeout applies rather than carried (112
+/// bytes) by every call.
+#[tokio::test]
+async fn a_unary_calls_future_stays_small() {
+    let running = start(config(Concurrency::Inline)).await;
+    let client = Client::connect(running.addr).await.unwrap();
+    let pending = frpc::codegen::traced_unary::<_, Text, Text>(
+        &client,
+        ("Echo", "Echo"),
+        ECHO,
+        "/Echo/Echo",
+        Text::new("small"),
+    );
+    let size = std::mem::size_of_val(&pending);
+    eprintln!("a unary call's future: {size} bytes");
+    assert!(size <= 400, "a unary call's future is {size} bytes");
+    assert_eq!(pending.await.unwrap().value, "small");
+    // With a timeout, the timer is there and the call still answers.
+    let timed = client.with_timeout(Duration::from_secs(5));
+    assert_eq!(call(&timed, ECHO, "timed").await.unwrap().value, "timed");
+}
