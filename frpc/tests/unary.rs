@@ -494,3 +494,27 @@ async fn a_unary_calls_future_stays_small() {
     let timed = client.with_timeout(Duration::from_secs(5));
     assert_eq!(call(&timed, ECHO, "timed").await.unwrap().value, "timed");
 }
+
+/// A call registers the waker of the poll that sends it, and the first look at its reply waits
+/// for that waker. A call first polled with another waker (one that wakes no one) and then
+/// driven by a task still gets its reply, handed over while nobody was there to be woken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_first_polled_with_another_waker_still_gets_its_reply() {
+    let server = start(config(Concurrency::Inline)).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    let moved = client.clone();
+    let mut first = Box::pin(async move { call(&moved, ECHO, "first").await });
+    let mut elsewhere = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(
+        first.as_mut().poll(&mut elsewhere).is_pending(),
+        "sent, no reply yet"
+    );
+    // Replies come in order: once the next call's is in, the first's was handed over (and
+    // woke the waker that wakes no one).
+    assert_eq!(call(&client, ECHO, "next").await.unwrap().value, "next");
+    let reply = tokio::time::timeout(Duration::from_secs(10), tokio::spawn(first))
+        .await
+        .expect("the first call got its reply once a task polled it")
+        .unwrap();
+    assert_eq!(reply.unwrap().value, "first");
+}

@@ -103,16 +103,16 @@ impl Table {
     }
 
     /// Registers a call of `op` under the method's next free id (Go's pre-increment counter:
-    /// first id 1): the id, and whether the call is alone (the only entry). `None`: all 65,536
-    /// ids of `op` are in flight.
-    fn register(&mut self, op: u16) -> Option<(u16, bool)> {
+    /// first id 1), `waker` to wake once its reply is in: the id, and whether the call is alone
+    /// (the only entry). `None`: all 65,536 ids of `op` are in flight.
+    fn register(&mut self, op: u16, waker: Option<Waker>) -> Option<(u16, bool)> {
         use std::collections::hash_map::Entry;
         // One lookup of the counter and, as a free id is the rule, one of the calls.
         let next = self.next_ids.entry(op).or_insert(0);
         for _ in 0..=u16::MAX {
             *next = next.wrapping_add(1);
             if let Entry::Vacant(slot) = self.calls.entry(key(op, *next)) {
-                slot.insert(Slot::Waiting(None));
+                slot.insert(Slot::Waiting(waker));
                 return Some((*next, self.calls.len() == 1));
             }
         }
@@ -332,7 +332,9 @@ impl ClientCalls {
             // Prepared elsewhere: a local this block borrows is kept in its future after it is
             // moved on (rustc keeps any borrowed local's storage until its scope ends).
             let content = request_content(conn, content, bits, &options)?;
-            let (id, alone) = self.register(op, conn)?;
+            // Registered with this poll's waker, which a reply handed over wakes from now on.
+            let (id, alone) =
+                std::future::poll_fn(|cx| Poll::Ready(self.register(op, conn, cx.waker()))).await?;
             let mut pending = PendingCall {
                 calls: self,
                 conn,
@@ -345,8 +347,17 @@ impl ClientCalls {
             // again, it is corked: calls joined on this task (or made by the tasks queued behind
             // it) leave in one write, made by the first of them once the others are in, again
             // with no hand-off to the writer task.
-            conn.send_or_cork(Outgoing::new(id, op, content), !alone).await?;
-            let reply = std::future::poll_fn(|cx| self.poll_reply(pending.key, cx, conn)).await;
+            let at_once = conn.send_or_cork(Outgoing::new(id, op, content), !alone).await?;
+            // Sent within the poll that registered the call: a reply handed over since has
+            // woken that poll's waker, so the table is first looked at once woken (a lock and
+            // a lookup less per call). After a wait the waker may be another: looked at now,
+            // which registers the current one.
+            let mut woken = !at_once;
+            let reply = std::future::poll_fn(|cx| match std::mem::replace(&mut woken, true) {
+                false => Poll::Pending,
+                true => self.poll_reply(pending.key, cx, conn),
+            })
+            .await;
             pending.taken = true;
             let body = reply?;
             // Only a client that offered gets extension headers (and no fRPC content starts so).
@@ -379,13 +390,13 @@ impl ClientCalls {
     /// Registers the caller under the method's next free id ([`Table::register`]); also says
     /// whether it is alone: the only call in flight, with no reply handed over but not yet read
     /// (whose caller may be about to call again).
-    fn register(&self, op: u16, conn: &Connection) -> Result<(u16, bool), Error> {
+    fn register(&self, op: u16, conn: &Connection, waker: &Waker) -> Result<(u16, bool), Error> {
         let mut table = self.lock();
         if table.closed {
             return Err(conn.closed_error());
         }
         table
-            .register(op)
+            .register(op, Some(waker.clone()))
             .ok_or_else(|| Error::closed(format!("65,536 calls of operation {op} already in flight")))
     }
 
@@ -629,22 +640,26 @@ mod tests {
     #[test]
     fn ids_count_up_per_method_and_skip_those_in_flight() {
         let mut table = Table::default();
-        assert_eq!(table.register(10), Some((1, true)));
-        assert_eq!(table.register(10), Some((2, false)));
+        assert_eq!(table.register(10, None), Some((1, true)));
+        assert_eq!(table.register(10, None), Some((2, false)));
         assert_eq!(
-            table.register(11),
+            table.register(11, None),
             Some((1, false)),
             "each method counts on its own"
         );
         // Near the end of the range: the counter wraps past 0 and skips the ids still taken.
         table.next_ids.insert(10, u16::MAX - 1);
-        assert_eq!(table.register(10), Some((u16::MAX, false)));
-        assert_eq!(table.register(10), Some((0, false)));
-        assert_eq!(table.register(10), Some((3, false)), "1 and 2 are in flight");
+        assert_eq!(table.register(10, None), Some((u16::MAX, false)));
+        assert_eq!(table.register(10, None), Some((0, false)));
+        assert_eq!(
+            table.register(10, None),
+            Some((3, false)),
+            "1 and 2 are in flight"
+        );
         table.calls.remove(&key(10, 1));
         table.next_ids.insert(10, 0);
         assert_eq!(
-            table.register(10),
+            table.register(10, None),
             Some((1, false)),
             "a finished call's id is free again"
         );
@@ -656,9 +671,9 @@ mod tests {
         for id in 0..=u16::MAX {
             table.calls.insert(key(7, id), Slot::Waiting(None));
         }
-        assert_eq!(table.register(7), None);
+        assert_eq!(table.register(7, None), None);
         assert_eq!(
-            table.register(8),
+            table.register(8, None),
             Some((1, false)),
             "other methods still have ids"
         );

@@ -253,7 +253,7 @@ impl Connection {
     /// Sends a packet: written at once when the writer is idle and nothing is queued ahead,
     /// queued otherwise (waiting while the writer's queue is full).
     pub(crate) async fn send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
-        self.send_or_cork(packet.into(), false).await
+        self.send_or_cork(packet.into(), false).await.map(drop)
     }
 
     /// [`Connection::send`], or with `cork` for a packet that others sent from the same task
@@ -261,13 +261,14 @@ impl Connection {
     /// waits in the cork, and the first packet corked writes them all in one write after
     /// letting its task run the others once (a yield, no hand-off to the writer task); queued
     /// when the writer is busy. One future for both, so a caller that picks at run time
-    /// carries one `enqueue` state, not two (futures are moved by copy).
+    /// carries one `enqueue` state, not two (futures are moved by copy). Resolves to whether
+    /// the packet went within the first poll (written or corked, no wait).
     #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice")]
     pub(crate) fn send_or_cork(
         &self,
         packet: Outgoing,
         cork: bool,
-    ) -> impl Future<Output = Result<(), Error>> + Send + '_ {
+    ) -> impl Future<Output = Result<bool, Error>> + Send + '_ {
         // A function returning an `async` block rather than an `async fn`, which would keep the
         // packet twice in its future (as its argument and as its local): a unary call's future
         // holds this one.
@@ -276,11 +277,11 @@ impl Connection {
             // The packet bound by `let`, not in an `Option` matched later: a partly moved local
             // stays in the future, beside the queue's wait.
             let packet = match self.place(packet, cork) {
-                Placed::Gone => return Ok(()),
-                Placed::FirstCorked => return self.write_cork_after_yield().await,
+                Placed::Gone => return Ok(true),
+                Placed::FirstCorked => return self.write_cork_after_yield().await.map(|()| false),
                 Placed::Queue(packet) => packet,
             };
-            self.enqueue(packet).await
+            self.enqueue(packet).await.map(|()| false)
         }
     }
 
