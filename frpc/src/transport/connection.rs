@@ -700,7 +700,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             Some(next) => Some(next),
             None => {
                 let input = InputOrSignal {
-                    input: FlushWhenPending::new(&conn, std::future::poll_fn(|cx| frames.poll_frame(cx))),
+                    input: FlushWhenPending::new(&conn, frames.next_frame()),
                     signal: ReaderSignal {
                         conn: &conn,
                         registered: &mut signal_registered,
@@ -772,7 +772,7 @@ async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
     scratch: &mut D::Scratch,
 ) {
     use futures_util::FutureExt;
-    while let Some(Some(Ok(frame))) = std::future::poll_fn(|cx| frames.poll_frame(cx)).now_or_never() {
+    while let Some(Some(Ok(frame))) = frames.next_frame().now_or_never() {
         if let Some(rest) = handle_now(conn, dispatch, frame, scratch) {
             finish(conn, dispatch, rest, scratch).await;
         }

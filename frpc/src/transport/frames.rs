@@ -4,6 +4,7 @@
 //! ([`FrameReader::buffered`]), and a takeover gets the read half back with the bytes read but
 //! not parsed ([`FrameReader::into_parts`]).
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,7 +67,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 
     /// The next frame, read from the socket when none is buffered. `None`: the peer closed the
     /// connection after a whole frame; closing it inside one is an error.
-    pub(crate) fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame, FrameError>>> {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame, FrameError>>> {
         loop {
             if let Some(frame) = self.buffered().transpose() {
                 return Poll::Ready(Some(frame));
@@ -85,6 +86,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 Err(err) => return Poll::Ready(Some(Err(err.into()))),
             }
         }
+    }
+
+    /// The next frame: [`FrameReader::poll_frame`] as a future.
+    pub(crate) fn next_frame(&mut self) -> impl Future<Output = Option<Result<Frame, FrameError>>> + '_ {
+        std::future::poll_fn(|cx| self.poll_frame(cx))
     }
 
     /// The read half and the bytes read but not yet parsed (what a takeover hands on).
@@ -130,10 +136,6 @@ mod tests {
         )
     }
 
-    async fn next<R: AsyncRead + Unpin>(reader: &mut FrameReader<R>) -> Option<Result<Frame, FrameError>> {
-        std::future::poll_fn(|cx| reader.poll_frame(cx)).await
-    }
-
     fn id(frame: Option<Result<Frame, FrameError>>) -> u16 {
         match frame {
             Some(Ok(Frame::Packet(packet))) => packet.id,
@@ -152,7 +154,7 @@ mod tests {
         client.write_all(&bytes).await.unwrap();
 
         assert!(frames.buffered().unwrap().is_none(), "nothing read yet");
-        assert_eq!(id(next(&mut frames).await), 1);
+        assert_eq!(id(frames.next_frame().await), 1);
         assert!(activity.load(Ordering::Relaxed), "bytes arrived");
         assert!(frames.has_unread());
         let second = frames.buffered().unwrap().expect("the second packet is buffered");
@@ -164,7 +166,7 @@ mod tests {
         assert!(frames.has_unread());
 
         client.write_all(&third[7..]).await.unwrap();
-        assert_eq!(id(next(&mut frames).await), 3);
+        assert_eq!(id(frames.next_frame().await), 3);
         assert!(!frames.has_unread());
     }
 
@@ -174,15 +176,15 @@ mod tests {
         let (mut frames, _) = reader(server, 1024);
         client.write_all(&packet(1, b"whole")).await.unwrap();
         drop(client);
-        assert_eq!(id(next(&mut frames).await), 1);
-        assert!(next(&mut frames).await.is_none());
-        assert!(next(&mut frames).await.is_none(), "the end stays the end");
+        assert_eq!(id(frames.next_frame().await), 1);
+        assert!(frames.next_frame().await.is_none());
+        assert!(frames.next_frame().await.is_none(), "the end stays the end");
 
         let (mut client, server) = sockets().await;
         let (mut frames, _) = reader(server, 1024);
         client.write_all(&packet(1, b"cut")[..10]).await.unwrap();
         drop(client);
-        match next(&mut frames).await {
+        match frames.next_frame().await {
             Some(Err(FrameError::Io(err))) => {
                 assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof);
                 assert!(err.to_string().contains("inside a packet"), "{err}");
@@ -200,11 +202,11 @@ mod tests {
             client.write_all(&packet(1, &large)).await.unwrap();
             client.write_all(&packet(2, b"small")).await.unwrap();
         });
-        match next(&mut frames).await {
+        match frames.next_frame().await {
             Some(Ok(Frame::Oversize(header))) => assert_eq!((header.id, header.len), (1, 300)),
             other => panic!("expected the oversize header, got {other:?}"),
         }
-        assert_eq!(id(next(&mut frames).await), 2);
+        assert_eq!(id(frames.next_frame().await), 2);
         writer.await.unwrap();
     }
 
@@ -216,7 +218,7 @@ mod tests {
         let rest = packet(2, b"not parsed");
         bytes.extend(&rest);
         client.write_all(&bytes).await.unwrap();
-        assert_eq!(id(next(&mut frames).await), 1);
+        assert_eq!(id(frames.next_frame().await), 1);
         let (_io, unparsed) = frames.into_parts();
         assert_eq!(&unparsed[..], &rest[..]);
     }
