@@ -113,6 +113,7 @@ impl PacketCodec {
 
     /// [`Decoder::decode`] with the header at the front of `src` already parsed (by
     /// [`FrameCodec`], which looks at it first: parsed once, not twice).
+    #[inline]
     fn decode_parsed(&mut self, header: Header, src: &mut BytesMut) -> Result<Option<Packet>, FrameError> {
         if header.len > self.max_content_length {
             return Err(FrameError::ContentTooLarge {
@@ -288,6 +289,9 @@ impl Decoder for FrameCodec {
     type Item = Frame;
     type Error = FrameError;
 
+    // Inline, as the header's parse and `decode_parsed`: this runs once per packet, called from
+    // the runtime's crate (see the note on `polyglot::Decoder`).
+    #[inline]
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         if self.skipping > 0 {
             self.skip(src);

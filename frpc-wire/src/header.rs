@@ -79,6 +79,7 @@ impl Header {
     ///
     /// Returns `Ok(None)` when fewer than `framing.header_len()` bytes are there yet, and
     /// [`FrameError::BadMagic`] when a Frisbee header does not start with `00 0F`.
+    #[inline]
     pub fn parse(framing: Framing, src: &[u8]) -> Result<Option<Header>, FrameError> {
         let Some(header) = src.get(..framing.header_len()) else {
             return Ok(None);

@@ -50,6 +50,13 @@ const fn default_memory_limit(len: usize) -> usize {
 /// slices of it; built over a plain slice with [`Decoder::new`], they are copied.
 ///
 /// It also carries the nesting and memory limits of the [module docs](self).
+//
+// The reads generated code calls once per value (the kind checks and scalars, `string`,
+// `take_nil`, `take_error`) are `#[inline]`: they are called from the user's crate, where a
+// function without it stays a call across the crate boundary (release builds have no LTO by
+// default). The larger helpers behind them (`length_prefixed`, `varint`, the UTF-8 copy) stay
+// out of line: inlined too, they cost more instructions per call, not fewer (callgrind, the
+// `calls` example; see the performance guide's "The decoder's small reads inlined").
 #[derive(Debug, Clone)]
 pub struct Decoder<'a> {
     input: &'a [u8],
@@ -161,16 +168,19 @@ impl<'a> Decoder<'a> {
     }
 
     /// The kind byte of the next value, without consuming it.
+    #[inline]
     pub fn peek(&self) -> Option<u8> {
         self.input.get(self.pos).copied()
     }
 
     /// Whether the next value is Nil (`00`); consumes nothing.
+    #[inline]
     pub fn next_is_nil(&self) -> bool {
         self.peek() == Some(Kind::Nil.byte())
     }
 
     /// Consumes a Nil if it is next; says whether it did.
+    #[inline]
     pub fn take_nil(&mut self) -> bool {
         let nil = self.next_is_nil();
         if nil {
@@ -181,6 +191,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes an Error if one is next and returns its text; otherwise consumes nothing and
     /// returns `Ok(None)`. A malformed error is an `Err`, and consumes nothing either.
+    #[inline]
     pub fn take_error(&mut self) -> Result<Option<String>> {
         if self.peek() != Some(Kind::Error.byte()) {
             return Ok(None);
@@ -193,11 +204,13 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a Nil.
+    #[inline]
     pub fn nil(&mut self) -> Result<()> {
         self.expect_kind(Kind::Nil).map(|_| ())
     }
 
     /// Decodes a bool; like Go, only `00` and `01` are accepted as its value.
+    #[inline]
     pub fn bool(&mut self) -> Result<bool> {
         self.atomic(|d| {
             d.expect_kind(Kind::Bool)?;
@@ -210,6 +223,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a u8.
+    #[inline]
     pub fn u8(&mut self) -> Result<u8> {
         self.atomic(|d| {
             d.expect_kind(Kind::U8)?;
@@ -218,6 +232,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a u16 (varint of at most 3 bytes; extra high bits are dropped, as Go does).
+    #[inline]
     pub fn u16(&mut self) -> Result<u16> {
         self.atomic(|d| {
             d.expect_kind(Kind::U16)?;
@@ -226,6 +241,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a u32 (varint of at most 5 bytes).
+    #[inline]
     pub fn u32(&mut self) -> Result<u32> {
         self.atomic(|d| {
             d.expect_kind(Kind::U32)?;
@@ -234,6 +250,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a u64 (varint of at most 10 bytes).
+    #[inline]
     pub fn u64(&mut self) -> Result<u64> {
         self.atomic(|d| {
             d.expect_kind(Kind::U64)?;
@@ -242,6 +259,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a zigzag i32.
+    #[inline]
     pub fn i32(&mut self) -> Result<i32> {
         self.atomic(|d| {
             d.expect_kind(Kind::I32)?;
@@ -251,6 +269,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a zigzag i64.
+    #[inline]
     pub fn i64(&mut self) -> Result<i64> {
         self.atomic(|d| {
             d.expect_kind(Kind::I64)?;
@@ -260,6 +279,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a big-endian f32.
+    #[inline]
     pub fn f32(&mut self) -> Result<f32> {
         self.atomic(|d| {
             d.expect_kind(Kind::F32)?;
@@ -269,6 +289,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a big-endian f64.
+    #[inline]
     pub fn f64(&mut self) -> Result<f64> {
         self.atomic(|d| {
             d.expect_kind(Kind::F64)?;
@@ -280,6 +301,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes a string, borrowing it from the input. Invalid UTF-8 is an error.
+    #[inline]
     pub fn str(&mut self) -> Result<&'a str> {
         self.atomic(|d| {
             let (start, raw) = d.string_bytes()?;
@@ -291,6 +313,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes a string into an owned `String` (validated and copied by
     /// [`crate::copy::utf8_to_string`]). Invalid UTF-8 is an error.
+    #[inline]
     pub fn string(&mut self) -> Result<String> {
         self.atomic(|d| {
             let (start, raw) = d.string_bytes()?;
@@ -306,6 +329,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes bytes, borrowing them from the input.
+    #[inline]
     pub fn byte_slice(&mut self) -> Result<&'a [u8]> {
         self.atomic(|d| {
             d.expect_kind(Kind::Bytes)?;
@@ -314,6 +338,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes bytes as [`Bytes`]: a zero-copy slice when built with [`Decoder::from_bytes`].
+    #[inline]
     pub fn bytes(&mut self) -> Result<Bytes> {
         let raw = self.byte_slice()?;
         Ok(match self.shared {
@@ -354,6 +379,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Runs `read` and rewinds if it fails, so a failed read consumes nothing.
+    #[inline]
     fn atomic<T>(&mut self, read: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let start = self.pos;
         let result = read(self);
@@ -363,6 +389,7 @@ impl<'a> Decoder<'a> {
         result
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8> {
         let b = self.peek().ok_or(DecodeError::Truncated {
             offset: self.pos,
@@ -385,6 +412,7 @@ impl<'a> Decoder<'a> {
         Ok(out)
     }
 
+    #[inline]
     fn expect_kind(&mut self, kind: Kind) -> Result<()> {
         match self.peek() {
             Some(found) if found == kind.byte() => {

@@ -174,6 +174,7 @@ pub enum Envelope<M> {
 }
 
 /// Decodes a top-level value: `00` → default message, Error → its text, else flags + fields.
+#[inline]
 pub fn decode_envelope<M: Message>(dec: &mut Decoder<'_>) -> Result<Envelope<M>, DecodeError> {
     if dec.take_nil() {
         return Ok(Envelope::Message(M::default()));
@@ -197,6 +198,7 @@ pub fn decode_nested<M: Message>(dec: &mut Decoder<'_>) -> Result<M, DecodeError
 
 /// Flags, then the fields. Every message, top-level or nested, comes through here, so this is
 /// where the nesting depth is counted: the recursion through `decode_fields` is bounded by it.
+#[inline]
 fn decode_body<M: Message>(dec: &mut Decoder<'_>) -> Result<M, DecodeError> {
     dec.u8()?; // flags: only bit 0x02 ("error") is defined and it never travels; ignore.
     dec.enter()?;
