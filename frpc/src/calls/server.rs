@@ -415,7 +415,10 @@ impl<H: Handlers> ServerDispatch<H> {
         Some((response, ext.bits))
     }
 
-    /// The span of a unary call, named after its service and method.
+    /// The span of a unary call, named after its service and method. Inline: the `Span` is then
+    /// built where the caller keeps it, not returned and moved (callgrind: about 20 instructions
+    /// a call less).
+    #[inline]
     fn rpc_span(&self, packet: &Packet) -> tracing::Span {
         let (id, op) = (packet.id, packet.op);
         let span = tracing::debug_span!(
