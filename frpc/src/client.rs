@@ -236,7 +236,10 @@ impl Client {
             peer,
             &config.connection,
             calls.dispatch(),
-            Options::default(),
+            Options {
+                drain: None,
+                shared_reader: Some(calls.clone()),
+            },
         );
         if offer != 0 {
             // The first packet: nothing is queued yet, so it goes before any call or PING.

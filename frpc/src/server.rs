@@ -164,8 +164,9 @@ impl Builder {
     /// Wraps every call to the services in `layer`, a [`tower::Layer`]: a concurrency or rate
     /// limit, load shedding, a timeout, an auth check, metrics. The service it wraps takes a
     /// [`CallRequest`] (service and method names, operation, kind, [`Context`] with the
-    /// request metadata, the encoded request) and answers a [`CallResponse`] (the encoded
-    /// reply) or an error that becomes the call's status ([`middleware::status_from_error`]:
+    /// request metadata, the encoded request) and answers a [`CallResponse`](crate::CallResponse)
+    /// (the encoded reply) or an error that becomes the call's status
+    /// ([`middleware::status_from_error`]:
     /// tower's `Overloaded` is `Unavailable`, `Elapsed` is `DeadlineExceeded`).
     ///
     /// - **Order**: like [`tower::ServiceBuilder`], the layer added first is the outermost
@@ -470,8 +471,8 @@ impl Bound {
         &self.server
     }
 
-    /// Serves until an accept error that is not transient, as [`Server::serve`]. The future is
-    /// `Send + 'static`: `tokio::spawn(bound.serve())`.
+    /// Serves until an accept error that is not transient, as [`Server::serve_listener`]. The
+    /// future is `Send + 'static`: `tokio::spawn(bound.serve())`.
     pub async fn serve(self) -> Result<(), Error> {
         self.server.serve_listener(self.listener).await
     }
@@ -884,6 +885,7 @@ async fn run_connection<R, W>(
     let dispatch = ServerDispatch::new(router, shared.limits.clone(), rpcs.clone());
     let options = Options {
         drain: Some(shutdown.clone()),
+        shared_reader: None,
     };
     let config = &shared.config.connection;
     let (conn, tasks) = Connection::spawn(io, join, peer, config, dispatch, options);

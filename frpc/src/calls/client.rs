@@ -7,8 +7,12 @@
 //! one lock a call takes (to register, when the reply lands, and when its caller takes it):
 //! the reply waits in the caller's entry, so a call allocates nothing beyond its messages (a
 //! oneshot channel per call cost an allocation and about 250 instructions).
+//!
+//! A call registered alone drives the connection's read loop (`Table::driver`,
+//! [`crate::transport::shared_reader`]): woken when input arrives, it polls the loop itself and
+//! reads its own reply, with no hop through the reader task. A call that joins it ends that.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -25,6 +29,7 @@ use crate::hash::IdMap;
 use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::{Connection, Dispatch};
+use crate::transport::shared_reader::WakeDriver;
 use crate::transport::writer::Outgoing;
 use crate::types::Encoded;
 
@@ -43,6 +48,10 @@ pub(crate) struct ClientCalls {
     /// Set once the server sent a reply or a stream message: the connection served a call.
     served: AtomicBool,
     first_answer: tokio::sync::Notify,
+    /// The call polling the read loop itself right now, as `key + 1` (0: none): its reply lands
+    /// without a wake-up, as it looks once done polling (a wake-up would poll its task once more
+    /// for nothing). Written only by the one polling the loop.
+    driving_now: AtomicU64,
     /// Reflection requests waiting for their answers, oldest first (the server answers in
     /// order).
     reflections: Mutex<std::collections::VecDeque<oneshot::Sender<Bytes>>>,
@@ -83,6 +92,9 @@ struct Table {
     /// call too), and is corked.
     unread: usize,
     next_ids: IdMap<u16, u16>,
+    /// The call that drives the connection's read loop (`SharedReader`): one registered alone,
+    /// until it has its reply, gives up, or another call joins it.
+    driver: Option<u32>,
     closed: bool,
     takeover_armed: bool,
 }
@@ -164,6 +176,7 @@ impl ClientCalls {
             first_answer: tokio::sync::Notify::new(),
             ext: Negotiation::new(offer),
             inflight: Mutex::default(),
+            driving_now: AtomicU64::new(0),
             streams: Arc::new(StreamTable::new(config, Default::default(), usize::MAX)),
             raw: RawRoutes::default(),
             reflections: Mutex::default(),
@@ -335,6 +348,8 @@ impl ClientCalls {
             // Registered with this poll's waker, which a reply handed over wakes from now on.
             let (id, alone) =
                 std::future::poll_fn(|cx| Poll::Ready(self.register(op, conn, cx.waker()))).await?;
+            // Registered alone, it drives the read loop (see `Table::driver`).
+            let driving = alone && conn.shared_reader().is_some();
             let mut pending = PendingCall {
                 calls: self,
                 conn,
@@ -355,6 +370,7 @@ impl ClientCalls {
             let mut woken = !at_once;
             let reply = std::future::poll_fn(|cx| match std::mem::replace(&mut woken, true) {
                 false => Poll::Pending,
+                true if driving => self.drive_for(pending.key, cx, conn),
                 true => self.poll_reply(pending.key, cx, conn),
             })
             .await;
@@ -390,21 +406,73 @@ impl ClientCalls {
     /// Registers the caller under the method's next free id ([`Table::register`]); also says
     /// whether it is alone: the only call in flight, with no reply handed over but not yet read
     /// (whose caller may be about to call again).
+    ///
+    /// A call alone drives the connection's read loop until its reply is in (when its
+    /// connection lets callers drive); a call that joins it ends that, as the driver's task
+    /// would then poll the loop for others too, and may be slow to run (busy with other work).
     fn register(&self, op: u16, conn: &Connection, waker: &Waker) -> Result<(u16, bool), Error> {
         let mut table = self.lock();
         if table.closed {
             return Err(conn.closed_error());
         }
-        table
+        let (id, alone) = table
             .register(op, Some(waker.clone()))
-            .ok_or_else(|| Error::closed(format!("65,536 calls of operation {op} already in flight")))
+            .ok_or_else(|| Error::closed(format!("65,536 calls of operation {op} already in flight")))?;
+        if let Some(shared) = conn.shared_reader() {
+            match alone {
+                true => {
+                    table.driver = Some(key(op, id));
+                    shared.drive();
+                }
+                false if table.driver.take().is_some() => shared.stop_driving(),
+                false => {}
+            }
+        }
+        Ok((id, alone))
     }
 
     /// Takes the reply of call `key` once it is there (registering the caller's waker until
     /// then). A reply taken is read (see `Table::unread`).
     fn poll_reply(&self, key: u32, cx: &mut Context<'_>, conn: &Connection) -> Poll<Outcome> {
-        use std::collections::hash_map::Entry;
         let mut table = self.lock();
+        match Self::take_reply(&mut table, key, cx, conn) {
+            Poll::Ready(outcome) => Self::taken(table, key, conn, outcome),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// [`ClientCalls::poll_reply`] for the driver of the read loop: it polls the loop first,
+    /// which reads its reply if it is in. A driver another call has joined since
+    /// (`Table::driver` no longer its key) may still poll it: whoever polls it, it is polled
+    /// with the route's waker.
+    fn drive_for(&self, key: u32, cx: &mut Context<'_>, conn: &Connection) -> Poll<Outcome> {
+        let shared = conn
+            .shared_reader()
+            .expect("a driver's connection shares its reader");
+        loop {
+            if let Some(mut polling) = shared.driver_turn() {
+                self.driving_now.store(u64::from(key) + 1, Ordering::Relaxed);
+                let _ = polling.poll();
+                self.driving_now.store(0, Ordering::Relaxed);
+                // Released before the table is locked: a release may wake the route, which
+                // locks it ([`WakeDriver`]).
+                drop(polling);
+                return self.poll_reply(key, cx, conn);
+            }
+            // Someone else polls the loop: they wake the route once done, which wakes the
+            // waker in this call's entry, registered now.
+            let poll = self.poll_reply(key, cx, conn);
+            // A release before the registration woke the waker there was before: try again.
+            if poll.is_ready() || shared.is_polled() {
+                return poll;
+            }
+        }
+    }
+
+    /// The reply of call `key` if it is in, the caller's waker registered otherwise.
+    #[inline]
+    fn take_reply(table: &mut Table, key: u32, cx: &mut Context<'_>, conn: &Connection) -> Poll<Outcome> {
+        use std::collections::hash_map::Entry;
         // One lookup, whether the reply is there or not.
         let Entry::Occupied(mut entry) = table.calls.entry(key) else {
             // Never: the entry stays until its caller takes the reply or gives up.
@@ -423,15 +491,37 @@ impl ClientCalls {
         Poll::Ready(outcome)
     }
 
+    /// A reply taken: its call stops driving the read loop if it did.
+    #[inline]
+    fn taken(
+        mut table: MutexGuard<'_, Table>,
+        key: u32,
+        conn: &Connection,
+        outcome: Outcome,
+    ) -> Poll<Outcome> {
+        if table.driver != Some(key) {
+            return Poll::Ready(outcome);
+        }
+        table.driver = None;
+        // Under the lock, so that a call registering alone next drives from then on.
+        if let Some(shared) = conn.shared_reader() {
+            shared.stop_driving();
+        }
+        Poll::Ready(outcome)
+    }
+
     /// Hands a reply to its caller; a reply nobody waits for (timed out, dropped) is discarded.
     /// Returns whether an armed takeover should happen now.
     fn complete(&self, op: u16, id: u16, content: Bytes) -> bool {
         let (waker, take_over) = {
             let mut table = self.lock();
-            let Some(waker) = Self::hand_over(&mut table, key(op, id), Ok(content)) else {
+            let key = key(op, id);
+            let Some(waker) = Self::hand_over(&mut table, key, Ok(content)) else {
                 tracing::trace!(op, id, "dropping a reply nobody waits for");
                 return false;
             };
+            // The driver polling the loop looks for its reply once done.
+            let waker = waker.filter(|_| self.driving_now.load(Ordering::Relaxed) != u64::from(key) + 1);
             (waker, table.takeover_armed && table.waiting() == 0)
         };
         if let Some(waker) = waker {
@@ -481,6 +571,26 @@ impl ClientCalls {
     }
 }
 
+impl WakeDriver for ClientCalls {
+    fn wake_driver(&self) -> bool {
+        let waker = {
+            let table = self.lock();
+            let Some(driver) = table.driver else {
+                return false;
+            };
+            match table.calls.get(&driver) {
+                Some(Slot::Waiting(Some(waker))) => waker.clone(),
+                // Its reply is in: it looks once woken (or once done polling), and stops
+                // driving; the route then wakes the reader task if a wake-up was missed.
+                Some(Slot::Done(_)) => return true,
+                _ => return false,
+            }
+        };
+        waker.wake();
+        true
+    }
+}
+
 /// Removes a call's entry when the caller stops waiting (timeout, or its future dropped), and
 /// with the cancellation extension tells the server.
 struct PendingCall<'a> {
@@ -498,6 +608,12 @@ impl Drop for PendingCall<'_> {
             return;
         }
         let mut table = self.calls.lock();
+        if table.driver == Some(self.key) {
+            table.driver = None;
+            if let Some(shared) = self.conn.shared_reader() {
+                shared.stop_driving();
+            }
+        }
         match table.calls.remove(&self.key) {
             // A reply that landed but was never read: the call is over, nothing to cancel.
             Some(Slot::Done(_)) => table.unread -= 1,

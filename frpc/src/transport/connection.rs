@@ -8,7 +8,9 @@
 //!   slows our senders down instead of growing memory.
 //! - The **reader** answers PING with PONG, drops PONG and hands everything else to the
 //!   dispatcher. What it sends itself while more input is buffered (the replies of inline
-//!   handlers) is corked, and written once it runs out of input or has to wait.
+//!   handlers) is corked, and written once it runs out of input or has to wait. On a client's
+//!   connection its loop is shared ([`super::shared_reader`]): a call alone on the connection
+//!   polls it itself when its reply is due, and the reader task polls it the rest of the time.
 //! - The **heartbeat** sends a PING every `ping_interval` and closes the connection when the
 //!   peer has sent nothing, not a byte, for `idle_timeout` (Go's 5 s read deadline): a packet
 //!   still arriving on a slow link keeps the connection up however long it takes. On a
@@ -34,6 +36,7 @@ use tracing::Instrument;
 
 use super::frames::FrameReader;
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
+use super::shared_reader::{SharedReader, WakeDriver};
 use super::writer::{Outbound, Outgoing, Writer};
 use crate::config::ConnectionConfig;
 use crate::status::{CloseReason, Error};
@@ -91,12 +94,16 @@ impl<D: Dispatch> OnClose for D {
     }
 }
 
-/// How a connection starts: the optional signals a server adds.
-#[derive(Debug, Default)]
+/// How a connection starts: the signal a server adds, and whether callers may drive the reader.
+#[derive(Default)]
 pub(crate) struct Options {
     /// When it fires (server shutdown), the reader handles what it has already received and
     /// stops reading.
     pub(crate) drain: Option<CancellationToken>,
+    /// Set when a call alone on the connection may poll the read loop itself
+    /// ([`SharedReader`]): a client's connection, whose reader only hands replies over. It wakes
+    /// that call.
+    pub(crate) shared_reader: Option<Arc<dyn WakeDriver>>,
 }
 
 /// The shared half of a connection: what tasks and handles use to send and to close.
@@ -110,6 +117,8 @@ pub(crate) struct Connection {
     more_input: AtomicBool,
     /// The reader's task, once it runs: what it sends while it has more input is corked.
     reader: OnceLock<tokio::task::Id>,
+    /// The read loop, when its callers may drive it ([`Options::shared_reader`]).
+    shared_reader: OnceLock<Arc<SharedReader>>,
     closed: CancellationToken,
     is_closed: AtomicBool,
     close_reason: OnceLock<CloseReason>,
@@ -179,6 +188,7 @@ impl Connection {
             outbound: writer.clone(),
             more_input: AtomicBool::new(false),
             reader: OnceLock::new(),
+            shared_reader: OnceLock::new(),
             closed: CancellationToken::new(),
             is_closed: AtomicBool::new(false),
             close_reason: OnceLock::new(),
@@ -215,12 +225,25 @@ impl Connection {
         );
         let frames = FrameReader::new(read, codec.frames(), conn.activity.clone(), 64 * 1024);
         let reader = read_loop(conn.clone(), frames, dispatch);
-        let reader = tokio::spawn(
-            async move {
-                let _ = parts_tx.send(reader.await);
+        let reader = async move {
+            let _ = parts_tx.send(reader.await);
+        }
+        .instrument(span.clone());
+        let reader_conn = conn.clone();
+        let reader = match options.shared_reader {
+            None => tokio::spawn(async move {
+                reader_conn.note_reader_task();
+                reader.await
+            }),
+            Some(driver) => {
+                let shared = SharedReader::new(reader, driver);
+                let _ = conn.shared_reader.set(shared.clone());
+                tokio::spawn(async move {
+                    reader_conn.note_reader_task();
+                    shared.run().await
+                })
             }
-            .instrument(span.clone()),
-        );
+        };
         tokio::spawn(heartbeat(conn.clone(), options.drain).instrument(span));
         (conn, Tasks { reader, writer })
     }
@@ -330,6 +353,19 @@ impl Connection {
     pub(crate) fn send_now(&self, packet: Outgoing) -> Result<Option<Outgoing>, Error> {
         self.admit(&packet)?;
         Ok(self.place_uncorked(packet))
+    }
+
+    /// Notes that the running task is the reader's (see [`Connection::on_reader`]).
+    fn note_reader_task(&self) {
+        if let Some(id) = tokio::task::try_id() {
+            let _ = self.reader.set(id);
+        }
+    }
+
+    /// The read loop, when a caller alone on the connection may drive it.
+    #[inline]
+    pub(crate) fn shared_reader(&self) -> Option<&SharedReader> {
+        self.shared_reader.get().map(|shared| &**shared)
     }
 
     /// Whether the caller is the reader's task.
@@ -677,9 +713,6 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     let mut scratch = D::Scratch::default();
     // Whether `ReaderSignal` has registered this task's waker (once is enough: see there).
     let mut signal_registered = false;
-    if let Some(id) = tokio::task::try_id() {
-        let _ = conn.reader.set(id);
-    }
     loop {
         // Closing and stopping are checked with atomics between packets (a takeover must stop
         // before the next packet is parsed), and the signal below when the socket has nothing

@@ -1,5 +1,6 @@
 //! The transport floor: one Frisbee connection's tasks ([`connection`]), its read side cutting
-//! frames ([`frames`]), its write side with a direct path ([`writer`]), handing its socket back
+//! frames ([`frames`]), a client's read loop its lone caller may drive ([`shared_reader`]), its
+//! write side with a direct path ([`writer`]), handing its socket back
 //! ([`handback`]) and dialling or binding with errors naming the address ([`net`]). It knows
 //! packets and a dispatch trait, nothing of calls or services.
 
@@ -7,4 +8,5 @@ pub(crate) mod connection;
 pub(crate) mod frames;
 pub(crate) mod handback;
 pub(crate) mod net;
+pub(crate) mod shared_reader;
 pub(crate) mod writer;
