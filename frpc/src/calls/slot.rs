@@ -40,11 +40,16 @@ impl UnarySlot {
 
     /// Puts `call` in the slot, in the allocation of the future before it where the layouts
     /// match (the last call's future is dropped first).
+    #[inline]
     pub fn set<F>(&mut self, call: F)
     where
         F: Future<Output = Result<Encoded, Status>> + Send + 'static,
     {
-        self.call.set(call);
+        // `try_set` rather than `set`, which is the same: this way it inlines into the
+        // generated code (through `set`, the handler's future was copied once more per call).
+        if let Err(call) = self.call.try_set(call) {
+            self.call = ReusableBoxFuture::new(call);
+        }
         self.done = false;
     }
 

@@ -224,22 +224,21 @@ impl Connection {
             .instrument(span.clone()),
         );
         let frames = FrameReader::new(read, codec.frames(), conn.activity.clone(), 64 * 1024);
-        let reader = read_loop(conn.clone(), frames, dispatch);
+        let shared = options.shared_reader.is_some();
+        let reader = read_loop(conn.clone(), frames, dispatch, !shared);
         let reader = async move {
             let _ = parts_tx.send(reader.await);
         }
         .instrument(span.clone());
-        let reader_conn = conn.clone();
         let reader = match options.shared_reader {
-            None => tokio::spawn(async move {
-                reader_conn.note_reader_task();
-                reader.await
-            }),
+            None => tokio::spawn(reader),
             Some(driver) => {
                 let shared = SharedReader::new(reader, driver);
                 let _ = conn.shared_reader.set(shared.clone());
+                let conn = conn.clone();
                 tokio::spawn(async move {
-                    reader_conn.note_reader_task();
+                    // Here, not in the loop: a caller driving it may poll it first.
+                    conn.note_reader_task();
                     shared.run().await
                 })
             }
@@ -701,11 +700,17 @@ impl Drop for Busy<'_> {
     }
 }
 
+/// The reader's loop; `own_task`: it runs in a task of its own (not a shared loop), which is
+/// the reader's task.
 async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     conn: Arc<Connection>,
     mut frames: FrameReader<R>,
     dispatch: Arc<D>,
+    own_task: bool,
 ) -> ReadParts<R> {
+    if own_task {
+        conn.note_reader_task();
+    }
     let mut since_drain_check = 0u32;
     // Whether the peer has sent one valid packet: if it hangs up (or sends garbage) before, its
     // framing is the likely cause, and the close reason says so.
