@@ -446,9 +446,10 @@ impl ClientCalls {
     /// (`Table::driver` no longer its key) may still poll it: whoever polls it, it is polled
     /// with the route's waker.
     fn drive_for(&self, key: u32, cx: &mut Context<'_>, conn: &Connection) -> Poll<Outcome> {
-        let shared = conn
-            .shared_reader()
-            .expect("a driver's connection shares its reader");
+        let Some(shared) = conn.shared_reader() else {
+            // Never: only a connection that shares its reader has drivers.
+            return self.poll_reply(key, cx, conn);
+        };
         loop {
             if let Some(mut polling) = shared.driver_turn() {
                 self.driving_now.store(u64::from(key) + 1, Ordering::Relaxed);
