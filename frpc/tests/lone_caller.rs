@@ -83,6 +83,22 @@ async fn answer(peer: &mut Peer, value: &str) {
     peer.send(reply_to(&request, value)).await.unwrap();
 }
 
+/// Writes `packets` with one write, so the client reads them together.
+async fn write_in_one(peer: &mut Peer, framing: Framing, packets: impl IntoIterator<Item = Packet>) {
+    let mut bytes = bytes::BytesMut::new();
+    for packet in packets {
+        tokio_util::codec::Encoder::encode(&mut PacketCodec::new(framing), packet, &mut bytes).unwrap();
+    }
+    peer.get_mut().write_all_buf(&mut bytes).await.unwrap();
+}
+
+/// A new call on the connection gets its reply, and nothing is left in flight.
+async fn a_call_still_works(client: &Client, peer: &mut Peer, framing: Framing) {
+    let (reply, ()) = tokio::join!(call(client, ECHO, "next"), answer(peer, "next!"));
+    assert_eq!(reply.unwrap().value, "next!", "{framing:?}");
+    assert_eq!(client.inflight(), 0);
+}
+
 /// The peer PINGs and waits for the PONG: someone reads the connection.
 async fn ping_pong(peer: &mut Peer) {
     peer.send(Packet::ping()).await.unwrap();
@@ -137,12 +153,7 @@ fn a_lone_callers_reply_is_read_in_its_own_task() {
                 ECHO,
                 Text::new("stray").to_polyglot(),
             );
-            let mut both = bytes::BytesMut::new();
-            for packet in [stray, reply_to(&request, "alone!")] {
-                tokio_util::codec::Encoder::encode(&mut PacketCodec::new(framing), packet, &mut both)
-                    .unwrap();
-            }
-            peer.get_mut().write_all_buf(&mut both).await.unwrap();
+            write_in_one(&mut peer, framing, [stray, reply_to(&request, "alone!")]).await;
             let (reply, caller_task) = caller.await.unwrap();
             assert_eq!(reply.value, "alone!", "{framing:?}");
             let readers = std::mem::take(&mut *dropped.0.lock().unwrap());
@@ -213,9 +224,7 @@ async fn a_lone_caller_dropped_while_waiting_hands_the_reading_back() {
         }
         // The reader task reads again: a PING is answered, and a later call works.
         ping_pong(&mut peer).await;
-        let (reply, ()) = tokio::join!(call(&client, ECHO, "next"), answer(&mut peer, "next!"));
-        assert_eq!(reply.unwrap().value, "next!", "{framing:?}");
-        assert_eq!(client.inflight(), 0);
+        a_call_still_works(&client, &mut peer, framing).await;
     }
 }
 
@@ -230,12 +239,12 @@ async fn a_lone_caller_dropped_once_its_reply_is_in_hands_the_reading_back() {
             let request = next_request(&mut peer).await;
             // The reply and a PING in one write: the wake-up goes to the caller, which is
             // never polled again. The reader task must read both.
-            let mut both = bytes::BytesMut::new();
-            for packet in [reply_to(&request, "never read"), Packet::ping()] {
-                tokio_util::codec::Encoder::encode(&mut PacketCodec::new(framing), packet, &mut both)
-                    .unwrap();
-            }
-            peer.get_mut().write_all_buf(&mut both).await.unwrap();
+            write_in_one(
+                &mut peer,
+                framing,
+                [reply_to(&request, "never read"), Packet::ping()],
+            )
+            .await;
             tokio::time::timeout(Duration::from_secs(10), signal.0.notified())
                 .await
                 .expect("the caller is woken within 10 s");
@@ -246,9 +255,7 @@ async fn a_lone_caller_dropped_once_its_reply_is_in_hands_the_reading_back() {
             op::PONG,
             "{framing:?}: the reader task answered the PING"
         );
-        let (reply, ()) = tokio::join!(call(&client, ECHO, "next"), answer(&mut peer, "next!"));
-        assert_eq!(reply.unwrap().value, "next!", "{framing:?}");
-        assert_eq!(client.inflight(), 0);
+        a_call_still_works(&client, &mut peer, framing).await;
     }
 }
 
