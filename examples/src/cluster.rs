@@ -109,6 +109,8 @@ pub struct Tally {
     pub calls: BTreeMap<String, u64>,
     /// Failed calls: code and message.
     pub errors: Vec<(Code, String)>,
+    /// Calls finished (either way) by each worker.
+    pub finished: Vec<u64>,
 }
 
 impl Tally {
@@ -136,11 +138,14 @@ impl Load {
     /// Starts the workers.
     pub fn start(channel: Channel, workers: usize) -> Load {
         let client = NodeClient::new(channel);
-        let tally = Arc::new(Mutex::new(Tally::default()));
+        let tally = Arc::new(Mutex::new(Tally {
+            finished: vec![0; workers],
+            ..Tally::default()
+        }));
         let changed = Arc::new(Notify::new());
         let stop = Arc::new(AtomicBool::new(false));
         let tasks = (0..workers)
-            .map(|_| {
+            .map(|worker| {
                 let (client, tally, changed, stop) =
                     (client.clone(), tally.clone(), changed.clone(), stop.clone());
                 tokio::spawn(async move {
@@ -152,6 +157,7 @@ impl Load {
                                 Ok(name) => *tally.calls.entry(name.value).or_default() += 1,
                                 Err(err) => tally.errors.push((err.code(), err.to_string())),
                             }
+                            tally.finished[worker] += 1;
                         }
                         changed.notify_waiters();
                     }
@@ -183,6 +189,14 @@ impl Load {
             }
             changed.await;
         }
+    }
+
+    /// Waits until every worker has finished the call it is making now (each has finished one
+    /// more since): what the tally shows from then on are calls started after this.
+    pub async fn settle(&self) -> Tally {
+        let before = self.tally().finished;
+        self.wait_until(|t| t.finished.iter().zip(&before).all(|(now, then)| now > then))
+            .await
     }
 
     /// Stops the workers (each finishes its call) and returns the final tally.
