@@ -114,6 +114,18 @@ impl Table {
         self.calls.len() - self.unread
     }
 
+    /// Ends the drive of the read loop if `key` (or, for `None`, any call) drives it. Called
+    /// under the lock, so that a call registering alone next drives from then on.
+    fn end_drive(&mut self, key: Option<u32>, conn: &Connection) {
+        if self.driver.is_none() || key.is_some_and(|key| self.driver != Some(key)) {
+            return;
+        }
+        self.driver = None;
+        if let Some(shared) = conn.shared_reader() {
+            shared.stop_driving();
+        }
+    }
+
     /// Registers a call of `op` under the method's next free id (Go's pre-increment counter:
     /// first id 1), `waker` to wake once its reply is in: the id, and whether the call is alone
     /// (the only entry). `None`: all 65,536 ids of `op` are in flight.
@@ -418,15 +430,13 @@ impl ClientCalls {
         let (id, alone) = table
             .register(op, Some(waker.clone()))
             .ok_or_else(|| Error::closed(format!("65,536 calls of operation {op} already in flight")))?;
-        if let Some(shared) = conn.shared_reader() {
-            match alone {
-                true => {
-                    table.driver = Some(key(op, id));
-                    shared.drive();
-                }
-                false if table.driver.take().is_some() => shared.stop_driving(),
-                false => {}
+        match (alone, conn.shared_reader()) {
+            (true, Some(shared)) => {
+                table.driver = Some(key(op, id));
+                shared.drive();
             }
+            (true, None) => {}
+            (false, _) => table.end_drive(None, conn),
         }
         Ok((id, alone))
     }
@@ -500,14 +510,7 @@ impl ClientCalls {
         conn: &Connection,
         outcome: Outcome,
     ) -> Poll<Outcome> {
-        if table.driver != Some(key) {
-            return Poll::Ready(outcome);
-        }
-        table.driver = None;
-        // Under the lock, so that a call registering alone next drives from then on.
-        if let Some(shared) = conn.shared_reader() {
-            shared.stop_driving();
-        }
+        table.end_drive(Some(key), conn);
         Poll::Ready(outcome)
     }
 
@@ -609,12 +612,7 @@ impl Drop for PendingCall<'_> {
             return;
         }
         let mut table = self.calls.lock();
-        if table.driver == Some(self.key) {
-            table.driver = None;
-            if let Some(shared) = self.conn.shared_reader() {
-                shared.stop_driving();
-            }
-        }
+        table.end_drive(Some(self.key), self.conn);
         match table.calls.remove(&self.key) {
             // A reply that landed but was never read: the call is over, nothing to cancel.
             Some(Slot::Done(_)) => table.unread -= 1,
