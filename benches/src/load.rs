@@ -134,11 +134,11 @@ pub fn load(args: &LoadArgs) -> Result<(), String> {
     match args.json.as_deref() {
         Some(path) if path.as_os_str() == "-" => print!("{}", report::json(&report)),
         Some(path) => {
-            print!("{}", report::table(&report.rows));
+            print!("{}", report::table(&report.rows, report.cores));
             std::fs::write(path, report::json(&report))
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
-        None => print!("{}", report::table(&report.rows)),
+        None => print!("{}", report::table(&report.rows, report.cores)),
     }
     Ok(())
 }

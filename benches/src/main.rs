@@ -74,7 +74,7 @@ fn main() {
         Some(Command::Load(args)) => frpc_bench::load::load(&args).unwrap_or_else(|e| fail(&e)),
         Some(Command::Report(args)) => {
             let report = read_report(&args.input);
-            print!("{}", report::table(&report.rows));
+            print!("{}", report::table(&report.rows, report.cores));
             println!("{}", report::LEGEND);
             let baseline = args.baseline.as_deref().map(read_report);
             emit(
@@ -133,7 +133,7 @@ fn run_matrix(args: &RunArgs) {
     let rows = matrix::run(args, &cells, &peers).unwrap_or_else(|e| fail(&e));
     drop(servers);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    print!("{}", report::table(&rows));
+    print!("{}", report::table(&rows, cores));
     println!("{}", report::LEGEND);
     let load_average = load_before.zip(report::load_average());
     let load = load_average.map_or(String::new(), |(a, b)| format!(", load average {a:.1} → {b:.1}"));

@@ -59,7 +59,22 @@ pub struct Row {
     /// `client_cpu_us` relative to raw's in the same cell.
     #[serde(default)]
     pub client_cpu_x_raw: Option<f64>,
+    /// The server process's CPU time over the measured window divided by the window (1.0: one
+    /// core busy all along), the median of the samples. With the clients' figure it tells
+    /// whether the machine was saturated (see [`SATURATED`]).
+    #[serde(default)]
+    pub server_cores: Option<f64>,
+    /// The load generator's (the clients') cores busy, likewise.
+    #[serde(default)]
+    pub client_cores: Option<f64>,
 }
+
+/// The share of the machine's cores the server and the clients kept busy together at which a
+/// row counts as saturated. Each process then spends the share of the cores it gets: its CPU
+/// time per call is that share over the RPC/s, and moves with the pair's speed, not only with
+/// its own cost (a server under a slower client gets its requests one per wake-up, where a
+/// faster client would have sent it several). The table marks such CPU figures with `^`.
+pub const SATURATED: f64 = 0.9;
 
 /// The identity of a cell: workload, clients, in flight, callers, size and payload.
 pub type CellKey<'a> = (&'a str, usize, usize, &'a str, usize, &'a str);
@@ -91,6 +106,13 @@ impl Row {
                 .collect();
             Summary::of(&us).map(|s| s.median)
         };
+        let cores = |cpu: fn(&Outcome) -> Option<std::time::Duration>| {
+            let busy: Vec<f64> = samples
+                .iter()
+                .filter_map(|o| Some(cpu(o)?.as_secs_f64() / secs))
+                .collect();
+            Summary::of(&busy).map(|s| s.median)
+        };
         Row {
             framework: framework.to_owned(),
             workload: workload.to_owned(),
@@ -111,6 +133,17 @@ impl Row {
             client_cpu_us: per_call(|o| o.cpu.client),
             server_cpu_x_raw: None,
             client_cpu_x_raw: None,
+            server_cores: cores(|o| o.cpu.server),
+            client_cores: cores(|o| o.cpu.client),
+        }
+    }
+
+    /// Whether the server and the clients together kept at least [`SATURATED`] of the
+    /// machine's `cores` busy (`false` when either figure is unknown).
+    pub fn saturated(&self, cores: usize) -> bool {
+        match (self.server_cores, self.client_cores) {
+            (Some(server), Some(client)) => server + client >= SATURATED * cores as f64,
+            _ => false,
         }
     }
 
@@ -288,10 +321,11 @@ fn ratio_cell(row: &Row, against: &str) -> String {
 }
 
 /// A CPU-per-call cell: `8.1 1.05` (µs per call, then ×raw), or `-` when unknown.
-fn cpu_cell(us: Option<f64>, x_raw: Option<f64>) -> String {
+fn cpu_cell(us: Option<f64>, x_raw: Option<f64>, saturated: bool) -> String {
+    let mark = if saturated { "^" } else { "" };
     match (us, x_raw) {
-        (Some(us), Some(x)) => format!("{us:.1} {x:.2}"),
-        (Some(us), None) => format!("{us:.1}"),
+        (Some(us), Some(x)) => format!("{us:.1} {x:.2}{mark}"),
+        (Some(us), None) => format!("{us:.1}{mark}"),
         (None, _) => "-".to_owned(),
     }
 }
@@ -301,13 +335,15 @@ pub const LEGEND: &str = "\
 RPC/s: median of the samples, then min–max; ×tonic, ×raw: median and min–max of the paired
 per-sample ratios. srv/cli CPU ×raw: the server's and the clients' processes' CPU time per call
 in µs (user + system over the measured window, median of the samples), then ×raw (for probes
-the raw server's or raw client's figure is the one to compare). Marks: ~ spread includes 1.0;
-? spread includes the target; ! spread all below the target (targets for frpc: A 16/128 cl
-32 B/512 B ≥2.5× tonic and ≥0.8× raw, A 1 MiB ≥1.5× tonic, B 128 cl ≥4× tonic and ≥0.85× raw;
-for frpc-grpc, frpc's gRPC face called by the tonic client: ≥0.95× tonic everywhere).";
+the raw server's or raw client's figure is the one to compare); ^ the two processes kept 90% of
+the cores busy: each one's CPU per call is then its share of the cores over the RPC/s, and
+moves with the pair's speed. Marks: ~ spread includes 1.0; ? spread includes the target;
+! spread all below the target (targets for frpc: A 16/128 cl 32 B/512 B ≥2.5× tonic and ≥0.8×
+raw, A 1 MiB ≥1.5× tonic, B 128 cl ≥4× tonic and ≥0.85× raw; for frpc-grpc, frpc's gRPC face
+called by the tonic client: ≥0.95× tonic everywhere).";
 
-/// The table: one line per framework and cell.
-pub fn table(rows: &[Row]) -> String {
+/// The table: one line per framework and cell, measured on a machine of `cores` cores.
+pub fn table(rows: &[Row], cores: usize) -> String {
     let mut out = format!(
         "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8} {:>13} {:>8} {:>6} {:>6}  {:<17} {:<17} {:<10} {}\n",
         "wl",
@@ -344,8 +380,8 @@ pub fn table(rows: &[Row]) -> String {
             row.p99_us,
             ratio_cell(row, "tonic"),
             ratio_cell(row, "raw"),
-            cpu_cell(row.server_cpu_us, row.server_cpu_x_raw),
-            cpu_cell(row.client_cpu_us, row.client_cpu_x_raw),
+            cpu_cell(row.server_cpu_us, row.server_cpu_x_raw, row.saturated(cores)),
+            cpu_cell(row.client_cpu_us, row.client_cpu_x_raw, row.saturated(cores)),
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
@@ -367,7 +403,7 @@ pub fn csv(rows: &[Row]) -> String {
     let mut out = "framework,workload,clients,inflight,callers,size,payload,rps_median,rps_min,rps_max,\
                    rps_per_client,p50_us,p99_us,x_tonic_median,x_tonic_min,x_tonic_max,\
                    x_raw_median,x_raw_min,x_raw_max,server_cpu_us,client_cpu_us,server_cpu_x_raw,\
-                   client_cpu_x_raw\n"
+                   client_cpu_x_raw,server_cores,client_cores\n"
         .to_owned();
     let triple = |s: Option<&Summary>| {
         s.map_or(",,".to_owned(), |s| {
@@ -378,7 +414,7 @@ pub fn csv(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{}",
             r.framework,
             r.workload,
             r.clients,
@@ -398,6 +434,8 @@ pub fn csv(rows: &[Row]) -> String {
             opt(r.client_cpu_us),
             opt(r.server_cpu_x_raw),
             opt(r.client_cpu_x_raw),
+            opt(r.server_cores),
+            opt(r.client_cores),
         );
     }
     out
@@ -430,6 +468,8 @@ pub(crate) mod tests {
             client_cpu_us: None,
             server_cpu_x_raw: None,
             client_cpu_x_raw: None,
+            server_cores: None,
+            client_cores: None,
         }
     }
 
@@ -474,14 +514,41 @@ pub(crate) mod tests {
         assert_eq!(rows[0].server_cpu_x_raw, Some(1.2));
         assert_eq!(rows[0].client_cpu_x_raw, Some(2.0));
         assert_eq!(rows[1].server_cpu_x_raw, Some(1.0));
-        assert!(table(&rows).contains("12.0 1.20"));
+        // 1 ms of the server's CPU in a second-long sample: a thousandth of a core.
+        assert_eq!(rows[0].server_cores, Some(0.001));
+        assert_eq!(rows[0].client_cores, Some(0.0005));
+        assert!(table(&rows, 2).contains("12.0 1.20 "));
         assert!(
             csv(&rows)
                 .lines()
                 .nth(1)
                 .unwrap()
-                .ends_with(",12.0000,5.0000,1.2000,2.0000")
+                .ends_with(",12.0000,5.0000,1.2000,2.0000,0.0010,0.0005")
         );
+    }
+
+    #[test]
+    fn cpu_figures_of_a_saturated_machine_are_marked() {
+        let busy = |server: f64, client: f64| Row {
+            server_cpu_us: Some(5.0),
+            client_cpu_us: Some(6.0),
+            server_cores: Some(server),
+            client_cores: Some(client),
+            ..row("frpc-inline", 16, &[1.0])
+        };
+        // Two cores: 1.85 busy is saturated (≥ 1.8), 1.7 is not; one unknown figure never is.
+        assert!(busy(0.95, 0.9).saturated(2));
+        assert!(!busy(0.9, 0.8).saturated(2));
+        assert!(busy(0.9, 0.8).saturated(1));
+        let unknown = Row {
+            client_cores: None,
+            ..busy(2.0, 2.0)
+        };
+        assert!(!unknown.saturated(2));
+        let text = table(&[busy(0.95, 0.9), busy(0.5, 0.5)], 2);
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert!(lines[0].ends_with("5.0^       6.0^"), "{}", lines[0]);
+        assert!(lines[1].ends_with("5.0        6.0"), "{}", lines[1]);
     }
 
     #[test]
@@ -562,7 +629,7 @@ pub(crate) mod tests {
         report.rows[0].payload = "bytes".into();
         report.rows[0].size = 1 << 20;
         assert_ne!(report.rows[0].cell(), row("raw", 16, &[1.0]).cell());
-        assert!(table(&report.rows).contains("1MiB bytes  raw"));
+        assert!(table(&report.rows, report.cores).contains("1MiB bytes  raw"));
         assert!(
             csv(&report.rows)
                 .lines()
