@@ -72,8 +72,8 @@ pub struct Row {
 /// The share of the machine's cores the server and the clients kept busy together at which a
 /// row counts as saturated. Each process then spends the share of the cores it gets: its CPU
 /// time per call is that share over the RPC/s, and moves with the pair's speed, not only with
-/// its own cost (a server under a slower client gets its requests one per wake-up, where a
-/// faster client would have sent it several). The table marks such CPU figures with `^`.
+/// its own cost (a server under a slower client finds fewer requests per wake-up than under a
+/// faster one). The table marks such CPU figures with `^`.
 pub const SATURATED: f64 = 0.9;
 
 /// The identity of a cell: workload, clients, in flight, callers, size and payload.
