@@ -98,20 +98,16 @@ impl Row {
             max: 0.0,
         });
         let merged = Outcome::merge(samples.iter().cloned());
+        // The median over the samples of a figure some samples may not have.
+        let median = |figure: &dyn Fn(&Outcome) -> Option<f64>| {
+            let values: Vec<f64> = samples.iter().filter_map(figure).collect();
+            Summary::of(&values).map(|s| s.median)
+        };
         let per_call = |cpu: fn(&Outcome) -> Option<std::time::Duration>| {
-            let us: Vec<f64> = samples
-                .iter()
-                .filter(|o| o.calls > 0)
-                .filter_map(|o| Some(cpu(o)?.as_secs_f64() * 1e6 / o.calls as f64))
-                .collect();
-            Summary::of(&us).map(|s| s.median)
+            median(&|o| Some(cpu(o)?.as_secs_f64() * 1e6 / o.calls as f64).filter(|_| o.calls > 0))
         };
         let cores = |cpu: fn(&Outcome) -> Option<std::time::Duration>| {
-            let busy: Vec<f64> = samples
-                .iter()
-                .filter_map(|o| Some(cpu(o)?.as_secs_f64() / secs))
-                .collect();
-            Summary::of(&busy).map(|s| s.median)
+            median(&|o| Some(cpu(o)?.as_secs_f64() / secs))
         };
         Row {
             framework: framework.to_owned(),
@@ -364,6 +360,7 @@ pub fn table(rows: &[Row], cores: usize) -> String {
         "cli CPU ×raw"
     );
     for row in rows {
+        let saturated = row.saturated(cores);
         let line = format!(
             "{:<2} {:>4} {:>3} {:<6} {:>6} {:<6} {:<15} {:>8.0} {:>13} {:>8.0} {:>6} {:>6}  {:<17} {:<17} {:<10} {}",
             row.workload,
@@ -380,8 +377,8 @@ pub fn table(rows: &[Row], cores: usize) -> String {
             row.p99_us,
             ratio_cell(row, "tonic"),
             ratio_cell(row, "raw"),
-            cpu_cell(row.server_cpu_us, row.server_cpu_x_raw, row.saturated(cores)),
-            cpu_cell(row.client_cpu_us, row.client_cpu_x_raw, row.saturated(cores)),
+            cpu_cell(row.server_cpu_us, row.server_cpu_x_raw, saturated),
+            cpu_cell(row.client_cpu_us, row.client_cpu_x_raw, saturated),
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
