@@ -52,6 +52,10 @@ pub struct LoadArgs {
     /// Worker threads of the load generator's runtime.
     #[arg(long, default_value_t = 2)]
     pub client_threads: usize,
+    /// Offer this many calls per second (all clients together) on a schedule instead of
+    /// closed loops (see "Paced runs" in benches/README.md).
+    #[arg(long)]
+    pub rate: Option<f64>,
     /// The server's process id, when it runs on this machine: the report then has its CPU
     /// time per call too (from procfs, as the matrix run measures its servers).
     #[arg(long)]
@@ -82,6 +86,7 @@ impl LoadArgs {
             duration: Duration::from_secs_f64(self.secs),
             warmup: Duration::from_millis(200),
             settle: Duration::from_millis(50),
+            rate: self.rate,
         };
         (workload, cell)
     }
@@ -131,14 +136,22 @@ pub fn load(args: &LoadArgs) -> Result<(), String> {
         load_average: None,
         rows: vec![Row::new(&peer.name, workload, &cell, &samples[0])],
     };
+    let table = format!(
+        "{}{}",
+        report::table(&report.rows, report.cores),
+        match report::paced_label(report.rows[0].rate) {
+            paced if paced.is_empty() => String::new(),
+            paced => format!("({})\n", paced.trim_start_matches(", ")),
+        }
+    );
     match args.json.as_deref() {
         Some(path) if path.as_os_str() == "-" => print!("{}", report::json(&report)),
         Some(path) => {
-            print!("{}", report::table(&report.rows, report.cores));
+            print!("{table}");
             std::fs::write(path, report::json(&report))
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
-        None => print!("{}", report::table(&report.rows, report.cores)),
+        None => print!("{table}"),
     }
     Ok(())
 }
@@ -174,5 +187,12 @@ mod tests {
         let (_, bytes) = cell(&["--payload", "bytes", "--size", "1048576"]).unwrap();
         assert_eq!((bytes.payload, bytes.size), (Payload::Bytes, 1 << 20));
         assert!(cell(&["--payload", "blob"]).is_err());
+    }
+
+    #[test]
+    fn a_rate_paces_the_cell() {
+        assert_eq!(cell(&[]).unwrap().1.pace(), None);
+        let (_, paced) = cell(&["--rate", "1000", "--clients", "4"]).unwrap();
+        assert_eq!(paced.pace(), Some(Duration::from_millis(4)));
     }
 }

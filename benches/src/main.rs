@@ -138,11 +138,12 @@ fn run_matrix(args: &RunArgs) {
     let load_average = load_before.zip(report::load_average());
     let load = load_average.map_or(String::new(), |(a, b)| format!(", load average {a:.1} → {b:.1}"));
     println!(
-        "({} cells × {} peers × {} samples of {} s in {:.0} s on {cores} cores{load})",
+        "({} cells × {} peers × {} samples of {} s{} in {:.0} s on {cores} cores{load})",
         cells.len(),
         peers.len(),
         args.reps,
         args.secs(),
+        report::paced_label(cells.first().and_then(|(_, cell)| cell.pace().and(cell.rate))),
         started.elapsed().as_secs_f64(),
     );
     let report = Report {

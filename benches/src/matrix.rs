@@ -76,6 +76,12 @@ pub struct RunArgs {
     /// Worker threads of the load generator's runtime.
     #[arg(long, default_value_t = 2)]
     pub client_threads: usize,
+    /// Offer each cell this many calls per second (all clients together), every in-flight
+    /// slot starting its calls on a schedule, instead of closed loops: every framework then
+    /// serves the same load, and below saturation each process's CPU per call is its own
+    /// cost (see "Paced runs" in benches/README.md).
+    #[arg(long)]
+    pub rate: Option<f64>,
 }
 
 impl RunArgs {
@@ -96,17 +102,25 @@ pub const PROBES: [(&str, Framework, Framework); 2] = [
     ("frpc→raw", Framework::FrpcPlain, Framework::Raw),
 ];
 
-/// A cell of workload `workload` with the run's sample length.
-fn cell(secs: f64, clients: usize, inflight: usize, callers: Callers, size: usize, payload: Payload) -> Cell {
+/// A cell of workload `workload` with the run's sample length and rate.
+fn cell(
+    args: &RunArgs,
+    clients: usize,
+    inflight: usize,
+    callers: Callers,
+    size: usize,
+    payload: Payload,
+) -> Cell {
     Cell {
         clients,
         inflight,
         callers,
         size,
         payload,
-        duration: Duration::from_secs_f64(secs),
+        duration: Duration::from_secs_f64(args.secs()),
         warmup: Duration::from_millis(200),
         settle: Duration::from_millis(50),
+        rate: args.rate,
     }
 }
 
@@ -114,7 +128,6 @@ fn cell(secs: f64, clients: usize, inflight: usize, callers: Callers, size: usiz
 /// flight, where the modes are the same), always with the string payload; A runs once per
 /// payload (`--quick`: the large messages only), each size's payloads side by side.
 pub fn cells(args: &RunArgs) -> Vec<(&'static str, Cell)> {
-    let secs = args.secs();
     let (a_cells, b_clients): (Vec<(usize, usize, Payload)>, Vec<usize>) = if args.quick {
         let small = [32, 512]
             .into_iter()
@@ -133,13 +146,13 @@ pub fn cells(args: &RunArgs) -> Vec<(&'static str, Cell)> {
     };
     let mut cells: Vec<(&str, Cell)> = a_cells
         .into_iter()
-        .map(|(clients, size, payload)| ("A", cell(secs, clients, 1, Callers::Tasks, size, payload)))
+        .map(|(clients, size, payload)| ("A", cell(args, clients, 1, Callers::Tasks, size, payload)))
         .collect();
     for &callers in &args.callers {
         cells.extend(
             b_clients
                 .iter()
-                .map(|&c| ("B", cell(secs, c, 10, callers, 32, Payload::String))),
+                .map(|&c| ("B", cell(args, c, 10, callers, 32, Payload::String))),
         );
     }
     cells.retain(|(workload, _)| args.workloads.iter().any(|w| w.eq_ignore_ascii_case(workload)));
@@ -303,6 +316,23 @@ mod tests {
         assert_eq!(shape, vec![("A", 1, 64), ("A", 8, 64)]);
         assert_eq!(cells[0].1.duration, Duration::from_secs(2));
         assert_eq!((a.reps, a.server_threads, a.client_threads), (DEFAULT_REPS, 2, 2));
+    }
+
+    #[test]
+    fn a_rate_paces_every_cell_and_none_leaves_the_loops_closed() {
+        let paced = cells(&args(&["--quick", "--rate", "80000"]));
+        assert!(paced.iter().all(|(_, c)| c.rate == Some(80_000.0)));
+        // 16 clients × 1 in flight: a start every 200 µs per slot; B's 16 × 10: every 2 ms.
+        let pace = |w: &str, clients| {
+            let (_, cell) = paced
+                .iter()
+                .find(|(wl, c)| *wl == w && c.clients == clients)
+                .unwrap();
+            cell.pace()
+        };
+        assert_eq!(pace("A", 16), Some(Duration::from_micros(200)));
+        assert_eq!(pace("B", 16), Some(Duration::from_millis(2)));
+        assert!(cells(&args(&["--quick"])).iter().all(|(_, c)| c.pace().is_none()));
     }
 
     #[test]

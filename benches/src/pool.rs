@@ -67,7 +67,7 @@ pub async fn sample(
 ) -> (Vec<Client>, Outcome) {
     let window = Window::new(settle, cell.duration);
     let meter = Meter::start(window.start, window.end, server_pid);
-    let limit = Limit::window(window);
+    let limit = cell.limit(Limit::window(window));
     let (clients, mut outcome) = drive(clients, body, cell.inflight, cell.callers, limit).await;
     outcome.cpu = meter.finish().await;
     (clients, outcome)
@@ -76,6 +76,6 @@ pub async fn sample(
 /// Runs `cell`'s load on `clients` for `cell.warmup` without measuring: fresh connections grow
 /// their buffers and windows before the first sample.
 pub async fn warm_up(clients: Vec<Client>, body: &Body, cell: &Cell) -> Vec<Client> {
-    let limit = Limit::window(Window::new(Duration::ZERO, cell.warmup));
+    let limit = cell.limit(Limit::window(Window::new(Duration::ZERO, cell.warmup)));
     drive(clients, body, cell.inflight, cell.callers, limit).await.0
 }

@@ -67,6 +67,10 @@ pub struct Row {
     /// The load generator's (the clients') cores busy, likewise.
     #[serde(default)]
     pub client_cores: Option<f64>,
+    /// The calls per second offered to the cell when its clients were paced (`--rate`; `None`:
+    /// closed loops, and in reports that predate the field).
+    #[serde(default)]
+    pub rate: Option<f64>,
 }
 
 /// The share of the machine's cores the server and the clients kept busy together at which a
@@ -131,6 +135,7 @@ impl Row {
             client_cpu_x_raw: None,
             server_cores: cores(|o| o.cpu.server),
             client_cores: cores(|o| o.cpu.client),
+            rate: cell.pace().and(cell.rate),
         }
     }
 
@@ -293,6 +298,13 @@ pub fn size_payload_label(size: usize, payload: &str) -> String {
     }
 }
 
+/// `, paced at 80k calls/s per cell` for a paced run's summary line; empty for closed loops.
+pub fn paced_label(rate: Option<f64>) -> String {
+    rate.map_or(String::new(), |rate| {
+        format!(", paced at {} calls/s per cell", rate_label(rate))
+    })
+}
+
 /// A rate in few characters: `950`, `15.2k`, `159k`, `1.2M`.
 pub fn rate_label(v: f64) -> String {
     match v {
@@ -400,7 +412,7 @@ pub fn csv(rows: &[Row]) -> String {
     let mut out = "framework,workload,clients,inflight,callers,size,payload,rps_median,rps_min,rps_max,\
                    rps_per_client,p50_us,p99_us,x_tonic_median,x_tonic_min,x_tonic_max,\
                    x_raw_median,x_raw_min,x_raw_max,server_cpu_us,client_cpu_us,server_cpu_x_raw,\
-                   client_cpu_x_raw,server_cores,client_cores\n"
+                   client_cpu_x_raw,server_cores,client_cores,rate\n"
         .to_owned();
     let triple = |s: Option<&Summary>| {
         s.map_or(",,".to_owned(), |s| {
@@ -411,7 +423,7 @@ pub fn csv(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{:.1},{:.1},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{},{}",
             r.framework,
             r.workload,
             r.clients,
@@ -433,6 +445,7 @@ pub fn csv(rows: &[Row]) -> String {
             opt(r.client_cpu_x_raw),
             opt(r.server_cores),
             opt(r.client_cores),
+            r.rate.map_or(String::new(), |rate| format!("{rate:.0}")),
         );
     }
     out
@@ -467,6 +480,7 @@ pub(crate) mod tests {
             client_cpu_x_raw: None,
             server_cores: None,
             client_cores: None,
+            rate: None,
         }
     }
 
@@ -484,6 +498,7 @@ pub(crate) mod tests {
             duration: Duration::from_secs(1),
             warmup: Duration::ZERO,
             settle: Duration::ZERO,
+            rate: None,
         };
         let sample = |calls: u64, server_us: u64, client_us: Option<u64>| {
             let mut outcome = Outcome::new();
@@ -520,8 +535,24 @@ pub(crate) mod tests {
                 .lines()
                 .nth(1)
                 .unwrap()
-                .ends_with(",12.0000,5.0000,1.2000,2.0000,0.0010,0.0005")
+                .ends_with(",12.0000,5.0000,1.2000,2.0000,0.0010,0.0005,")
         );
+        // Paced at 8,000 calls/s, 16 slots: each starts a call every 2 ms; the rows say so.
+        let paced = Cell {
+            rate: Some(8000.0),
+            ..cell
+        };
+        assert_eq!(paced.pace(), Some(Duration::from_millis(2)));
+        let row = Row::new("raw", "A", &paced, &raw);
+        assert_eq!(row.rate, Some(8000.0));
+        assert!(csv(&[row]).lines().nth(1).unwrap().ends_with(",8000"));
+        for closed in [None, Some(0.0), Some(-1.0), Some(f64::NAN)] {
+            let cell = Cell { rate: closed, ..cell };
+            assert_eq!(
+                (cell.pace(), Row::new("raw", "A", &cell, &raw).rate),
+                (None, None)
+            );
+        }
     }
 
     #[test]

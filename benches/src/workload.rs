@@ -42,6 +42,29 @@ pub struct Cell {
     pub warmup: Duration,
     /// Unmeasured load before each sample, so every sample starts in full flow.
     pub settle: Duration,
+    /// Calls per second offered by all clients together, each in-flight slot starting its
+    /// calls on a schedule (`None`: closed loops, each call starting as the one before it
+    /// completes). See [`Cell::pace`].
+    pub rate: Option<f64>,
+}
+
+impl Cell {
+    /// The time between a slot's call starts that offers [`Cell::rate`]: with `clients ×
+    /// inflight` slots, each starts one call per `slots / rate` seconds (`None` for a closed
+    /// loop, or a rate that is not a positive number).
+    pub fn pace(&self) -> Option<Duration> {
+        let rate = self.rate.filter(|r| r.is_finite() && *r > 0.0)?;
+        let slots = (self.clients * self.inflight).max(1) as f64;
+        Duration::try_from_secs_f64(slots / rate).ok()
+    }
+
+    /// `limit` paced as the cell asks (unchanged for a closed loop).
+    pub fn limit(&self, limit: Limit) -> Limit {
+        match self.pace() {
+            Some(interval) => limit.paced(interval),
+            None => limit,
+        }
+    }
 }
 
 /// The field a cell's message travels in. Both are one field of `size` bytes on the wire

@@ -29,6 +29,9 @@ pub struct Load {
     pub total: Option<u64>,
     /// How long to run (`None`: until `total` calls are made).
     pub duration: Option<Duration>,
+    /// Calls per second offered, all together (`None`: each call in flight starts again as
+    /// soon as it completes).
+    pub rps: Option<f64>,
     /// Draw a progress bar on standard error (a terminal only).
     pub progress: bool,
 }
@@ -125,6 +128,11 @@ async fn run(
         (Some(total), _) => Limit::total(window, total),
         (None, Some(_)) => Limit::window(window),
         (None, None) => Limit::total(window, DEFAULT_TOTAL),
+    };
+    // Each call in flight is a slot with its own schedule: `concurrency / rps` between starts.
+    let limit = match load.rps {
+        Some(rps) => limit.paced(Duration::from_secs_f64(load.concurrency as f64 / rps)),
+        None => limit,
     };
     let connections = clients.len();
     let started = std::time::Instant::now();

@@ -76,6 +76,10 @@ enum Command {
         /// Connections the calls are spread over.
         #[arg(long, default_value_t = 1)]
         connections: usize,
+        /// Calls per second to offer, all together (ghz's `--rps`): each of the `-c` calls in
+        /// flight starts on a schedule instead of as soon as the one before it completes.
+        #[arg(long)]
+        rps: Option<f64>,
         /// Prints the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -214,6 +218,7 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
             total,
             duration,
             connections,
+            rps,
             json,
         } => {
             let duration = match duration {
@@ -225,11 +230,17 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
                 }
                 None => None,
             };
+            if let Some(rps) = rps.filter(|r| !(r.is_finite() && *r > 0.0)) {
+                return Err(CliError::Other(format!(
+                    "--rps {rps}: give calls per second above 0"
+                )));
+            }
             let load = Load {
                 concurrency,
                 connections,
                 total,
                 duration,
+                rps,
                 progress: !json,
             };
             let connect = connect.connect()?;

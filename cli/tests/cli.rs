@@ -465,6 +465,21 @@ async fn bench(addr: &str, framing: Framing, schema: &[&str]) {
         "{out}"
     );
     assert_eq!(out["errors"], serde_json::json!({}));
+
+    // At 100 calls/s, 2 in flight: each starts a call every 20 ms, so the tenth of each
+    // cannot start before 180 ms (closed loops take a few milliseconds for all 20).
+    let out = json(
+        &frpc(
+            run(
+                "capture.EchoService/Echo",
+                &["-c", "2", "-n", "20", "--rps", "100"],
+            ),
+            None,
+        )
+        .await,
+    );
+    assert_eq!(out["ok"].as_u64(), Some(20), "{out}");
+    assert!(out["total_secs"].as_f64() >= Some(0.18), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -491,4 +506,15 @@ async fn bench_frpc_and_go() {
     let out = frpc(args(&["bench", &addr, "capture.EchoService/Search", "{}"]), None).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unary methods"));
+    // A rate that is no rate is refused before any call.
+    for rps in ["0", "-5", "NaN"] {
+        let rate = format!("--rps={rps}");
+        let line = args(&["bench", &addr, "capture.EchoService/Echo", "{}", &rate]);
+        let out = frpc(line, None).await;
+        assert_eq!(out.status.code(), Some(1), "--rps {rps}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--rps"),
+            "--rps {rps}"
+        );
+    }
 }

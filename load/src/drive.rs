@@ -94,9 +94,9 @@ where
         .unwrap_or_else(|shared| shared.lock().unwrap_or_else(|e| e.into_inner()).clone())
 }
 
-/// One in-flight slot: a call at a time until `limit` says stop. The clock read when a call
-/// completes is also the next call's start (one read per call, as the raw client's one per
-/// batch).
+/// One in-flight slot: a call at a time until `limit` says stop; when paced, each call waits
+/// for its start in the slot's schedule. The clock read when a call completes is also the next
+/// call's start (one read per call, as the raw client's one per batch).
 async fn slot<Req, C: Caller<Req>>(
     mut caller: C,
     mut request: Req,
@@ -105,7 +105,14 @@ async fn slot<Req, C: Caller<Req>>(
 ) {
     let mut done = 0;
     let mut now = Instant::now();
-    while limit.more_at(done, now) {
+    let mut pacer = limit.pacer(1, now);
+    loop {
+        if let Some(pacer) = pacer.as_mut() {
+            now = pacer.wait(1, now).await;
+        }
+        if !limit.more_at(done, now) {
+            break;
+        }
         let sent = now;
         let result = caller.call(&mut request).await;
         now = Instant::now();
@@ -186,6 +193,33 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(1)).await;
         let outcome = drive(&caller, &(), 4, Callers::Tasks, Limit::window(ended)).await;
         assert_eq!((outcome.calls, caller.calls.load(Ordering::Relaxed)), (0, 40));
+    }
+
+    /// Paced, each slot starts a call per interval however fast its calls complete: on tokio's
+    /// paused clock, which moves only while every task waits, 4 slots every 10 ms for 100 ms
+    /// make exactly 40 calls, at 0, 10, … 90 ms (the call due at 100 ms would start as the
+    /// window ends). Unpaced, the same slots make their per-slot limit at once.
+    #[tokio::test(start_paused = true)]
+    async fn paced_slots_start_one_call_per_interval() {
+        let interval = Duration::from_millis(10);
+        for callers in Callers::ALL {
+            let caller = counter(u64::MAX);
+            let window = Window::new(Duration::ZERO, 10 * interval);
+            let started = Instant::now();
+            let limit = Limit::window(window).paced(interval);
+            let outcome = drive(&caller, &(), 4, callers, limit).await;
+            assert_eq!(outcome.calls, 40, "{callers}");
+            assert_eq!(
+                started.elapsed(),
+                10 * interval,
+                "{callers}: the last wait ends the window"
+            );
+        }
+        let caller = counter(u64::MAX);
+        let limit = Limit::per_slot(open_window(), 50).paced(Duration::ZERO);
+        let started = Instant::now();
+        assert_eq!(drive(&caller, &(), 4, Callers::Joined, limit).await.calls, 200);
+        assert_eq!(started.elapsed(), Duration::ZERO, "a zero interval does not pace");
     }
 
     /// Passes the relay on: records the request it got and leaves the next one in its place.

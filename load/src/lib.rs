@@ -1,7 +1,8 @@
-//! The closed-loop load generator behind `frpc-bench` and `frpc bench`: a client keeps a number
-//! of calls outstanding ([`drive`]), calls that complete inside a measured [`Window`] count,
-//! their latency goes into an HDR histogram and their failures are counted by code
-//! ([`Outcome`]); [`cpu`] reads the CPU time processes spent meanwhile.
+//! The load generator behind `frpc-bench` and `frpc bench`: a client keeps a number of calls
+//! outstanding ([`drive`]), each starting as the one before it completes (a closed loop) or on
+//! a schedule ([`Limit::paced`], [`Pacer`]: an offered rate); calls that complete inside a
+//! measured [`Window`] count, their latency goes into an HDR histogram and their failures are
+//! counted by code ([`Outcome`]); [`cpu`] reads the CPU time processes spent meanwhile.
 //!
 //! ```
 //! use std::time::Duration;
@@ -30,6 +31,8 @@
 pub mod cpu;
 mod drive;
 mod outcome;
+mod pace;
 
 pub use drive::{Caller, Callers, drive};
 pub use outcome::{Failure, Limit, Outcome, Window};
+pub use pace::{MAX_LAG, Pacer};

@@ -11,6 +11,7 @@ use hdrhistogram::Histogram;
 use tokio::time::Instant;
 
 use crate::cpu::CpuUse;
+use crate::pace::Pacer;
 
 /// What failed a call: a status code's name (`UNAVAILABLE`), or any short label.
 pub type Failure = Cow<'static, str>;
@@ -117,7 +118,8 @@ impl Window {
 }
 
 /// When a caller stops: at the end of the window, after `calls` calls of each in-flight slot,
-/// or when a total shared by every slot runs out, whichever comes first.
+/// or when a total shared by every slot runs out, whichever comes first; and, when paced, how
+/// often each slot starts a call.
 #[derive(Debug, Clone)]
 pub struct Limit {
     /// The measured window.
@@ -126,6 +128,9 @@ pub struct Limit {
     pub calls: u64,
     /// Calls left for every slot together (`None`: no total).
     pub total: Option<Arc<AtomicU64>>,
+    /// The time between a slot's call starts (`None`: each call starts as the one before
+    /// completes, a closed loop). See [`Limit::paced`].
+    pub pace: Option<Duration>,
 }
 
 impl Limit {
@@ -140,6 +145,7 @@ impl Limit {
             window,
             calls,
             total: None,
+            pace: None,
         }
     }
 
@@ -149,7 +155,25 @@ impl Limit {
             window,
             calls: u64::MAX,
             total: Some(Arc::new(AtomicU64::new(calls))),
+            pace: None,
         }
+    }
+
+    /// The same limit with each in-flight slot starting a call every `interval` (an open loop;
+    /// see [`Pacer`]): `n` slots then offer `n / interval` calls per second, as long as their
+    /// calls complete in time. A zero interval leaves the loop closed.
+    pub fn paced(self, interval: Duration) -> Limit {
+        Limit {
+            pace: Some(interval).filter(|i| !i.is_zero()),
+            ..self
+        }
+    }
+
+    /// The schedule of a slot (or of a client's slots together, `slots` of them) whose first
+    /// call may start at `first`, when paced.
+    pub fn pacer(&self, slots: usize, first: Instant) -> Option<Pacer> {
+        let interval = self.pace? / u32::try_from(slots.max(1)).unwrap_or(u32::MAX);
+        Some(Pacer::new(interval, first))
     }
 
     /// Whether a slot that has made `done` calls starts another at `now` (taking it from the

@@ -233,7 +233,9 @@ impl Client {
 
     /// Keeps `inflight` packets outstanding. The server answers in order (the raw echo, or an frpc
     /// server with inline handlers), so a FIFO of send times gives each reply its latency; the
-    /// replies one read completes are replaced with one write.
+    /// replies one read completes are replaced with one write. Paced, the client's `inflight`
+    /// slots share one schedule of `inflight` starts per interval, and a write waits until the
+    /// last of its packets is due.
     pub async fn drive(&mut self, body: &Body, inflight: usize, limit: Limit) -> Outcome {
         let (op, content) = request(body);
         let mut packet = BytesMut::new();
@@ -255,7 +257,12 @@ impl Client {
         // A call starts before its write, as an frpc call's clock starts before the call: the
         // write on loopback carries the packet all the way into the server's socket.
         let first = inflight.min(budget as usize);
-        sent.extend(std::iter::repeat_n(Instant::now(), first));
+        let mut now = Instant::now();
+        let mut pacer = limit.pacer(inflight, now);
+        if let Some(pacer) = pacer.as_mut() {
+            now = pacer.wait(first as u32, now).await;
+        }
+        sent.extend(std::iter::repeat_n(now, first));
         writer.write_all(&batch[..first * len]).await.expect("raw write");
         budget -= first as u64;
         while !sent.is_empty() {
@@ -266,15 +273,17 @@ impl Client {
             if done == 0 {
                 continue;
             }
-            let now = Instant::now();
+            now = Instant::now();
             for started in sent.drain(..done) {
                 limit.window.record_at(started, now, &mut outcome);
             }
-            let again = if now < limit.window.end {
-                done.min(budget as usize)
-            } else {
-                0
-            };
+            let mut again = done.min(budget as usize);
+            if let (Some(pacer), true) = (pacer.as_mut(), again > 0) {
+                now = pacer.wait(again as u32, now).await;
+            }
+            if now >= limit.window.end {
+                again = 0;
+            }
             if again > 0 {
                 sent.extend(std::iter::repeat_n(now, again));
                 writer.write_all(&batch[..again * len]).await.expect("raw write");
