@@ -162,6 +162,29 @@ impl Limit {
     /// The same limit with each in-flight slot starting a call every `interval` (an open loop;
     /// see [`Pacer`]): `n` slots then offer `n / interval` calls per second, as long as their
     /// calls complete in time. A zero interval leaves the loop closed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use frpc_load::{Caller, Callers, Failure, Limit, Window};
+    ///
+    /// #[derive(Clone)]
+    /// struct Immediate;
+    ///
+    /// impl Caller<()> for Immediate {
+    ///     async fn call(&mut self, _: &mut ()) -> Result<(), Failure> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+    /// // Two slots, a call every 10 ms each, for 100 ms: 20 calls however fast they complete
+    /// // (closed loops would make millions). (On tokio's paused clock: no real waiting.)
+    /// let window = Window::new(Duration::ZERO, Duration::from_millis(100));
+    /// let limit = Limit::window(window).paced(Duration::from_millis(10));
+    /// let outcome = frpc_load::drive(&Immediate, &(), 2, Callers::Joined, limit).await;
+    /// assert_eq!(outcome.calls, 20);
+    /// # }
+    /// ```
     pub fn paced(self, interval: Duration) -> Limit {
         Limit {
             pace: Some(interval).filter(|i| !i.is_zero()),
