@@ -54,7 +54,7 @@ pub struct LoadArgs {
     pub client_threads: usize,
     /// Offer this many calls per second (all clients together) on a schedule instead of
     /// closed loops (see "Paced runs" in benches/README.md).
-    #[arg(long)]
+    #[arg(long, value_parser = workload::parse_rate)]
     pub rate: Option<f64>,
     /// The server's process id, when it runs on this machine: the report then has its CPU
     /// time per call too (from procfs, as the matrix run measures its servers).
@@ -194,5 +194,11 @@ mod tests {
         assert_eq!(cell(&[]).unwrap().1.pace(), None);
         let (_, paced) = cell(&["--rate", "1000", "--clients", "4"]).unwrap();
         assert_eq!(paced.pace(), Some(Duration::from_millis(4)));
+        for bad in ["0", "-5", "NaN", "inf", "fast"] {
+            assert!(cell(&[&format!("--rate={bad}")]).is_err(), "{bad}");
+        }
+        // A rate too low for a `Duration` paces by the longest interval, not a panic.
+        let (_, slow) = cell(&["--rate", "1e-300"]).unwrap();
+        assert_eq!(slow.pace(), Some(Duration::MAX));
     }
 }

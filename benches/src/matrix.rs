@@ -80,7 +80,7 @@ pub struct RunArgs {
     /// slot starting its calls on a schedule, instead of closed loops: every framework then
     /// serves the same load, and below saturation each process's CPU per call is its own
     /// cost (see "Paced runs" in benches/README.md).
-    #[arg(long)]
+    #[arg(long, value_parser = workload::parse_rate)]
     pub rate: Option<f64>,
 }
 

@@ -51,11 +51,12 @@ pub struct Cell {
 impl Cell {
     /// The time between a slot's call starts that offers [`Cell::rate`]: with `clients ×
     /// inflight` slots, each starts one call per `slots / rate` seconds (`None` for a closed
-    /// loop, or a rate that is not a positive number).
+    /// loop, or a rate that is not a positive number; see [`parse_rate`]).
     pub fn pace(&self) -> Option<Duration> {
         let rate = self.rate.filter(|r| r.is_finite() && *r > 0.0)?;
         let slots = (self.clients * self.inflight).max(1) as f64;
-        Duration::try_from_secs_f64(slots / rate).ok()
+        // Too long to be a `Duration`: the schedule takes it as its longest interval.
+        Some(Duration::try_from_secs_f64(slots / rate).unwrap_or(Duration::MAX))
     }
 
     /// `limit` paced as the cell asks (unchanged for a closed loop).
@@ -64,6 +65,14 @@ impl Cell {
             Some(interval) => limit.paced(interval),
             None => limit,
         }
+    }
+}
+
+/// Parses `--rate`: calls per second, a finite number above 0.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("{text:?} is not a rate: give calls per second above 0")),
     }
 }
 

@@ -129,9 +129,13 @@ async fn run(
         (None, Some(_)) => Limit::window(window),
         (None, None) => Limit::total(window, DEFAULT_TOTAL),
     };
-    // Each call in flight is a slot with its own schedule: `concurrency / rps` between starts.
+    // Each call in flight is a slot with its own schedule: `concurrency / rps` between starts
+    // (too long for a `Duration`: the schedule's longest, `frpc_load::MAX_INTERVAL`).
     let limit = match load.rps {
-        Some(rps) => limit.paced(Duration::from_secs_f64(load.concurrency as f64 / rps)),
+        Some(rps) => {
+            let interval = Duration::try_from_secs_f64(load.concurrency as f64 / rps);
+            limit.paced(interval.unwrap_or(Duration::MAX))
+        }
         None => limit,
     };
     let connections = clients.len();

@@ -35,4 +35,4 @@ mod pace;
 
 pub use drive::{Caller, Callers, drive};
 pub use outcome::{Failure, Limit, Outcome, Window};
-pub use pace::{MAX_LAG, Pacer};
+pub use pace::{MAX_INTERVAL, MAX_LAG, Pacer};

@@ -161,7 +161,8 @@ impl Limit {
 
     /// The same limit with each in-flight slot starting a call every `interval` (an open loop;
     /// see [`Pacer`]): `n` slots then offer `n / interval` calls per second, as long as their
-    /// calls complete in time. A zero interval leaves the loop closed.
+    /// calls complete in time. A zero interval leaves the loop closed; one over
+    /// [`MAX_INTERVAL`](crate::MAX_INTERVAL) is taken as that.
     ///
     /// ```
     /// use std::time::Duration;

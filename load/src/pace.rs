@@ -14,6 +14,10 @@ use tokio::time::Instant;
 /// rate.
 pub const MAX_LAG: Duration = Duration::from_millis(10);
 
+/// The longest time between starts a schedule keeps: a longer one is taken as this, so the
+/// schedule's arithmetic cannot overflow however low a rate is asked for.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
 /// A schedule of call starts, one every `interval` from the first: a call starts at its time,
 /// or at once if that time has passed (within [`MAX_LAG`]).
 #[derive(Debug, Clone)]
@@ -23,11 +27,12 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    /// A schedule whose first start is `first`.
+    /// A schedule whose first start is `first` (an interval over [`MAX_INTERVAL`] is taken as
+    /// that).
     pub fn new(interval: Duration, first: Instant) -> Pacer {
         Pacer {
             next: first,
-            interval,
+            interval: interval.min(MAX_INTERVAL),
         }
     }
 
@@ -107,6 +112,15 @@ mod tests {
         let now = t0 + 4 * MS;
         assert!((0..5).all(|_| pacer.take(1, now).is_none()));
         assert_eq!(pacer.take(1, now), Some(t0 + 5 * MS));
+    }
+
+    #[test]
+    fn an_absurd_interval_is_capped_not_overflowed() {
+        let t0 = Instant::now();
+        let mut pacer = Pacer::new(Duration::MAX, t0);
+        assert_eq!(pacer.interval(), MAX_INTERVAL);
+        assert_eq!(pacer.take(1, t0), None);
+        assert_eq!(pacer.take(u32::MAX, t0), Some(t0 + MAX_INTERVAL * u32::MAX));
     }
 
     #[tokio::test(start_paused = true)]
