@@ -136,14 +136,10 @@ pub fn load(args: &LoadArgs) -> Result<(), String> {
         load_average: None,
         rows: vec![Row::new(&peer.name, workload, &cell, &samples[0])],
     };
-    let table = format!(
-        "{}{}",
-        report::table(&report.rows, report.cores),
-        match report::paced_label(report.rows[0].rate) {
-            paced if paced.is_empty() => String::new(),
-            paced => format!("({})\n", paced.trim_start_matches(", ")),
-        }
-    );
+    let mut table = report::table(&report.rows, report.cores);
+    if let Some(paced) = report::paced_label(report.rows[0].rate) {
+        table += &format!("({paced})\n");
+    }
     match args.json.as_deref() {
         Some(path) if path.as_os_str() == "-" => print!("{}", report::json(&report)),
         Some(path) => {

@@ -143,7 +143,7 @@ fn run_matrix(args: &RunArgs) {
         peers.len(),
         args.reps,
         args.secs(),
-        report::paced_label(cells.first().and_then(|(_, cell)| cell.pace().and(cell.rate))),
+        report::paced_label(args.rate).map_or(String::new(), |paced| format!(", {paced}")),
         started.elapsed().as_secs_f64(),
     );
     let report = Report {

@@ -298,11 +298,9 @@ pub fn size_payload_label(size: usize, payload: &str) -> String {
     }
 }
 
-/// `, paced at 80k calls/s per cell` for a paced run's summary line; empty for closed loops.
-pub fn paced_label(rate: Option<f64>) -> String {
-    rate.map_or(String::new(), |rate| {
-        format!(", paced at {} calls/s per cell", rate_label(rate))
-    })
+/// `paced at 80k calls/s per cell` for a paced run's summary (`None` for closed loops).
+pub fn paced_label(rate: Option<f64>) -> Option<String> {
+    rate.map(|rate| format!("paced at {} calls/s per cell", rate_label(rate)))
 }
 
 /// A rate in few characters: `950`, `15.2k`, `159k`, `1.2M`.
