@@ -653,7 +653,10 @@ impl Client {
         self.response = response;
     }
 
-    /// Sends one unary request and waits for the reply, within the handle's timeout.
+    /// Sends one unary request and waits for the reply, within the handle's timeout. Inlined
+    /// into the generated client's call (`codegen::traced_unary`), so its future is built where
+    /// it stays.
+    #[inline]
     pub(crate) fn unary(
         &self,
         op: u16,
