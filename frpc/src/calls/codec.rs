@@ -446,6 +446,22 @@ mod tests {
         let (a, b) = (encode(&Polyglot(1), false), encode(&Polyglot(2), false));
         assert_eq!(b.as_ptr() as usize, a.as_ptr() as usize + a.len());
         assert_eq!((a, b), (Polyglot(1).to_polyglot(), Polyglot(2).to_polyglot()));
+        // A 512-byte string encodes to a few bytes more (its kind and length): still cut from
+        // the chunk, in both encodings (a buffer of its own cost a `malloc` and a `free`).
+        for protobuf in [false, true] {
+            let text = Both {
+                name: "x".repeat(512),
+                data: Bytes::new(),
+            };
+            let (a, b) = (encode(&text, protobuf), encode(&text, protobuf));
+            assert!(a.len() > 512);
+            assert_eq!(
+                b.as_ptr() as usize,
+                a.as_ptr() as usize + a.len(),
+                "protobuf: {protobuf}"
+            );
+            assert_eq!(message_of(decode(&b, DecodeLimits::default()).unwrap()), text);
+        }
     }
 
     /// An encoder that encodes again while writing (a hand-written `Message`) gets a buffer of

@@ -1012,12 +1012,13 @@ mod tests {
         assert!(other.is_unique(), "the queued small part keeps its buffer alive");
         assert!(!large.is_unique(), "the large part was copied");
         let header = Framing::Frisbee.header_len();
-        let mut got = vec![0; 2 * header + 512 + 4100];
+        let small_len = super::super::writer::SMALL_CONTENT;
+        let mut got = vec![0; 2 * header + small_len + 4100];
         peer.read_exact(&mut got).await.unwrap();
         let content = |at: usize, len: usize| &got[at + header..][..len];
-        assert_eq!(content(0, 512), &[7; 512][..]);
-        assert_eq!(content(header + 512, 100), &[8; 100][..]);
-        assert_eq!(content(header + 612, 4000), &large[..]);
+        assert_eq!(content(0, small_len), &vec![7; small_len][..]);
+        assert_eq!(content(header + small_len, 100), &[8; 100][..]);
+        assert_eq!(content(header + small_len + 100, 4000), &large[..]);
         // A small content with a buffer of its own is queued as it is.
         let own = bytes::Bytes::from(vec![6; 64]);
         let at = own.as_ptr() as usize;

@@ -50,8 +50,9 @@ use tokio_util::sync::CancellationToken;
 const LARGE_CONTENT: usize = 32 * 1024;
 /// Contents up to this size may be cut from a larger buffer shared with others (the calls
 /// floor cuts small encodings from a per-thread chunk): one that waits in the queue is copied
-/// out first ([`Outgoing::detached`]).
-pub(crate) const SMALL_CONTENT: usize = 512;
+/// out first ([`Outgoing::detached`]). 1 KiB: a 512-byte message encodes to a few bytes more
+/// (its kind and length), and at 512 each one cost a `malloc` and a `free` on both sides.
+pub(crate) const SMALL_CONTENT: usize = 1024;
 /// Content larger than this takes the queue even when nothing is ahead of it: writing it takes
 /// long enough that the writer task doing it on another thread, while the sender goes on (a
 /// server's reader to the next request), is worth the hand-off.
