@@ -1,6 +1,6 @@
-//! Heap allocations per unary echo (32 and 512 bytes), client side and server side counted apart: the
-//! server and the client each run on a current-thread runtime of their own thread, and
-//! `allocation-counter`'s global allocator counts per thread. Prints the figures (run with
+//! Heap allocations per unary echo (32 and 512 bytes), client side and server side counted
+//! apart: the server and the client each run on a current-thread runtime of their own thread,
+//! and `allocation-counter`'s global allocator counts per thread. Prints the figures (run with
 //! `--nocapture`) and holds them under a ceiling so a change that adds allocations to the hot
 //! path fails here.
 
