@@ -20,12 +20,12 @@
 # per reply (server) or request (client) while each connection has one call in flight and the
 # other side is quick, as here. Pipelined workloads batch their writes, so this count does not
 # fit them. Callgrind runs the measured process about 50 times slower and one thread at a time:
-# the counts are exact and repeatable, the timing is not that of a real run.
+# its counts repeat to about 1%, its timing is not that of a real run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 usage() {
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 

@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     --clients) CLIENTS=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -*) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    -*) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     *) FRAMEWORKS+=("$1"); shift ;;
   esac
 done
