@@ -50,15 +50,8 @@ while [ $# -gt 0 ]; do
 done
 case $SIDE in server | client) ;; *) usage ;; esac
 
-if ! command -v valgrind >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-    $SUDO apt-get install -y valgrind
-  else
-    echo "per-call.sh: valgrind is missing; install it" >&2
-    exit 1
-  fi
-fi
+. benches/scripts/need.sh
+need valgrind valgrind
 
 cargo build --release -q -p frpc-bench
 BENCH=target/release/frpc-bench

@@ -32,15 +32,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#FRAMEWORKS[@]} -gt 0 ] || FRAMEWORKS=(frpc-inline raw)
 
-if ! command -v perf >/dev/null 2>&1; then
-  if command -v apt-get >/dev/null 2>&1; then
-    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-    $SUDO apt-get install -y linux-perf
-  else
-    echo "user-kernel.sh: perf is missing; install it" >&2
-    exit 1
-  fi
-fi
+. benches/scripts/need.sh
+need perf linux-perf
 
 cargo build --release -q -p frpc-bench
 BENCH=target/release/frpc-bench
