@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
 done
 case $SIDE in server | client) ;; *) usage ;; esac
 
-. benches/scripts/need.sh
+. benches/scripts/lib.sh
 need valgrind valgrind
 
 cargo build --release -q -p frpc-bench
@@ -59,19 +59,18 @@ OUT=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
 GRIND=(valgrind --tool=callgrind "--cache-sim=$CACHE")
 
-# Starts `$BENCH serve` (under the command in "$@" before `--`, if any) and waits for its address.
+# Starts `$BENCH serve` of FRAMEWORK, run by the command in the arguments after it (valgrind)
+# if there are any, and waits for its address.
 serve() {
   local log=$1 framework=$2
   shift 2
   "$@" "$BENCH" serve --addr 127.0.0.1:0 --framework "$framework" >"$log" 2>&1 &
   SERVER=$!
-  until grep -q LISTENING "$log"; do
-    kill -0 "$SERVER" 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.1
-  done
-  ADDR=$(awk '/LISTENING/ {print $2}' "$log")
+  ADDR=$(listening "$log" "$SERVER")
 }
 
+# Runs the load generator's CLIENT for SECS, run by the command in the arguments after them if
+# there are any.
 load() {
   local client=$1 secs=$2
   shift 2
@@ -130,7 +129,8 @@ def annotate(path):
             totals = values
         else:
             name = re.split(r'\)\s+', line, maxsplit=len(values))[-1].strip()
-            # `file:function [object]`: the function is what tells the rows apart.
+            # `file:function [object]`, one row per source file of the function's code (what
+            # was inlined into it comes from other files): summed per function.
             name = re.sub(r' \[[^]]*\]$', '', name.split(':', 1)[-1])
             own[name] = own.get(name, 0) + values[0]
     return events, totals, own

@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#FRAMEWORKS[@]} -gt 0 ] || FRAMEWORKS=(frpc-inline raw)
 
-. benches/scripts/need.sh
+. benches/scripts/lib.sh
 need perf linux-perf
 
 cargo build --release -q -p frpc-bench
@@ -47,8 +47,7 @@ for _ in $(seq "$ROUNDS"); do
     taskset -c 0 "$BENCH" serve --addr 127.0.0.1:0 --framework "$framework" --threads 1 \
       >"$OUT/serve.log" 2>&1 &
     server=$!
-    until grep -q LISTENING "$OUT/serve.log"; do sleep 0.05; done
-    addr=$(awk '/LISTENING/ {print $2}' "$OUT/serve.log")
+    addr=$(listening "$OUT/serve.log" "$server")
     taskset -c 1 "$BENCH" load --addr "$addr" --client raw --client-threads 1 \
       --clients "$CLIENTS" --size "$SIZE" --secs 6 --reps 1 --json "$OUT/load.json" \
       >/dev/null 2>&1 &
