@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per call of one side of a benchmark pair, counted by callgrind: how the figures in
-# docs/guide/performance.md ("The rest of the A server's gap", "The code and state a call runs
+# docs/performance-log.md ("The rest of the A server's gap", "The code and state a call runs
 # through") were made.
 #
 #   benches/scripts/per-call.sh server FRAMEWORK [options]   # FRAMEWORK's server under callgrind,

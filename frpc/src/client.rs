@@ -687,7 +687,7 @@ pin_project_lite::pin_project! {
     /// an `async fn` around `tokio::time::timeout`: a client keeps one per call in flight, and
     /// the `async fn` kept its arguments twice (as captured and as locals) beside a `Timeout`
     /// holding the call in its other state: 584 bytes, 408 with the call's own `async` blocks
-    /// (see the performance guide's "Smaller call futures"), 104 fewer with the timer boxed.
+    /// (docs/performance-log.md, "Smaller call futures"), 104 fewer with the timer boxed.
     #[must_use = "futures do nothing unless polled"]
     pub(crate) struct Unary<'a, F> {
         #[pin]

@@ -56,7 +56,7 @@ const fn default_memory_limit(len: usize) -> usize {
 // function without it stays a call across the crate boundary (release builds have no LTO by
 // default). The larger helpers behind them (`length_prefixed`, `varint`, the UTF-8 copy) stay
 // out of line: inlined too, they cost more instructions per call, not fewer (callgrind, the
-// `calls` example; see the performance guide's "The decoder's small reads inlined").
+// `calls` example; docs/performance-log.md, "The decoder's small reads inlined").
 #[derive(Debug, Clone)]
 pub struct Decoder<'a> {
     input: &'a [u8],
