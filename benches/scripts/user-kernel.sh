@@ -4,7 +4,9 @@
 #
 #   benches/scripts/user-kernel.sh [options] FRAMEWORK...   # e.g. frpc-inline raw
 # Options:
-#   --clients N   connections of the raw client, one call in flight on each (default 128)
+#   --clients N   connections of the raw client (default 128)
+#   --inflight K  calls in flight on each, written together as workload B's joined callers do
+#                 (default 1: workload A)
 #   --size BYTES  the message's size (default 512)
 #   --rounds R    rounds over the frameworks, interleaved (default 2)
 #
@@ -18,15 +20,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 CLIENTS=128
+INFLIGHT=1
 SIZE=512
 ROUNDS=2
 FRAMEWORKS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --clients) CLIENTS=$2; shift 2 ;;
+    --inflight) INFLIGHT=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -*) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    -*) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     *) FRAMEWORKS+=("$1"); shift ;;
   esac
 done
@@ -40,7 +44,7 @@ BENCH=target/release/frpc-bench
 OUT=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$OUT"' EXIT
 
-echo "server CPU per call, $CLIENTS raw clients x $SIZE B (server on core 0, one thread)"
+echo "server CPU per call, $CLIENTS raw clients x $INFLIGHT in flight x $SIZE B (server on core 0, one thread)"
 printf '%-14s %10s %10s %10s %10s\n' framework calls/s 'µs/call' 'kernel µs' 'user µs'
 for _ in $(seq "$ROUNDS"); do
   for framework in "${FRAMEWORKS[@]}"; do
@@ -49,7 +53,8 @@ for _ in $(seq "$ROUNDS"); do
     server=$!
     addr=$(listening "$OUT/serve.log" "$server")
     taskset -c 1 "$BENCH" load --addr "$addr" --client raw --client-threads 1 \
-      --clients "$CLIENTS" --size "$SIZE" --secs 6 --reps 1 --json "$OUT/load.json" \
+      --clients "$CLIENTS" --inflight "$INFLIGHT" --callers joined --size "$SIZE" --secs 6 \
+      --reps 1 --json "$OUT/load.json" \
       >/dev/null 2>&1 &
     client=$!
     sleep 1.5
