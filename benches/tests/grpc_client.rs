@@ -15,6 +15,7 @@ use streams_svc::{Svc, fpb as spb, tonic_svc};
 use tokio::sync::mpsc;
 
 mod streams_svc;
+mod unary_svc;
 
 /// What a handler saw, reported to the test.
 type Events = mpsc::UnboundedSender<String>;
@@ -74,55 +75,6 @@ impl tpb::benchmark_service_server::BenchmarkService for TonicSvc {
     }
 }
 
-/// frpc's handler, the same behaviours (`grpc_face.rs`'s).
-struct FrpcSvc {
-    events: Events,
-}
-
-impl fpb::BenchmarkService for FrpcSvc {
-    async fn benchmark(
-        &self,
-        ctx: &frpc::Context,
-        request: fpb::Request,
-    ) -> Result<fpb::Response, frpc::Status> {
-        let text = request.message;
-        if let Some(code) = text.strip_prefix("status:") {
-            let code = frpc::Code::from_u8(code.parse().unwrap()).unwrap();
-            return Err(frpc::Status::with_code(code, format!("frpc failed with {code}")));
-        }
-        match text.as_str() {
-            "meta" => {
-                let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();
-                let mut reply = frpc::Metadata::new();
-                reply.insert("x-echo-user", &user).unwrap();
-                let bin = ctx.metadata().get_bin("x-trace-bin").unwrap_or(b"").to_vec();
-                reply.insert_bin("x-echo-bin", bin).unwrap();
-                ctx.set_response_metadata(reply);
-                Ok(fpb::Response { message: user })
-            }
-            "deadline" | "hang" => {
-                let deadline = ctx.deadline().is_some();
-                self.events.send(format!("deadline {deadline}")).unwrap();
-                let (ctx, events) = (ctx.clone(), self.events.clone());
-                tokio::spawn(async move {
-                    ctx.cancelled().await;
-                    events.send("cancelled".into()).unwrap();
-                });
-                std::future::pending().await
-            }
-            _ => Ok(fpb::Response { message: text }),
-        }
-    }
-
-    async fn blob(
-        &self,
-        _ctx: &frpc::Context,
-        request: fpb::BlobRequest,
-    ) -> Result<fpb::BlobResponse, frpc::Status> {
-        Ok(fpb::BlobResponse { data: request.data })
-    }
-}
-
 /// A plain tonic server (tonic's own transport), its events.
 async fn tonic_server() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -137,21 +89,20 @@ async fn tonic_server() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
 
 /// frpc's gRPC face on its own listener.
 async fn frpc_face() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (svc, rx) = unary_svc::Svc::new();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server =
-        frpc::grpc::GrpcServer::new().add_service(fpb::BenchmarkServiceServer::new(FrpcSvc { events: tx }));
+    let server = frpc::grpc::GrpcServer::new().add_service(fpb::BenchmarkServiceServer::new(svc));
     tokio::spawn(server.serve_listener(listener));
     (addr, rx)
 }
 
 /// An frpc server serving fRPC and gRPC on one port.
 async fn shared_port() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (svc, rx) = unary_svc::Svc::new();
     let bound = frpc::Server::builder()
         .grpc(true)
-        .add_service(fpb::BenchmarkServiceServer::new(FrpcSvc { events: tx }))
+        .add_service(fpb::BenchmarkServiceServer::new(svc))
         .bind("127.0.0.1:0")
         .await
         .unwrap();
@@ -169,9 +120,9 @@ fn request(text: &str) -> fpb::Request {
     fpb::Request { message: text.into() }
 }
 
-/// Replies, a bytes method, and every status code with its message, from `server`'s handler
-/// whose messages start with `who`.
-async fn replies_and_statuses(addr: SocketAddr, who: &str) {
+/// Replies, a bytes method, and every status code with its message, from the handler at `addr`
+/// whose status messages start with `failed` (which server answered).
+async fn replies_and_statuses(addr: SocketAddr, failed: &str) {
     let client = client(addr).await;
     assert_eq!(
         client.benchmark(request("echo:héllo")).await.unwrap().message,
@@ -193,25 +144,22 @@ async fn replies_and_statuses(addr: SocketAddr, who: &str) {
             panic!("not a status: {err:?}")
         };
         assert_eq!(status.code() as u8, n, "{status:?}");
-        assert!(
-            status.message().starts_with(&format!("{who} failed with")),
-            "{status:?}"
-        );
+        assert!(status.message().starts_with(failed), "{status:?}");
     }
 }
 
 #[tokio::test]
 async fn a_generated_client_calls_a_plain_tonic_server() {
     let (addr, _events) = tonic_server().await;
-    replies_and_statuses(addr, "tonic").await;
+    replies_and_statuses(addr, "tonic failed with ").await;
 }
 
 #[tokio::test]
 async fn a_generated_client_calls_frpcs_grpc_face() {
     let (addr, _events) = frpc_face().await;
-    replies_and_statuses(addr, "frpc").await;
+    replies_and_statuses(addr, "failed with ").await;
     let (addr, _events) = shared_port().await;
-    replies_and_statuses(addr, "frpc").await;
+    replies_and_statuses(addr, "failed with ").await;
 }
 
 /// Request metadata (text and `-bin`) reaches the handler; its response metadata comes back.
@@ -273,7 +221,7 @@ async fn the_timeout_goes_as_grpc_timeout() {
     let err = to_frpc.benchmark(request("deadline")).await.unwrap_err();
     assert!(is_timeout(&err), "{err:?}");
     assert_eq!(events.recv().await.unwrap(), "deadline true");
-    assert_eq!(events.recv().await.unwrap(), "cancelled");
+    assert_eq!(events.recv().await.unwrap(), "deadline cancelled");
 
     let zero = to_frpc
         .with_timeout(Duration::ZERO)
@@ -291,9 +239,9 @@ async fn a_dropped_call_cancels_the_handler() {
     let (addr, mut events) = shared_port().await;
     let client = client(addr).await;
     let call = tokio::spawn(async move { client.benchmark(request("hang")).await });
-    assert_eq!(events.recv().await.unwrap(), "deadline false");
+    assert_eq!(events.recv().await.unwrap(), "hang false");
     call.abort();
-    assert_eq!(events.recv().await.unwrap(), "cancelled");
+    assert_eq!(events.recv().await.unwrap(), "hang cancelled");
 }
 
 #[tokio::test]

@@ -11,66 +11,16 @@ use frpc_testdata::tools::{grpcurl as grpcurl_path, python};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-/// Behaves by the request's text, as in `grpc_face.rs`.
-struct Svc {
-    events: mpsc::UnboundedSender<String>,
-}
-
-impl fpb::BenchmarkService for Svc {
-    async fn benchmark(
-        &self,
-        ctx: &frpc::Context,
-        request: fpb::Request,
-    ) -> Result<fpb::Response, frpc::Status> {
-        let text = request.message;
-        if let Some(code) = text.strip_prefix("status:") {
-            let code = frpc::Code::from_u8(code.parse().unwrap()).unwrap();
-            return Err(frpc::Status::with_code(code, format!("failed with {code}")));
-        }
-        match text.as_str() {
-            "meta" => {
-                let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();
-                let mut reply = frpc::Metadata::new();
-                reply.insert("x-echo-user", &user).unwrap();
-                reply
-                    .insert_bin(
-                        "x-echo-bin",
-                        ctx.metadata().get_bin("x-trace-bin").unwrap_or(b"").to_vec(),
-                    )
-                    .unwrap();
-                ctx.set_response_metadata(reply);
-                Ok(fpb::Response { message: user })
-            }
-            "deadline" | "hang" => {
-                self.events.send(format!("{text} started")).unwrap();
-                let (ctx, events) = (ctx.clone(), self.events.clone());
-                tokio::spawn(async move {
-                    ctx.cancelled().await;
-                    events.send(format!("{text} cancelled")).unwrap();
-                });
-                std::future::pending().await
-            }
-            _ => Ok(fpb::Response { message: text }),
-        }
-    }
-
-    async fn blob(
-        &self,
-        _ctx: &frpc::Context,
-        request: fpb::BlobRequest,
-    ) -> Result<fpb::BlobResponse, frpc::Status> {
-        Ok(fpb::BlobResponse { data: request.data })
-    }
-}
+mod unary_svc;
 
 /// One server, both faces, with health: `benchmark.BenchmarkService` reported NOT_SERVING.
 async fn start() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (svc, rx) = unary_svc::Svc::new();
     let (reporter, health) = frpc::health::service();
     reporter.set_not_serving("benchmark.BenchmarkService");
     let bound = frpc::Server::builder()
         .grpc(true)
-        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .add_service(fpb::BenchmarkServiceServer::new(svc))
         .add_service(health)
         .bind("127.0.0.1:0")
         .await
@@ -126,13 +76,13 @@ async fn python_grpcio_calls_the_shared_port() {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         frpc_calls(addr).await;
 
-        assert_eq!(events.recv().await.unwrap(), "deadline started");
+        assert_eq!(events.recv().await.unwrap(), "deadline true");
         assert_eq!(lines.next_line().await.unwrap().unwrap(), "STARTED");
         // grpcio's own timer ends the deadline call and the script starts the next at once: the
         // first handler's cancel and the second's start race.
         let mut seen = [events.recv().await.unwrap(), events.recv().await.unwrap()];
         seen.sort();
-        assert_eq!(seen, ["deadline cancelled", "hang started"]);
+        assert_eq!(seen, ["deadline cancelled", "hang false"]);
         stdin.write_all(b"go\n").await.unwrap();
         assert_eq!(events.recv().await.unwrap(), "hang cancelled");
         stdin.write_all(b"go\n").await.unwrap();

@@ -10,72 +10,18 @@ use frpc_bench::frameworks::frpc::pb as fpb;
 use frpc_bench::frameworks::tonic::pb as tpb;
 use tokio::sync::mpsc;
 use tpb::benchmark_service_client::BenchmarkServiceClient;
+use unary_svc::Svc;
 
-/// What the handler saw, reported to the test.
-type Events = mpsc::UnboundedSender<String>;
+mod unary_svc;
 
-/// Behaves by the request's text: `echo:x`, `status:N`, `meta`, `deadline`, `hang`.
-struct Svc {
-    events: Events,
-}
-
-impl fpb::BenchmarkService for Svc {
-    async fn benchmark(
-        &self,
-        ctx: &frpc::Context,
-        request: fpb::Request,
-    ) -> Result<fpb::Response, frpc::Status> {
-        let text = request.message;
-        if let Some(code) = text.strip_prefix("status:") {
-            let code = frpc::Code::from_u8(code.parse().unwrap()).unwrap();
-            return Err(frpc::Status::with_code(code, format!("failed with {code}")));
-        }
-        match text.as_str() {
-            "meta" => {
-                let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();
-                let mut reply = frpc::Metadata::new();
-                reply.insert("x-echo-user", &user).unwrap();
-                reply
-                    .insert_bin(
-                        "x-echo-bin",
-                        ctx.metadata().get_bin("x-trace-bin").unwrap_or(b"").to_vec(),
-                    )
-                    .unwrap();
-                ctx.set_response_metadata(reply);
-                Ok(fpb::Response { message: user })
-            }
-            "deadline" | "hang" => {
-                self.events
-                    .send(format!("deadline {}", ctx.deadline().is_some()))
-                    .unwrap();
-                // A task outliving the handler sees the cancel through its clone of ctx.
-                let (ctx, events) = (ctx.clone(), self.events.clone());
-                tokio::spawn(async move {
-                    ctx.cancelled().await;
-                    events.send("cancelled".into()).unwrap();
-                });
-                std::future::pending().await
-            }
-            _ => Ok(fpb::Response { message: text }),
-        }
-    }
-
-    async fn blob(
-        &self,
-        _ctx: &frpc::Context,
-        request: fpb::BlobRequest,
-    ) -> Result<fpb::BlobResponse, frpc::Status> {
-        Ok(fpb::BlobResponse { data: request.data })
-    }
-}
-
+/// The gRPC face alone on a listener, decoding at most 1 KiB per message; the events.
 async fn start() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (svc, rx) = Svc::new();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = frpc::grpc::GrpcServer::new()
         .max_decoding_message_size(1024)
-        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }));
+        .add_service(fpb::BenchmarkServiceServer::new(svc));
     assert_eq!(server.routes(), 2);
     tokio::spawn(server.serve_listener(listener));
     (addr, rx)
@@ -142,7 +88,7 @@ async fn grpc_timeout_is_the_deadline_and_cancels_the_handler() {
     let codes = [tonic::Code::DeadlineExceeded, tonic::Code::Cancelled];
     assert!(codes.contains(&status.code()), "{status:?}");
     assert_eq!(events.recv().await.unwrap(), "deadline true");
-    assert_eq!(events.recv().await.unwrap(), "cancelled");
+    assert_eq!(events.recv().await.unwrap(), "deadline cancelled");
 }
 
 #[tokio::test]
@@ -150,10 +96,10 @@ async fn a_client_that_cancels_cancels_the_handler() {
     let (addr, mut events) = start().await;
     let mut client = client(addr).await;
     let call = tokio::spawn(async move { client.benchmark(request("hang")).await });
-    assert_eq!(events.recv().await.unwrap(), "deadline false");
+    assert_eq!(events.recv().await.unwrap(), "hang false");
     // Dropping the call makes tonic reset the HTTP/2 stream.
     call.abort();
-    assert_eq!(events.recv().await.unwrap(), "cancelled");
+    assert_eq!(events.recv().await.unwrap(), "hang cancelled");
 }
 
 #[tokio::test]
@@ -199,10 +145,10 @@ async fn oversized_requests_are_refused_and_unknown_methods_unimplemented() {
 
 #[tokio::test]
 async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
-    let (tx, mut events) = mpsc::unbounded_channel();
+    let (svc, mut events) = Svc::new();
     let bound = frpc::Server::builder()
         .grpc(true)
-        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .add_service(fpb::BenchmarkServiceServer::new(svc))
         .bind("127.0.0.1:0")
         .await
         .unwrap();
@@ -236,14 +182,13 @@ async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
     // Cancellation reaches the same handler code from the gRPC side of the shared port.
     let mut hanging = grpc_client.clone();
     let call = tokio::spawn(async move { hanging.benchmark(request("hang")).await });
-    assert_eq!(events.recv().await.unwrap(), "deadline false");
+    assert_eq!(events.recv().await.unwrap(), "hang false");
     call.abort();
-    assert_eq!(events.recv().await.unwrap(), "cancelled");
+    assert_eq!(events.recv().await.unwrap(), "hang cancelled");
 }
 
 #[tokio::test]
 async fn server_interceptors_and_layers_check_grpc_calls_too() {
-    let (tx, _events) = mpsc::unbounded_channel();
     let bound = frpc::Server::builder()
         .grpc(true)
         .layer(tower::limit::ConcurrencyLimitLayer::new(8))
@@ -251,7 +196,7 @@ async fn server_interceptors_and_layers_check_grpc_calls_too() {
             Some("secret") => Ok(()),
             _ => Err(frpc::Status::with_code(frpc::Code::Unauthenticated, "no token")),
         })
-        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }))
+        .add_service(fpb::BenchmarkServiceServer::new(Svc::new().0))
         .bind("127.0.0.1:0")
         .await
         .unwrap();
@@ -280,12 +225,11 @@ fn blob(n: usize) -> tpb::BlobRequest {
 #[tokio::test]
 async fn large_messages_cross_byte_exact_up_to_exactly_the_limit() {
     const LIMIT: usize = 1 << 20;
-    let (tx, _events) = mpsc::unbounded_channel();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = frpc::grpc::GrpcServer::new()
         .max_decoding_message_size(LIMIT)
-        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }));
+        .add_service(fpb::BenchmarkServiceServer::new(Svc::new().0));
     tokio::spawn(server.serve_listener(listener));
     let mut client = client(addr).await.max_decoding_message_size(2 * LIMIT);
     // A message of `n` data bytes encodes as its tag, a 3-byte length and the data.
@@ -301,12 +245,11 @@ async fn large_messages_cross_byte_exact_up_to_exactly_the_limit() {
 
 #[tokio::test]
 async fn replies_over_the_sending_limit_are_out_of_range() {
-    let (tx, _events) = mpsc::unbounded_channel();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = frpc::grpc::GrpcServer::new()
         .max_encoding_message_size(100)
-        .add_service(fpb::BenchmarkServiceServer::new(Svc { events: tx }));
+        .add_service(fpb::BenchmarkServiceServer::new(Svc::new().0));
     tokio::spawn(server.serve_listener(listener));
     let mut client = client(addr).await;
     // 98 data bytes encode in 100 (a tag, a 1-byte length): exactly the limit.

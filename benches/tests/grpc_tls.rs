@@ -13,38 +13,7 @@ use frpc::tls::rustls;
 use frpc_bench::frameworks::frpc::pb as fpb;
 use frpc_testdata::tools::grpcurl as grpcurl_path;
 
-/// Echoes, or fails with the code `status:N` names; `meta` echoes `x-user` as `x-echo-user`.
-struct Svc;
-
-impl fpb::BenchmarkService for Svc {
-    async fn benchmark(
-        &self,
-        ctx: &frpc::Context,
-        request: fpb::Request,
-    ) -> Result<fpb::Response, frpc::Status> {
-        let text = request.message;
-        if let Some(code) = text.strip_prefix("status:") {
-            let code = frpc::Code::from_u8(code.parse().unwrap()).unwrap();
-            return Err(frpc::Status::with_code(code, format!("failed with {code}")));
-        }
-        if text == "meta" {
-            let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();
-            let mut reply = frpc::Metadata::new();
-            reply.insert("x-echo-user", &user).unwrap();
-            ctx.set_response_metadata(reply);
-            return Ok(fpb::Response { message: user });
-        }
-        Ok(fpb::Response { message: text })
-    }
-
-    async fn blob(
-        &self,
-        _ctx: &frpc::Context,
-        request: fpb::BlobRequest,
-    ) -> Result<fpb::BlobResponse, frpc::Status> {
-        Ok(fpb::BlobResponse { data: request.data })
-    }
-}
+mod unary_svc;
 
 /// A self-signed certificate for `localhost`: the server's config (no ALPN of its own), the
 /// client's trusting it, and its PEM for grpcurl.
@@ -85,7 +54,7 @@ async fn start(config: Arc<rustls::ServerConfig>) -> SocketAddr {
     let bound = frpc::Server::builder()
         .tls(config)
         .grpc(true)
-        .add_service(fpb::BenchmarkServiceServer::new(Svc))
+        .add_service(fpb::BenchmarkServiceServer::new(unary_svc::Svc::new().0))
         .add_service(health)
         .bind("127.0.0.1:0")
         .await
