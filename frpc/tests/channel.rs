@@ -404,16 +404,9 @@ async fn connect_fails_for_connections_that_do_not_work() {
     holder.abort();
 }
 
-/// Against a server that closes every connection at accept, a channel backs off between
-/// attempts instead of dialling in a tight loop, and its calls fail fast with UNAVAILABLE
-/// rather than waiting out their timeout.
-#[tokio::test]
-async fn connections_closed_at_accept_back_off() {
-    let (addr, accepted) = closing_listener().await;
-    let channel = Endpoint::from(addr)
-        .timeout(Duration::from_secs(30))
-        .connect_lazy();
-    let client = NamedClient::new(channel);
+/// Calls `client` for a second, asserting that every call fails at once with UNAVAILABLE;
+/// returns how many it made.
+async fn unavailable_for_a_second(client: &NamedClient<Channel>) -> usize {
     let started = Instant::now();
     let mut calls = 0;
     while started.elapsed() < Duration::from_secs(1) {
@@ -424,6 +417,20 @@ async fn connections_closed_at_accept_back_off() {
         calls += 1;
         tokio::task::yield_now().await;
     }
+    calls
+}
+
+/// Against a server that closes every connection at accept, a channel backs off between
+/// attempts instead of dialling in a tight loop, and its calls fail fast with UNAVAILABLE
+/// rather than waiting out their timeout.
+#[tokio::test]
+async fn connections_closed_at_accept_back_off() {
+    let (addr, accepted) = closing_listener().await;
+    let channel = Endpoint::from(addr)
+        .timeout(Duration::from_secs(30))
+        .connect_lazy();
+    let client = NamedClient::new(channel);
+    let calls = unavailable_for_a_second(&client).await;
     // Backoff of 100 ms doubling: a handful of connections in a second (a tight loop made
     // thousands), while every call failed at once.
     let connections = accepted.load(Ordering::SeqCst);
@@ -554,16 +561,7 @@ async fn a_server_at_max_connections_is_not_dialled_in_a_loop() {
         .timeout(Duration::from_secs(30))
         .connect_lazy();
     let client = NamedClient::new(channel.clone());
-    let started = Instant::now();
-    let mut calls = 0;
-    while started.elapsed() < Duration::from_secs(1) {
-        let err = within("a call", client.whoami(Text::default()))
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), Code::Unavailable, "{err}");
-        calls += 1;
-        tokio::task::yield_now().await;
-    }
+    let calls = unavailable_for_a_second(&client).await;
     // 100 ms doubling (jitter ±20 %): at most 5 attempts fit in a second; a tight loop made
     // thousands. Load only makes fewer.
     let attempts = attempts.load(Ordering::SeqCst);
