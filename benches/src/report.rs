@@ -25,7 +25,7 @@ pub struct Row {
     /// Message size in bytes.
     pub size: usize,
     /// The field the message travels in: `string` or `bytes` (see
-    /// [`Payload`](crate::workload::Payload)). Reports written before the field existed were
+    /// [`Payload`]). Reports written before the field existed were
     /// all `string`, which is what reading them gives.
     #[serde(default = "string_payload")]
     pub payload: String,

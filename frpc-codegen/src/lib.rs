@@ -34,6 +34,8 @@
 
 #[cfg(feature = "compile")]
 mod builder;
+#[cfg(feature = "compile")]
+mod comments;
 pub mod emit;
 pub mod model;
 pub mod naming;

@@ -157,31 +157,6 @@ impl ExternPaths {
     }
 }
 
-/// Doc comment lines as prost writes them: leading comments, a blank line, trailing comments,
-/// each line indented by one space unless it already starts with exactly one.
-pub fn doc_lines(leading: Option<&str>, trailing: Option<&str>) -> Vec<String> {
-    let leading: Vec<&str> = leading.map_or(Vec::new(), |c| c.lines().collect());
-    let trailing: Vec<&str> = trailing.map_or(Vec::new(), |c| c.lines().collect());
-    let mut out: Vec<String> = leading.iter().map(|l| doc_line(l)).collect();
-    if !leading.is_empty() && !trailing.is_empty() {
-        out.push(String::new());
-    }
-    out.extend(trailing.iter().map(|l| doc_line(l)));
-    out
-}
-
-fn doc_line(line: &str) -> String {
-    let mut chars = line.chars();
-    let indent = chars
-        .next()
-        .is_some_and(|c| c != ' ' || chars.next() == Some(' '));
-    if indent {
-        format!(" {line}")
-    } else {
-        line.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

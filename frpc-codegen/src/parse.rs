@@ -7,10 +7,9 @@ use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto, FileDescriptorSet};
 
 use crate::Error;
+use crate::comments::doc_lines;
 use crate::model::{self, Codec, Field, MethodKind, Oneof, OperationNumbering, Package, Shape};
-use crate::naming::{
-    self, ExternPaths, doc_lines, package_file_name, resolve_path, to_snake, to_upper_camel,
-};
+use crate::naming::{self, ExternPaths, package_file_name, resolve_path, to_snake, to_upper_camel};
 
 /// What parsing needs to know of the prost-build configuration.
 #[derive(Debug, Clone, Default)]

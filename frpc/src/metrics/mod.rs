@@ -1,5 +1,5 @@
 //! RED metrics (feature `metrics`): [`tower::Layer`]s recording, per service and method, every
-//! call's outcome and duration through the [`metrics`](::metrics) facade, so any exporter
+//! call's outcome and duration through the [`metrics`] facade, so any exporter
 //! (Prometheus, StatsD, OpenTelemetry) picks them up: [`MetricsLayer`] on servers,
 //! [`ClientMetricsLayer`] on a [`Channel`] ([`Channel::with_metrics`]: its unary
 //! calls and its streams).
