@@ -38,6 +38,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     frpc_codegen::configure()
         .out_dir(out.join("default"))
         .compile(&["proto/shop/shop.proto"], &["proto"])?;
+    // Methods named like the client's own, deprecated fields and methods.
+    frpc_codegen::configure()
+        .out_dir(out.join("default"))
+        .compile(&["proto/legacy/legacy.proto"], &["proto"])?;
     // Floating-point values in every field shape (exact protobuf encoding, Go's bytes).
     frpc_codegen::configure()
         .out_dir(out.join("default"))

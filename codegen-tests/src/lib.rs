@@ -56,6 +56,13 @@ pub mod default {
         include!(concat!(env!("OUT_DIR"), "/default/hostile.rs"));
     }
 
+    /// Methods named like the client's own, deprecated fields and methods: the generated code
+    /// itself uses nothing deprecated (only a caller of `Old` is warned).
+    #[deny(deprecated)]
+    pub mod legacy {
+        include!(concat!(env!("OUT_DIR"), "/default/legacy.rs"));
+    }
+
     split!("default");
     /// `shop.proto`, with `Money` and `Side` generated.
     pub mod shop {

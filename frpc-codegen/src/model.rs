@@ -328,6 +328,8 @@ pub struct Method {
     pub output: String,
     /// Doc comment lines.
     pub comments: Vec<String>,
+    /// Marked `option deprecated = true;`: its client method is `#[deprecated]`, as tonic's.
+    pub deprecated: bool,
 }
 
 /// The four RPC kinds.

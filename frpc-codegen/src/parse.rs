@@ -402,6 +402,7 @@ impl FileCx<'_> {
                     input: io(m.input_type())?,
                     output: io(m.output_type())?,
                     comments: self.comments(&[6, si as i32, 2, mi as i32]),
+                    deprecated: m.options.as_ref().is_some_and(|o| o.deprecated()),
                 });
             }
             out.push(model::Service {

@@ -182,6 +182,8 @@ fn method(f: &TraitItemFn) -> syn::Result<(model::Method, TokenStream)> {
         input,
         output,
         comments,
+        // `#[deprecated]` is not among the attributes a method may carry (`docs_only`).
+        deprecated: false,
     };
     Ok((method, checks))
 }

@@ -54,6 +54,8 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
         quote! { self.#field = #first #( .or_else(|| #members) )*; }
     });
     quote! {
+        // Deprecated fields are still encoded and decoded.
+        #[allow(deprecated)]
         impl ::frpc::codegen::Message for #ty {
             #protobuf
             fn fields_len(&self) -> usize {

@@ -371,6 +371,7 @@ mod tests {
                 input: message.into(),
                 output: message.into(),
                 comments: Vec::new(),
+                deprecated: false,
             }],
         }];
         assign_ops(&mut services);
@@ -443,6 +444,7 @@ mod tests {
                 input: "Hello".into(),
                 output: "Hello".into(),
                 comments: Vec::new(),
+                deprecated: false,
             }],
         }];
         assign_ops(&mut services);

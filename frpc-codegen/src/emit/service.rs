@@ -424,11 +424,44 @@ fn trait_method(m: &Method) -> TokenStream {
             quote!(()),
         ),
     };
+    let allow = self_convention(&m.rust_name);
     quote! {
         #doc
+        #allow
         fn #f(&self, ctx: &::frpc::Context, #args)
             -> impl ::core::future::Future<Output = ::core::result::Result<#ok, ::frpc::Status>>
                 + ::core::marker::Send;
+    }
+}
+
+/// `#[allow(clippy::wrong_self_convention)]` for a method named `name` that takes `&self` where
+/// clippy expects no `self` (`new`, `from_*`) or `self` (`into_*`): the name is the proto's
+/// (`rpc FromCache`), so the user's clippy is not to flag it. Nothing for other names.
+fn self_convention(name: &str) -> TokenStream {
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    match name == "new" || name.starts_with("from_") || name.starts_with("into_") {
+        true => quote!(#[allow(clippy::wrong_self_convention)]),
+        false => TokenStream::new(),
+    }
+}
+
+/// The client's own methods, which a method of the service cannot be named.
+const CLIENT_OWN: &[&str] = &[
+    "connect",
+    "new",
+    "client",
+    "with_timeout",
+    "with_metadata",
+    "with_response_metadata",
+];
+
+/// The name of `m`'s method on the client: its Rust name, or, where the client has a method of
+/// that name (`rpc Connect`, `rpc New`), the name with `_` after it (`connect_`), as prost
+/// names a field `self` `self_`.
+pub fn client_method_name(m: &Method) -> String {
+    match CLIENT_OWN.contains(&m.rust_name.as_str()) {
+        true => format!("{}_", m.rust_name),
+        false => m.rust_name.clone(),
     }
 }
 
@@ -440,11 +473,20 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
     let full_name = &s.full_name;
     let methods = s.methods.iter().map(|m| {
         let name = &m.proto_name;
-        let doc = doc_or(
+        let f = client_method_name(m);
+        let mut doc = doc_or(
             &m.comments,
             format!(" Calls `{}` ({}).", m.proto_name, kind_str(m.kind)),
         );
-        let f = ident(&m.rust_name);
+        if f != m.rust_name {
+            let note = format!(" Named `{f}`: `{}` is the client's own method.", m.rust_name);
+            doc.extend(docs(&[String::new(), note]));
+        }
+        if m.deprecated {
+            doc.extend(quote!(#[deprecated]));
+        }
+        doc.extend(self_convention(&f));
+        let f = ident(&f);
         let op = op_lit(m);
         let input = path(&m.input);
         let output = path(&m.output);
