@@ -822,7 +822,9 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                 ::frpc::codegen::unary(
                     ctx,
                     request,
-                    move |ctx, req: Request| async move { svc.echo(&ctx, req).await },
+                    move |ctx, req: Request| async move {
+                        EchoService::echo(&*svc, &ctx, req).await
+                    },
                 )
             }
             12 => {
@@ -830,7 +832,7 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                     ctx,
                     request,
                     move |ctx, req: SearchResponse| async move {
-                        svc.testy(&ctx, req).await
+                        EchoService::testy(&*svc, &ctx, req).await
                     },
                 )
             }
@@ -851,7 +853,9 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                     ctx,
                     request,
                     slot,
-                    move |ctx, req: Request| async move { svc.echo(&ctx, req).await },
+                    move |ctx, req: Request| async move {
+                        EchoService::echo(&*svc, &ctx, req).await
+                    },
                 )
             }
             12 => {
@@ -860,7 +864,7 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                     request,
                     slot,
                     move |ctx, req: SearchResponse| async move {
-                        svc.testy(&ctx, req).await
+                        EchoService::testy(&*svc, &ctx, req).await
                     },
                 )
             }
@@ -880,7 +884,7 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                     ctx,
                     stream,
                     move |ctx, inbound: ::frpc::Streaming<Request>, out| async move {
-                        svc.echo_stream(&ctx, inbound, out).await
+                        EchoService::echo_stream(&*svc, &ctx, inbound, out).await
                     },
                 )
             }
@@ -889,7 +893,7 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                     ctx,
                     stream,
                     move |ctx, req: SearchResponse, out| async move {
-                        svc.search(&ctx, req, out).await
+                        EchoService::search(&*svc, &ctx, req, out).await
                     },
                 )
             }
@@ -898,7 +902,7 @@ impl<T: EchoService> ::frpc::codegen::Service for EchoServiceServer<T> {
                     ctx,
                     stream,
                     move |ctx, inbound: ::frpc::Streaming<Data>| async move {
-                        svc.upload(&ctx, inbound).await
+                        EchoService::upload(&*svc, &ctx, inbound).await
                     },
                 )
             }

@@ -1,6 +1,7 @@
 //! `proto/legacy/legacy.proto` over loopback TCP: methods named like the generated client's own
-//! methods (`Connect`, `New`, `Client`, `WithMetadata`) get client methods with `_` after their
-//! names and work in all four kinds; deprecated fields travel in both encodings, and the
+//! methods (`Connect`, `New`, `Client`, `WithMetadata`, `Clone`) get client methods with `_`
+//! after their names and work in all four kinds, as do methods named like `Arc`'s (`Clone`,
+//! `TypeId`), which the server calls; deprecated fields travel in both encodings, and the
 //! deprecated method is marked (`src/lib.rs` denies `deprecated` in the generated code itself);
 //! `FromCache` and `IntoArchive` compile clippy-clean.
 #![allow(deprecated)] // Sets deprecated fields and calls the deprecated method on purpose.
@@ -49,6 +50,23 @@ impl Session for Echo {
         while let Some(ticket) = inbound.message().await? {
             outbound.send(ticket).await?;
         }
+        Ok(())
+    }
+
+    async fn clone(&self, _: &Context, request: Ticket) -> Result<Ticket, Status> {
+        Ok(Ticket {
+            id: format!("clone of {}", request.id),
+            ..request
+        })
+    }
+
+    async fn type_id(
+        &self,
+        _: &Context,
+        request: Ticket,
+        outbound: StreamSender<Ticket>,
+    ) -> Result<(), Status> {
+        outbound.send(request).await?;
         Ok(())
     }
 
@@ -126,6 +144,12 @@ async fn methods_named_like_the_clients_own_work_in_every_kind() {
     assert_eq!(chat.message().await.unwrap(), Some(full_ticket()));
     chat.close_send().await.unwrap();
     assert_eq!(chat.message().await.unwrap(), None);
+
+    // Named like methods of `Arc` (the server calls the handlers) and of `Clone` (the client).
+    assert_eq!(client.clone_(full_ticket()).await.unwrap().id, "clone of t-1");
+    let mut types = client.clone().type_id(full_ticket()).await.unwrap();
+    assert_eq!(types.message().await.unwrap(), Some(full_ticket()));
+    assert_eq!(types.message().await.unwrap(), None);
 
     // Names clippy has conventions for (`src/lib.rs`'s code passes `clippy -D warnings` in CI).
     assert_eq!(client.from_cache(full_ticket()).await.unwrap().count, 4);

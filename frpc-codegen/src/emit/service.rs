@@ -188,6 +188,8 @@ fn server_tokens(
     // `call_unary` and `call_unary_in` (what the server calls: the call's future in the
     // connection's slot, the reply's large `bytes` fields in their own buffers) dispatch alike:
     // `run` is called with the context, the request, then `extra` and the method's closure.
+    // Every handler is called through the trait (`Trait::method(&*svc, ..)`): `svc.method(..)`
+    // would call `Arc`'s own method of that name, if it has one (`rpc Clone`).
     let unary_arms = |run: TokenStream, extra: TokenStream| -> Vec<TokenStream> {
         s.methods
             .iter()
@@ -198,7 +200,7 @@ fn server_tokens(
                 let input = path(&m.input);
                 quote! {
                     #op => #run(ctx, request, #extra move |ctx, req: #input| async move {
-                        svc.#f(&ctx, req).await
+                        #trait_name::#f(&*svc, &ctx, req).await
                     }),
                 }
             })
@@ -217,20 +219,20 @@ fn server_tokens(
             match m.kind {
                 MethodKind::ServerStreaming => quote! {
                     #op => ::frpc::codegen::server_streaming(ctx, stream, move |ctx, req: #input, out| async move {
-                        svc.#f(&ctx, req, out).await
+                        #trait_name::#f(&*svc, &ctx, req, out).await
                     }),
                 },
                 MethodKind::ClientStreaming => quote! {
                     #op => ::frpc::codegen::client_streaming(
                         ctx, stream, move |ctx, inbound: ::frpc::Streaming<#input>| async move {
-                            svc.#f(&ctx, inbound).await
+                            #trait_name::#f(&*svc, &ctx, inbound).await
                         }
                     ),
                 },
                 _ => quote! {
                     #op => ::frpc::codegen::bidi(
                         ctx, stream, move |ctx, inbound: ::frpc::Streaming<#input>, out| async move {
-                            svc.#f(&ctx, inbound, out).await
+                            #trait_name::#f(&*svc, &ctx, inbound, out).await
                         }
                     ),
                 },
@@ -449,6 +451,8 @@ fn self_convention(name: &str) -> TokenStream {
 const CLIENT_OWN: &[&str] = &[
     "connect",
     "new",
+    // `Clone::clone`, which method calls would no longer find.
+    "clone",
     "client",
     "with_timeout",
     "with_metadata",
