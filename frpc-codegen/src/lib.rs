@@ -29,7 +29,8 @@
 //! `foo` module of operation numbers.
 //!
 //! Layout: [`model`] (what is generated, no protox types), `parse` (descriptors → model),
-//! [`emit`] (model → Rust), [`naming`] (prost's naming rules), `builder` (the build.rs API).
+//! `comments` (proto comments → doc comments rustdoc reads as text), [`emit`] (model → Rust),
+//! [`naming`] (prost's naming rules), `builder` (the build.rs API).
 #![deny(missing_docs)]
 
 #[cfg(feature = "compile")]
