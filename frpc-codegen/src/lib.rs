@@ -72,7 +72,11 @@ pub fn configure() -> Builder {
 
 /// Why code generation failed. Every message names the .proto file, element or builder option
 /// at fault.
-#[derive(Debug, thiserror::Error)]
+///
+/// `{:?}` prints the message, as `{}` does: a `build.rs` whose `main` returns the error shows
+/// `Error: cannot parse the .proto files: echo.proto:5:1: …` rather than the variant's fields
+/// (`{:#?}` still shows them).
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A .proto file is missing or invalid: protox's diagnostic (`file:line:col: message`).
@@ -114,5 +118,60 @@ fn package_desc(package: &str) -> String {
         "the files without a package".to_string()
     } else {
         format!("package `{package}`")
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !f.alternate() {
+            return std::fmt::Display::fmt(self, f);
+        }
+        match self {
+            Error::Parse(text) => f.debug_tuple("Parse").field(text).finish(),
+            Error::Unsupported(text) => f.debug_tuple("Unsupported").field(text).finish(),
+            Error::Prost(err) => f.debug_tuple("Prost").field(err).finish(),
+            Error::Io(path, err) => f.debug_tuple("Io").field(path).field(err).finish(),
+            Error::Config(text) => f.debug_tuple("Config").field(text).finish(),
+            Error::Collision {
+                package,
+                name,
+                first,
+                second,
+            } => f
+                .debug_struct("Collision")
+                .field("package", package)
+                .field("name", name)
+                .field("first", first)
+                .field("second", second)
+                .finish(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_is_the_message_for_build_scripts() {
+        let err = Error::Parse("echo.proto:5:1: expected ';' or '{', but found '}'".into());
+        assert_eq!(
+            format!("{err:?}"),
+            "cannot parse the .proto files: echo.proto:5:1: expected ';' or '{', but found '}'"
+        );
+        assert_eq!(format!("{err:?}"), err.to_string());
+        assert!(format!("{err:#?}").starts_with("Parse(\n"), "{err:#?}");
+        let collision = Error::Collision {
+            package: "dep".into(),
+            name: "SvcClient".into(),
+            first: "message `dep.SvcClient`".into(),
+            second: "the client generated for service `dep.Svc`".into(),
+        };
+        assert_eq!(
+            format!("{collision:?}"),
+            "message `dep.SvcClient` collides with the client generated for service `dep.Svc`: \
+             both are `SvcClient` in the Rust module of package `dep`"
+        );
+        assert!(format!("{collision:#?}").contains("name: \"SvcClient\""));
     }
 }
