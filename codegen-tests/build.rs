@@ -68,10 +68,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .compile(&[format!("proto/evolve/{version}/evolve.proto")], &["proto"])?;
     }
 
-    // Every `bytes` as `bytes::Bytes`, and attributes on types and fields.
+    // Every `bytes` as `bytes::Bytes`, every map a `BTreeMap`, and attributes on types and
+    // fields.
     let configured = || {
         frpc_codegen::configure()
             .bytes(["."])
+            .btree_map(["."])
             .type_attribute(".", "#[allow(dead_code)]")
             .type_attribute(".kitchen.Inner", "#[derive(PartialOrd)]")
             .field_attribute(".kitchen.Scalars.s", "#[allow(unused)]")

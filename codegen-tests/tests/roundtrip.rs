@@ -460,6 +460,50 @@ fn bytes_configuration_is_wire_identical() {
     assert_eq!(back, chunks);
 }
 
+/// `btree_map(["."])` (the `bytes` configuration): maps are `BTreeMap`s, encoded in key order,
+/// which the default configuration's `HashMap`s read back, in both encodings.
+#[test]
+fn btree_maps_encode_in_key_order_and_read_as_hash_maps() {
+    use frpc_codegen_tests::bytes::kitchen as b;
+    let by_name: std::collections::BTreeMap<String, b::Inner> = ["c", "a", "b"]
+        .into_iter()
+        .map(|key| {
+            (
+                key.to_string(),
+                b::Inner {
+                    name: key.into(),
+                    n: 1,
+                },
+            )
+        })
+        .collect();
+    let sorted = b::Edge {
+        by_name,
+        ..Default::default()
+    };
+    let polyglot = sorted.to_polyglot();
+    let keys: Vec<usize> = ["a", "b", "c"]
+        .iter()
+        .map(|key| {
+            // A string: `05`, its length as a u32 (`0a 01`), its byte (first as the key).
+            polyglot
+                .windows(4)
+                .position(|w| w == [0x05, 0x0a, 0x01, key.as_bytes()[0]])
+                .unwrap()
+        })
+        .collect();
+    assert!(keys.is_sorted(), "keys at {keys:?}");
+    assert_eq!(b::Edge::from_polyglot(&polyglot).unwrap(), sorted);
+
+    let hashed = Edge::from_polyglot(&polyglot).unwrap();
+    assert_eq!(hashed.by_name.len(), 3);
+    assert_eq!(hashed.by_name["b"].name, "b");
+    let mut protobuf = Vec::new();
+    sorted.encode_protobuf(&mut protobuf);
+    let back = <Edge as frpc::codegen::prost::Message>::decode(&protobuf[..]).unwrap();
+    assert_eq!(back.by_name, hashed.by_name);
+}
+
 /// A Go peer built from a newer .proto sends an index `Test` does not declare: it is kept.
 #[test]
 fn unknown_enum_index_is_kept() {

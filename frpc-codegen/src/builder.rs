@@ -22,6 +22,7 @@ use crate::parse::{self, Options};
 pub struct Builder {
     out_dir: Option<PathBuf>,
     bytes: Vec<String>,
+    btree_maps: Vec<String>,
     type_attributes: Vec<(String, String)>,
     message_attributes: Vec<(String, String)>,
     enum_attributes: Vec<(String, String)>,
@@ -42,6 +43,7 @@ impl Default for Builder {
         Builder {
             out_dir: None,
             bytes: Vec::new(),
+            btree_maps: Vec::new(),
             type_attributes: Vec::new(),
             message_attributes: Vec::new(),
             enum_attributes: Vec::new(),
@@ -94,6 +96,22 @@ impl Builder {
         S: AsRef<str>,
     {
         self.bytes
+            .extend(paths.into_iter().map(|p| p.as_ref().to_string()));
+        self
+    }
+
+    /// Map fields held as `BTreeMap` instead of `HashMap` (prost-build's `btree_map`, same
+    /// matcher syntax): they are then iterated, and encoded, in key order.
+    ///
+    /// The crate then needs `prost` among its dependencies (the version frpc uses): prost's
+    /// derive names `::prost` in the `Debug` of a `BTreeMap` field, where everything else
+    /// generated names only `::frpc`.
+    pub fn btree_map<I, S>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.btree_maps
             .extend(paths.into_iter().map(|p| p.as_ref().to_string()));
         self
     }
@@ -357,7 +375,8 @@ impl Builder {
         config
             .prost_path("::frpc::codegen::prost")
             .prost_types_path("::frpc::codegen::prost_types")
-            .bytes(&self.bytes);
+            .bytes(&self.bytes)
+            .btree_map(&self.btree_maps);
         for (path, attribute) in &self.type_attributes {
             config.type_attribute(path, attribute);
         }
