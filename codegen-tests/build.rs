@@ -83,6 +83,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     configured().compile(KITCHEN, &["proto"])?;
     configured().compile(&["proto/blob/blob.proto"], &["proto"])?;
 
+    // Trait methods with default bodies answering UNIMPLEMENTED (tests/stubs.rs).
+    let stubs = || {
+        frpc_codegen::configure()
+            .generate_default_stubs(true)
+            .out_dir(out.join("stubs"))
+    };
+    stubs().compile(&capture, &capture_inc)?;
+    stubs().compile(KITCHEN, &["proto"])?;
+
     // Client only, server only.
     let client_only = || {
         frpc_codegen::configure()

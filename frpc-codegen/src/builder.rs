@@ -35,6 +35,7 @@ pub struct Builder {
     operation_numbering: OperationNumbering,
     build_client: bool,
     build_server: bool,
+    default_stubs: bool,
     emit_rerun_if_changed: bool,
 }
 
@@ -56,6 +57,7 @@ impl Default for Builder {
             operation_numbering: OperationNumbering::PerFile,
             build_client: true,
             build_server: true,
+            default_stubs: false,
             emit_rerun_if_changed: true,
         }
     }
@@ -208,6 +210,14 @@ impl Builder {
         self
     }
 
+    /// Whether every service trait method gets a default body answering `UNIMPLEMENTED`
+    /// (default `false`; tonic-build's option of the same name): an implementation then
+    /// compiles with only the methods it serves, and keeps compiling when the .proto gains one.
+    pub fn generate_default_stubs(mut self, yes: bool) -> Self {
+        self.default_stubs = yes;
+        self
+    }
+
     /// Whether to generate service traits and `FooServer` types (default `true`).
     pub fn build_server(mut self, yes: bool) -> Self {
         self.build_server = yes;
@@ -338,7 +348,8 @@ impl Builder {
     fn generator(&self) -> Result<Generator, Error> {
         let mut generator = Generator::new()
             .build_client(self.build_client)
-            .build_server(self.build_server);
+            .build_server(self.build_server)
+            .generate_default_stubs(self.default_stubs);
         let parse = |option: &str, (path, text): &(String, String)| {
             Attributes::parse(text).map_err(|e| {
                 Error::Config(format!(

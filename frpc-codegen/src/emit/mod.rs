@@ -87,6 +87,7 @@ impl Attributes {
 pub struct Generator {
     build_client: bool,
     build_server: bool,
+    default_stubs: bool,
     server_attributes: Vec<(String, Attributes)>,
     client_attributes: Vec<(String, Attributes)>,
     message_attributes: Vec<(String, Attributes)>,
@@ -98,6 +99,7 @@ impl Default for Generator {
         Generator {
             build_client: true,
             build_server: true,
+            default_stubs: false,
             server_attributes: Vec::new(),
             client_attributes: Vec::new(),
             message_attributes: Vec::new(),
@@ -132,6 +134,14 @@ impl Generator {
     /// Whether to emit service traits and `FooServer` types (default `true`).
     pub fn build_server(mut self, yes: bool) -> Self {
         self.build_server = yes;
+        self
+    }
+
+    /// Whether every service trait method gets a default body that answers `UNIMPLEMENTED`
+    /// (default `false`), as tonic-build's `generate_default_stubs`: an implementation need
+    /// not write every method, and one written before a method was added still compiles.
+    pub fn generate_default_stubs(mut self, yes: bool) -> Self {
+        self.default_stubs = yes;
         self
     }
 
@@ -191,6 +201,7 @@ impl Generator {
                 server: matching(&self.server_attributes, &path).cloned().collect(),
                 client: matching(&self.client_attributes, &path).cloned().collect(),
                 descriptors: has_descriptors,
+                default_stubs: self.default_stubs,
             };
             service::service_with_attributes(s, self.build_server, self.build_client, &attributes)
         });

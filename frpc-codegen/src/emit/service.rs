@@ -18,6 +18,9 @@ pub struct ServiceAttributes {
     /// Whether the package module defines `FILE_DESCRIPTOR_SET`: the server then returns it
     /// from `Service::file_descriptor_set` (for reflection).
     pub descriptors: bool,
+    /// Whether every trait method has a default body answering `UNIMPLEMENTED` (tonic-build's
+    /// `generate_default_stubs`): an implementation then compiles with only some methods.
+    pub default_stubs: bool,
 }
 
 /// Everything generated for one service.
@@ -78,7 +81,7 @@ fn service_tokens(
 ) -> TokenStream {
     let ops = op_consts(s);
     let server = if server {
-        server_tokens(s, prelude_free, &attributes.server, attributes.descriptors)
+        server_tokens(s, prelude_free, attributes)
     } else {
         TokenStream::new()
     };
@@ -150,12 +153,9 @@ fn op_consts(s: &Service) -> TokenStream {
     }
 }
 
-fn server_tokens(
-    s: &Service,
-    prelude_free: bool,
-    attributes: &[Attributes],
-    has_descriptors: bool,
-) -> TokenStream {
+fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAttributes) -> TokenStream {
+    let attributes = &service_attributes.server;
+    let has_descriptors = service_attributes.descriptors;
     let attrs = attributes.iter().map(Attributes::tokens);
     let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
     let arc_clone = if prelude_free {
@@ -167,7 +167,10 @@ fn server_tokens(
     let server_name = server_name(s);
     let full_name = &s.full_name;
     let trait_doc = doc_or(&s.comments, format!(" The `{full_name}` service."));
-    let trait_methods = s.methods.iter().map(trait_method);
+    let trait_methods = s
+        .methods
+        .iter()
+        .map(|m| trait_method(s, m, service_attributes.default_stubs));
     let server_doc = format!(" Serves a [`{trait_name}`] implementation: add it to a `frpc::Server`.");
     let descs = s.methods.iter().map(|m| {
         let name = &m.proto_name;
@@ -406,33 +409,53 @@ fn server_tokens(
     }
 }
 
-fn trait_method(m: &Method) -> TokenStream {
-    let doc = doc_or(
+fn trait_method(s: &Service, m: &Method, default_stub: bool) -> TokenStream {
+    let mut doc = doc_or(
         &m.comments,
         format!(" `{}` ({}).", m.proto_name, kind_str(m.kind)),
     );
     let f = ident(&m.rust_name);
     let input = path(&m.input);
     let output = path(&m.output);
-    let (args, ok) = match m.kind {
-        MethodKind::Unary => (quote!(request: #input), quote!(#output)),
+    let (args, names, ok) = match m.kind {
+        MethodKind::Unary => (quote!(request: #input), quote!(request), quote!(#output)),
         MethodKind::ServerStreaming => (
             quote!(request: #input, outbound: ::frpc::StreamSender<#output>),
+            quote!(request, outbound),
             quote!(()),
         ),
-        MethodKind::ClientStreaming => (quote!(inbound: ::frpc::Streaming<#input>), quote!(#output)),
+        MethodKind::ClientStreaming => (
+            quote!(inbound: ::frpc::Streaming<#input>),
+            quote!(inbound),
+            quote!(#output),
+        ),
         MethodKind::Bidi => (
             quote!(inbound: ::frpc::Streaming<#input>, outbound: ::frpc::StreamSender<#output>),
+            quote!(inbound, outbound),
             quote!(()),
         ),
     };
     let allow = self_convention(&m.rust_name);
+    let signature = quote! {
+        fn #f(&self, ctx: &::frpc::Context, #args)
+            -> impl ::core::future::Future<Output = ::core::result::Result<#ok, ::frpc::Status>>
+                + ::core::marker::Send
+    };
+    if !default_stub {
+        return quote! { #doc #allow #signature; };
+    }
+    let text = format!("`{}/{}` is not implemented", s.full_name, m.proto_name);
+    doc.extend(docs(&[
+        String::new(),
+        " Answers `UNIMPLEMENTED` unless implemented (`generate_default_stubs`).".to_string(),
+    ]));
     quote! {
         #doc
         #allow
-        fn #f(&self, ctx: &::frpc::Context, #args)
-            -> impl ::core::future::Future<Output = ::core::result::Result<#ok, ::frpc::Status>>
-                + ::core::marker::Send;
+        #signature {
+            let _ = (ctx, #names);
+            async { ::core::result::Result::Err(::frpc::Status::unimplemented(#text)) }
+        }
     }
 }
 
