@@ -41,39 +41,34 @@ async fn unimplemented_methods_answer_unimplemented() {
 
     // A stub ends a stream at once: the status comes with the open, or at the latest as the
     // reply.
-    let result = match a.a2().await {
+    let a2 = match a.a2().await {
         Ok(mut upload) => {
             let _ = upload.send(inner).await;
             upload.close_and_recv().await.map(|_| ())
         }
         Err(err) => Err(err),
     };
-    let err = result.unwrap_err();
-    assert_eq!(err.code(), Code::Unimplemented, "{err}");
-    assert!(
-        err.to_string().contains("`twosvc.A/A2` is not implemented"),
-        "{err}"
-    );
-
-    let err = b.b1(()).await.unwrap_err();
-    assert_eq!(err.code(), Code::Unimplemented, "{err}");
-    assert!(
-        err.to_string().contains("`twosvc.B/B1` is not implemented"),
-        "{err}"
-    );
-
-    let result = match b.b2(Default::default()).await {
+    assert_stub(a2, "twosvc.A/A2");
+    assert_stub(b.b1(()).await, "twosvc.B/B1");
+    let b2 = match b.b2(Default::default()).await {
         Ok(mut stream) => stream.message().await.map(|_| ()),
         Err(err) => Err(err),
     };
-    let err = result.unwrap_err();
-    assert_eq!(err.code(), Code::Unimplemented, "{err}");
-    assert!(
-        err.to_string().contains("`twosvc.B/B2` is not implemented"),
-        "{err}"
-    );
+    assert_stub(b2, "twosvc.B/B2");
 
     // The connection still serves the implemented method.
     assert_eq!(a.a1(Inner::default()).await.unwrap(), Inner::default());
     serving.abort();
+}
+
+/// `result` is a stub's answer: `UNIMPLEMENTED`, naming `method`.
+#[track_caller]
+fn assert_stub<T: std::fmt::Debug>(result: Result<T, frpc::Error>, method: &str) {
+    let err = result.unwrap_err();
+    assert_eq!(err.code(), Code::Unimplemented, "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("`{method}` is not implemented")),
+        "{err}"
+    );
 }
