@@ -109,7 +109,10 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 /// `#[frpc::service(first_op = 12)]`, for a second service of the same `.proto` file), so the
 /// service is wire-compatible with Go fRPC generated from the same methods in the same order.
 /// `#[frpc::service(package = "pkg")]` makes the service name `pkg.Foo` (default `Foo`); method
-/// names are the `UpperCamel` form of the Rust names (`echo_stream` → `EchoStream`).
+/// names are the `UpperCamel` form of the Rust names (`echo_stream` → `EchoStream`). A method
+/// named like one of the client's own (`connect`, `new`, `clone`, `client`, `with_timeout`,
+/// `with_metadata`, `with_response_metadata`) has a `_` after its name on the client
+/// (`connect_`), as frpc-codegen names it for a `.proto`.
 ///
 /// Accepted signatures (`In` and `Out` implement `frpc::codegen::Message`):
 ///
