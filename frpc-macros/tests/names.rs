@@ -1,0 +1,69 @@
+//! Rust-first names a tonic user's trait may hold: methods named like the generated client's
+//! own (`connect`, `new`, `clone`) are `connect_`, `new_` and `clone_` on the client, the
+//! server still calls them (`clone` is also one of `Arc`'s), and a deprecated field is carried
+//! without a warning from the derive (this file denies `deprecated` outside the test body).
+#![deny(deprecated)]
+
+use frpc::{Context, Status};
+
+#[derive(frpc::Message, Clone, Debug, Default, PartialEq)]
+pub struct Note {
+    #[deprecated]
+    pub old: String,
+    pub text: String,
+}
+
+#[frpc::service(package = "names")]
+pub trait Session {
+    async fn connect(&self, ctx: &Context, request: Note) -> Result<Note, Status>;
+    async fn new(&self, ctx: &Context, request: Note) -> Result<Note, Status>;
+    async fn clone(&self, ctx: &Context, request: Note) -> Result<Note, Status>;
+}
+
+struct Svc;
+
+impl Session for Svc {
+    async fn connect(&self, _: &Context, request: Note) -> Result<Note, Status> {
+        Ok(Note {
+            text: format!("connect {}", request.text),
+            ..request
+        })
+    }
+
+    async fn new(&self, _: &Context, request: Note) -> Result<Note, Status> {
+        Ok(Note {
+            text: format!("new {}", request.text),
+            ..request
+        })
+    }
+
+    async fn clone(&self, _: &Context, request: Note) -> Result<Note, Status> {
+        Ok(Note {
+            text: format!("clone {}", request.text),
+            ..request
+        })
+    }
+}
+
+#[tokio::test]
+#[allow(deprecated)] // Sets the deprecated field on purpose.
+async fn methods_named_like_the_clients_own_are_called() {
+    let server = frpc::Server::builder()
+        .add_service(SessionServer::new(Svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let serving = tokio::spawn(server.serve());
+    let client = SessionClient::connect(addr).await.unwrap();
+    let note = Note {
+        old: "kept".into(),
+        text: "x".into(),
+    };
+
+    let reply = client.clone().connect_(note.clone()).await.unwrap();
+    assert_eq!((reply.old.as_str(), reply.text.as_str()), ("kept", "connect x"));
+    assert_eq!(client.new_(note.clone()).await.unwrap().text, "new x");
+    assert_eq!(client.clone_(note).await.unwrap().text, "clone x");
+    serving.abort();
+}
