@@ -97,8 +97,7 @@ impl Builder {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.bytes
-            .extend(paths.into_iter().map(|p| p.as_ref().to_string()));
+        self.bytes.extend(strings(paths));
         self
     }
 
@@ -113,8 +112,7 @@ impl Builder {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.btree_maps
-            .extend(paths.into_iter().map(|p| p.as_ref().to_string()));
+        self.btree_maps.extend(strings(paths));
         self
     }
 
@@ -409,6 +407,11 @@ impl Builder {
 
 fn push(list: &mut Vec<(String, String)>, path: impl AsRef<str>, value: impl AsRef<str>) {
     list.push((path.as_ref().to_string(), value.as_ref().to_string()));
+}
+
+/// The matcher paths a list option (`bytes`, `btree_map`) is given, as owned strings.
+fn strings<S: AsRef<str>>(paths: impl IntoIterator<Item = S>) -> impl Iterator<Item = String> {
+    paths.into_iter().map(|p| p.as_ref().to_string())
 }
 
 /// The files of `package` and every file they import, transitively, in `fds`'s order (which

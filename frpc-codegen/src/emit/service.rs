@@ -607,3 +607,41 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `CLIENT_OWN` names every method the generated client has of its own (the inherent
+    /// ones, plus `clone` from its derive): a method added to the client without it would
+    /// collide with an rpc of that name again.
+    #[test]
+    fn client_own_lists_every_method_of_the_client() {
+        let service = Service {
+            proto_name: "Svc".into(),
+            full_name: "pkg.Svc".into(),
+            rust_name: "Svc".into(),
+            comments: Vec::new(),
+            methods: Vec::new(),
+        };
+        let file: syn::File = syn::parse2(client_tokens(&service, &[])).unwrap();
+        let mut own: Vec<String> = file
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Impl(block) => Some(block),
+                _ => None,
+            })
+            .flat_map(|block| &block.items)
+            .filter_map(|item| match item {
+                syn::ImplItem::Fn(f) => Some(f.sig.ident.to_string()),
+                _ => None,
+            })
+            .chain(["clone".to_string()])
+            .collect();
+        own.sort();
+        let mut listed: Vec<String> = CLIENT_OWN.iter().map(|name| name.to_string()).collect();
+        listed.sort();
+        assert_eq!(own, listed);
+    }
+}
