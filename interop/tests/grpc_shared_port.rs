@@ -204,10 +204,19 @@ service Health {
   rpc Watch(HealthCheckRequest) returns (stream HealthCheckResponse);
 }
 "#;
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("grpc-health-proto");
-    std::fs::create_dir_all(&dir).expect("create the proto directory");
-    std::fs::write(dir.join("health.proto"), PROTO).expect("write health.proto");
-    (dir, "health.proto")
+    // Written once per process, and whole (a temporary file renamed into place): the tests of
+    // both framings run at once, and one's grpcurl must never read the file while the other
+    // truncates it to write it again.
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("grpc-health-proto");
+        std::fs::create_dir_all(&dir).expect("create the proto directory");
+        let partial = dir.join(format!("health.proto.{}", std::process::id()));
+        std::fs::write(&partial, PROTO).expect("write health.proto");
+        std::fs::rename(&partial, dir.join("health.proto")).expect("move health.proto into place");
+        dir
+    });
+    (dir.clone(), "health.proto")
 }
 
 /// Runs grpcurl in cleartext against `addr`: `args` are its flags then what to do (a method,
