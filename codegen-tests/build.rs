@@ -92,6 +92,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     stubs().compile(&capture, &capture_inc)?;
     stubs().compile(KITCHEN, &["proto"])?;
 
+    // tonic-build's and prost-build's `boxed`, `skip_debug` and `disable_comments`
+    // (tests/tuned.rs): message fields boxed (plain, in a oneof, well-known, from another
+    // package), a message whose `Debug` is the crate's own, comments left out.
+    let tuned = || {
+        frpc_codegen::configure()
+            .boxed([
+                ".kitchen.Edge.first_msg",
+                ".kitchen.Edge.choice.c_msg",
+                ".kitchen.Wkt.at",
+                ".kitchen.Wkt.nothing",
+                ".kitchen.Wkt.remote",
+            ])
+            .skip_debug([".kitchen.Inner"])
+            .disable_comments([".kitchen.Inner", ".twosvc.A.A1", ".twosvc.B"])
+            .out_dir(out.join("tuned"))
+    };
+    tuned().compile(&capture, &capture_inc)?;
+    tuned().compile(KITCHEN, &["proto"])?;
+
     // Client only, server only.
     let client_only = || {
         frpc_codegen::configure()

@@ -23,6 +23,9 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     bytes: Vec<String>,
     btree_maps: Vec<String>,
+    boxed: Vec<String>,
+    skip_debug: Vec<String>,
+    disable_comments: Vec<String>,
     type_attributes: Vec<(String, String)>,
     message_attributes: Vec<(String, String)>,
     enum_attributes: Vec<(String, String)>,
@@ -45,6 +48,9 @@ impl Default for Builder {
             out_dir: None,
             bytes: Vec::new(),
             btree_maps: Vec::new(),
+            boxed: Vec::new(),
+            skip_debug: Vec::new(),
+            disable_comments: Vec::new(),
             type_attributes: Vec::new(),
             message_attributes: Vec::new(),
             enum_attributes: Vec::new(),
@@ -113,6 +119,45 @@ impl Builder {
         S: AsRef<str>,
     {
         self.btree_maps.extend(strings(paths));
+        self
+    }
+
+    /// Message fields held in a `Box` (prost-build's `boxed`, same matcher syntax; a member of
+    /// a oneof is `".pkg.Msg.oneof.field"`): a large message in a oneof then no longer sizes
+    /// every variant of its enum. Recursive fields are boxed without it. Only message fields
+    /// can be boxed: a path that matches a scalar, enum or wrapper field fails the build with
+    /// an error naming it. The bytes on the wire are the same either way.
+    pub fn boxed<I, S>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.boxed.extend(strings(paths));
+        self
+    }
+
+    /// Messages and enums that get no `#[derive(Debug)]` (prost-build's `skip_debug`, same
+    /// matcher syntax): the crate implements `Debug` for them itself (prost's `Message` needs
+    /// it), to redact a secret, say.
+    pub fn skip_debug<I, S>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.skip_debug.extend(strings(paths));
+        self
+    }
+
+    /// Leaves the proto comments out of the doc comments of the matching elements (same
+    /// matcher syntax; tonic-build's and prost-build's `disable_comments`): messages, fields
+    /// and enums as prost-build does, and services (`".pkg.Service"`) and methods
+    /// (`".pkg.Service.Method"`). The generated items keep frpc's own one-line docs.
+    pub fn disable_comments<I, S>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.disable_comments.extend(strings(paths));
         self
     }
 
@@ -295,6 +340,8 @@ impl Builder {
             &fds,
             &Options {
                 bytes: self.bytes.clone(),
+                boxed: self.boxed.clone(),
+                disable_comments: self.disable_comments.clone(),
                 extern_paths,
                 numbering: self.operation_numbering,
             },
@@ -385,7 +432,12 @@ impl Builder {
             .prost_path("::frpc::codegen::prost")
             .prost_types_path("::frpc::codegen::prost_types")
             .bytes(&self.bytes)
-            .btree_map(&self.btree_maps);
+            .btree_map(&self.btree_maps)
+            .skip_debug(&self.skip_debug)
+            .disable_comments(&self.disable_comments);
+        for path in &self.boxed {
+            config.boxed(path);
+        }
         for (path, attribute) in &self.type_attributes {
             config.type_attribute(path, attribute);
         }

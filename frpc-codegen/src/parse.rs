@@ -16,6 +16,11 @@ use crate::naming::{self, ExternPaths, package_file_name, resolve_path, to_snake
 pub struct Options {
     /// prost-build `bytes(...)` matchers: fields that are `bytes::Bytes`.
     pub bytes: Vec<String>,
+    /// prost-build `boxed(...)` matchers: singular message fields held in a `Box`.
+    pub boxed: Vec<String>,
+    /// `disable_comments(...)` matchers: services and methods whose proto comments are left
+    /// out (prost-build leaves out those of the matching messages, fields and enums).
+    pub disable_comments: Vec<String>,
     /// prost-build `extern_path(...)`s: types not generated here, and their Rust paths.
     pub extern_paths: ExternPaths,
     /// Which methods share a sequence of operation numbers.
@@ -190,7 +195,7 @@ impl FileCx<'_> {
             .chain(msg.enum_type.iter().map(|e| to_upper_camel(e.name())))
             .collect();
         // Real oneofs: those with at least one member that is not proto3 `optional`.
-        let mut oneof_slots: Vec<Option<usize>> = vec![None; msg.oneof_decl.len()];
+        let mut oneof_slots: Vec<Option<(usize, &str)>> = vec![None; msg.oneof_decl.len()];
         let mut oneofs = Vec::new();
         for (i, decl) in msg.oneof_decl.iter().enumerate() {
             let used = msg
@@ -202,7 +207,7 @@ impl FileCx<'_> {
                 if nested_names.contains(&type_name) {
                     type_name.push_str("OneOf");
                 }
-                oneof_slots[i] = Some(oneofs.len());
+                oneof_slots[i] = Some((oneofs.len(), decl.name()));
                 oneofs.push(Oneof {
                     proto_name: decl.name().to_string(),
                     ident: to_snake(decl.name()),
@@ -288,7 +293,7 @@ impl FileCx<'_> {
         &self,
         fq_message: &str,
         f: &FieldDescriptorProto,
-        oneof_slots: &[Option<usize>],
+        oneof_slots: &[Option<(usize, &str)>],
     ) -> Result<Shape, Error> {
         if f.label() == Label::Repeated {
             if let Some((key, value)) = self.index.map_entries.get(f.type_name()) {
@@ -302,17 +307,16 @@ impl FileCx<'_> {
         }
         let codec = self.codec(fq_message, f, fq_message)?;
         let is_message = f.r#type() == Type::Message;
-        let boxed = is_message && self.index.is_nested(f.type_name(), fq_message);
-        let codec = if boxed {
-            Codec::Boxed(Box::new(codec))
-        } else {
-            codec
+        // A proto3 `optional` field sits in a synthetic oneof, which prost ignores.
+        let oneof = f
+            .oneof_index
+            .filter(|_| !f.proto3_optional.unwrap_or(false))
+            .and_then(|i| oneof_slots.get(i as usize).copied().flatten());
+        let codec = match self.boxed(fq_message, f, oneof.map(|(_, name)| name), &codec)? {
+            true => Codec::Boxed(Box::new(codec)),
+            false => codec,
         };
-        if !f.proto3_optional.unwrap_or(false)
-            && let Some(slot) = f
-                .oneof_index
-                .and_then(|i| oneof_slots.get(i as usize).copied().flatten())
-        {
+        if let Some((slot, _)) = oneof {
             return Ok(Shape::OneofMember {
                 oneof: slot,
                 variant: to_upper_camel(f.name()),
@@ -326,6 +330,37 @@ impl FileCx<'_> {
             return Ok(Shape::Optional(codec));
         }
         Ok(Shape::Value(codec))
+    }
+
+    /// Whether prost holds the singular field `f` of `fq_message` (a member of the oneof
+    /// `oneof`, if any) in a `Box`, as prost-build decides: a message that contains
+    /// `fq_message` (a recursive type), or a field the `boxed(...)` option matches. frpc boxes
+    /// only messages: a matched scalar, enum or wrapper is an error naming the field.
+    fn boxed(
+        &self,
+        fq_message: &str,
+        f: &FieldDescriptorProto,
+        oneof: Option<&str>,
+        codec: &Codec,
+    ) -> Result<bool, Error> {
+        if f.r#type() == Type::Message && self.index.is_nested(f.type_name(), fq_message) {
+            return Ok(true);
+        }
+        let path = match oneof {
+            Some(oneof) => format!("{fq_message}.{oneof}.{}", f.name()),
+            None => format!("{fq_message}.{}", f.name()),
+        };
+        if !path_matches(&self.options.boxed, &path) {
+            return Ok(false);
+        }
+        match codec {
+            Codec::Message(_) => Ok(true),
+            _ => Err(Error::Unsupported(format!(
+                "`boxed` matches the field `{}`, which is not a message: frpc boxes only \
+                 message fields (not scalars, enums or google.protobuf wrappers)",
+                &path[1..]
+            ))),
+        }
     }
 
     /// The codec of a field's element type (`fq_message` is where prost looks up `bytes`).
@@ -401,22 +436,30 @@ impl FileCx<'_> {
                     kind: MethodKind::from_streaming(m.client_streaming(), m.server_streaming()),
                     input: io(m.input_type())?,
                     output: io(m.output_type())?,
-                    comments: self.comments(&[6, si as i32, 2, mi as i32]),
+                    comments: self.comments(
+                        &format!(".{full_name}.{}", m.name()),
+                        &[6, si as i32, 2, mi as i32],
+                    ),
                     deprecated: m.options.as_ref().is_some_and(|o| o.deprecated()),
                 });
             }
             out.push(model::Service {
                 proto_name: s.name().to_string(),
+                comments: self.comments(&format!(".{full_name}"), &[6, si as i32]),
                 full_name,
                 rust_name: to_upper_camel(s.name()),
-                comments: self.comments(&[6, si as i32]),
                 methods,
             });
         }
         Ok(out)
     }
 
-    fn comments(&self, path: &[i32]) -> Vec<String> {
+    /// The doc lines of the proto comments at `path` (source info's path) of the service or
+    /// method `full_path`, unless `disable_comments(...)` matches it.
+    fn comments(&self, full_path: &str, path: &[i32]) -> Vec<String> {
+        if path_matches(&self.options.disable_comments, full_path) {
+            return Vec::new();
+        }
         self.file
             .source_code_info
             .as_ref()
