@@ -90,7 +90,28 @@ pub(crate) fn no_frpc_attrs(attrs: &[Attribute], what: &str) -> syn::Result<()> 
 /// The doc comment lines of an item (`/// text` is `#[doc = " text"]`), as proto comments.
 /// Any other attribute is an error naming `what`.
 pub(crate) fn docs_only(attrs: &[Attribute], what: &str) -> syn::Result<Vec<String>> {
+    let (lines, deprecated) = docs_and_deprecated(attrs, what)?;
+    match deprecated {
+        Some(attr) => Err(unsupported(attr, what)),
+        None => Ok(lines),
+    }
+}
+
+/// A method's doc comment lines, and whether it is `#[deprecated]` (in any of its forms; the
+/// generated client method then is, as for an rpc with `option deprecated = true`). Any
+/// other attribute is an error naming `what`.
+pub(crate) fn method_attrs(attrs: &[Attribute], what: &str) -> syn::Result<(Vec<String>, bool)> {
+    let (lines, deprecated) = docs_and_deprecated(attrs, what)?;
+    Ok((lines, deprecated.is_some()))
+}
+
+/// The doc comment lines of an item, and its `#[deprecated]` attribute if it has one.
+fn docs_and_deprecated<'a>(
+    attrs: &'a [Attribute],
+    what: &str,
+) -> syn::Result<(Vec<String>, Option<&'a Attribute>)> {
     let mut lines = Vec::new();
+    let mut deprecated = None;
     for attr in attrs {
         match &attr.meta {
             Meta::NameValue(nv) if nv.path.is_ident("doc") => match &nv.value {
@@ -103,13 +124,20 @@ pub(crate) fn docs_only(attrs: &[Attribute], what: &str) -> syn::Result<Vec<Stri
                 }
                 other => return Err(syn::Error::new_spanned(other, "expected a doc string")),
             },
-            _ => {
-                return Err(syn::Error::new_spanned(
-                    attr,
-                    format!("`#[frpc::service]` supports only doc comments on {what}"),
-                ));
-            }
+            meta if meta.path().is_ident("deprecated") => deprecated = Some(attr),
+            _ => return Err(unsupported(attr, what)),
         }
     }
-    Ok(lines)
+    Ok((lines, deprecated))
+}
+
+fn unsupported(attr: &Attribute, what: &str) -> syn::Error {
+    let allowed = match what {
+        "methods" => "doc comments and `#[deprecated]`",
+        _ => "doc comments",
+    };
+    syn::Error::new_spanned(
+        attr,
+        format!("`#[frpc::service]` supports only {allowed} on {what}"),
+    )
 }

@@ -114,6 +114,13 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 /// `with_metadata`, `with_response_metadata`) has a `_` after its name on the client
 /// (`connect_`), as frpc-codegen names it for a `.proto`.
 ///
+/// The trait's visibility is that of everything generated: a private trait (over private
+/// messages, in a binary, say) gets a private server, client and module, without
+/// `private_interfaces` or `dead_code` warnings for the parts left unused. Doc comments on the
+/// trait and its methods become the generated items' docs; a method may also carry
+/// `#[deprecated]`, which makes its client method deprecated (as `option deprecated = true`
+/// does for an rpc); serving it is not a warning.
+///
 /// Accepted signatures (`In` and `Out` implement `frpc::codegen::Message`):
 ///
 /// ```text

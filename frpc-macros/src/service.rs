@@ -13,7 +13,7 @@ use syn::{
     Type,
 };
 
-use crate::attr::docs_only;
+use crate::attr::{docs_only, method_attrs};
 use crate::error::Errors;
 use crate::types::type_string;
 
@@ -121,7 +121,9 @@ pub(crate) fn expand(args: &Args, item: &syn::ItemTrait) -> syn::Result<TokenStr
         comments,
         methods,
     };
-    let tokens = service_prelude_free(&svc, true, true);
+    // The trait's own visibility, for the trait, its server, client and operation numbers.
+    let vis = &item.vis;
+    let tokens = service_prelude_free(&svc, true, true, quote!(#vis));
     // Only compiles against the frpc series this frpc-macros was built for (empty until the
     // runtime defines the marker).
     let version = frpc_codegen::emit::version_check();
@@ -142,7 +144,7 @@ const SHAPES: &str = "expected one of\n  \
 fn method(f: &TraitItemFn) -> syn::Result<(model::Method, TokenStream)> {
     let sig = &f.sig;
     let mut errors = Errors::default();
-    let comments = errors.ok(docs_only(&f.attrs, "methods")).unwrap_or_default();
+    let (comments, deprecated) = errors.ok(method_attrs(&f.attrs, "methods")).unwrap_or_default();
     if sig.asyncness.is_none() {
         errors.push(syn::Error::new(
             sig.fn_token.span,
@@ -182,8 +184,7 @@ fn method(f: &TraitItemFn) -> syn::Result<(model::Method, TokenStream)> {
         input,
         output,
         comments,
-        // `#[deprecated]` is not among the attributes a method may carry (`docs_only`).
-        deprecated: false,
+        deprecated,
     };
     Ok((method, checks))
 }

@@ -1,7 +1,9 @@
 //! Rust-first names a tonic user's trait may hold: methods named like the generated client's
 //! own (`connect`, `new`, `clone`) are `connect_`, `new_` and `clone_` on the client, the
 //! server still calls them (`clone` is also one of `Arc`'s), and a deprecated field is carried
-//! without a warning from the derive (this file denies `deprecated` outside the test body).
+//! without a warning from the derive (this file denies `deprecated` outside the test body). A
+//! `#[deprecated]` method is served without a warning, and only its client method is
+//! deprecated (`tests/ui/deprecated_method.rs` checks that calling it warns).
 #![deny(deprecated)]
 
 use frpc::{Context, Status};
@@ -18,6 +20,9 @@ pub trait Session {
     async fn connect(&self, ctx: &Context, request: Note) -> Result<Note, Status>;
     async fn new(&self, ctx: &Context, request: Note) -> Result<Note, Status>;
     async fn clone(&self, ctx: &Context, request: Note) -> Result<Note, Status>;
+    /// The old way.
+    #[deprecated(note = "call `connect`")]
+    async fn legacy(&self, ctx: &Context, request: Note) -> Result<Note, Status>;
 }
 
 struct Svc;
@@ -43,6 +48,13 @@ impl Session for Svc {
             ..request
         })
     }
+
+    async fn legacy(&self, _: &Context, request: Note) -> Result<Note, Status> {
+        Ok(Note {
+            text: format!("legacy {}", request.text),
+            ..request
+        })
+    }
 }
 
 #[tokio::test]
@@ -64,6 +76,7 @@ async fn methods_named_like_the_clients_own_are_called() {
     let reply = client.clone().connect_(note.clone()).await.unwrap();
     assert_eq!((reply.old.as_str(), reply.text.as_str()), ("kept", "connect x"));
     assert_eq!(client.new_(note.clone()).await.unwrap().text, "new x");
-    assert_eq!(client.clone_(note).await.unwrap().text, "clone x");
+    assert_eq!(client.clone_(note.clone()).await.unwrap().text, "clone x");
+    assert_eq!(client.legacy(note).await.unwrap().text, "legacy x");
     serving.abort();
 }

@@ -202,6 +202,7 @@ impl Generator {
                 client: matching(&self.client_attributes, &path).cloned().collect(),
                 descriptors: has_descriptors,
                 default_stubs: self.default_stubs,
+                visibility: None,
             };
             service::service_with_attributes(s, self.build_server, self.build_client, &attributes)
         });
@@ -360,7 +361,7 @@ mod tests {
             comments: Vec::new(),
             methods: Vec::new(),
         };
-        let code = service::service_prelude_free(&s, true, false).to_string();
+        let code = service::service_prelude_free(&s, true, false, quote::quote!(pub)).to_string();
         assert!(
             code.contains(":: core :: clone :: Clone :: clone (& self . inner)"),
             "{code}"

@@ -21,6 +21,18 @@ pub struct ServiceAttributes {
     /// Whether every trait method has a default body answering `UNIMPLEMENTED` (tonic-build's
     /// `generate_default_stubs`): an implementation then compiles with only some methods.
     pub default_stubs: bool,
+    /// The visibility of the trait, the server, the client and the operation-number module
+    /// (`None`: `pub`). Any other (a Rust-first trait's own `pub(crate)`, or none) also allows
+    /// `dead_code` on them: a private service may well use only its server or its client.
+    pub visibility: Option<TokenStream>,
+}
+
+/// The generated items' visibility, and the `#[allow(dead_code)]` a restricted one brings.
+fn visibility(attributes: &ServiceAttributes) -> (TokenStream, TokenStream) {
+    match &attributes.visibility {
+        Some(vis) if vis.to_string() != "pub" => (vis.clone(), quote!(#[allow(dead_code)])),
+        _ => (quote!(pub), TokenStream::new()),
+    }
 }
 
 /// Everything generated for one service.
@@ -40,9 +52,14 @@ pub fn service_with_attributes(
 
 /// Like [`service`], but trait methods are called through their trait
 /// (`::core::clone::Clone::clone(&arc)` rather than `Arc::clone(&arc)`), so the code also compiles
-/// in a `#![no_implicit_prelude]` module. For `frpc-macros`, whose output lands in user modules.
-pub fn service_prelude_free(s: &Service, server: bool, client: bool) -> TokenStream {
-    service_tokens(s, server, client, true, &ServiceAttributes::default())
+/// in a `#![no_implicit_prelude]` module, and the items have the visibility `vis` (see
+/// [`ServiceAttributes::visibility`]). For `frpc-macros`, whose output lands in user modules.
+pub fn service_prelude_free(s: &Service, server: bool, client: bool, vis: TokenStream) -> TokenStream {
+    let attributes = ServiceAttributes {
+        visibility: Some(vis),
+        ..ServiceAttributes::default()
+    };
+    service_tokens(s, server, client, true, &attributes)
 }
 
 /// The names [`service`] gives the items it puts in the package module, each with what it is
@@ -79,14 +96,14 @@ fn service_tokens(
     prelude_free: bool,
     attributes: &ServiceAttributes,
 ) -> TokenStream {
-    let ops = op_consts(s);
+    let ops = op_consts(s, attributes);
     let server = if server {
         server_tokens(s, prelude_free, attributes)
     } else {
         TokenStream::new()
     };
     let client = if client {
-        client_tokens(s, &attributes.client)
+        client_tokens(s, attributes)
     } else {
         TokenStream::new()
     };
@@ -115,7 +132,8 @@ fn doc_or(comments: &[String], fallback: String) -> TokenStream {
     }
 }
 
-fn op_consts(s: &Service) -> TokenStream {
+fn op_consts(s: &Service, attributes: &ServiceAttributes) -> TokenStream {
+    let (vis, allow) = visibility(attributes);
     let module = ops_module(s);
     // `package shop; service Shop` puts `mod shop` in the package's module `shop`.
     let package_last = s.full_name.rsplit('.').nth(1);
@@ -146,7 +164,8 @@ fn op_consts(s: &Service) -> TokenStream {
     quote! {
         #[doc = #doc]
         #inception
-        pub mod #module {
+        #allow
+        #vis mod #module {
             #name
             #(#consts)*
         }
@@ -157,7 +176,15 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
     let attributes = &service_attributes.server;
     let has_descriptors = service_attributes.descriptors;
     let attrs = attributes.iter().map(Attributes::tokens);
-    let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
+    let (vis, allow) = visibility(service_attributes);
+    // On the trait and every impl: a `#[cfg]` gates them all, and a restricted service may
+    // leave the server's inherent methods unused.
+    let cfg: TokenStream = attributes
+        .iter()
+        .map(Attributes::cfg)
+        .cloned()
+        .chain([allow.clone()])
+        .collect();
     let arc_clone = if prelude_free {
         quote!(::core::clone::Clone::clone)
     } else {
@@ -312,13 +339,14 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
     quote! {
         #trait_doc
         #cfg
-        pub trait #trait_name: ::core::marker::Send + ::core::marker::Sync + 'static {
+        #vis trait #trait_name: ::core::marker::Send + ::core::marker::Sync + 'static {
             #(#trait_methods)*
         }
 
         #[doc = #server_doc]
         #(#attrs)*
-        pub struct #server_name<T> {
+        #allow
+        #vis struct #server_name<T> {
             inner: ::std::sync::Arc<T>,
         }
 
@@ -492,9 +520,16 @@ pub fn client_method_name(m: &Method) -> String {
     }
 }
 
-fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
+fn client_tokens(s: &Service, service_attributes: &ServiceAttributes) -> TokenStream {
+    let attributes = &service_attributes.client;
     let attrs = attributes.iter().map(Attributes::tokens);
-    let cfg: TokenStream = attributes.iter().map(Attributes::cfg).cloned().collect();
+    let (vis, allow) = visibility(service_attributes);
+    let cfg: TokenStream = attributes
+        .iter()
+        .map(Attributes::cfg)
+        .cloned()
+        .chain([allow.clone()])
+        .collect();
     let client_name = client_name(s);
     let doc = format!(" A client for the `{}` service.", s.full_name);
     let full_name = &s.full_name;
@@ -562,7 +597,8 @@ fn client_tokens(s: &Service, attributes: &[Attributes]) -> TokenStream {
         /// `frpc::Channel` (reconnecting, balanced, with client layers).
         #[derive(Debug, Clone)]
         #(#attrs)*
-        pub struct #client_name<T = ::frpc::Client> {
+        #allow
+        #vis struct #client_name<T = ::frpc::Client> {
             client: T,
         }
 
@@ -624,7 +660,7 @@ mod tests {
             comments: Vec::new(),
             methods: Vec::new(),
         };
-        let file: syn::File = syn::parse2(client_tokens(&service, &[])).unwrap();
+        let file: syn::File = syn::parse2(client_tokens(&service, &ServiceAttributes::default())).unwrap();
         let mut own: Vec<String> = file
             .items
             .iter()
