@@ -2,10 +2,16 @@
 //! fenced as `text` (an indented example would otherwise be a Rust doctest, failing the
 //! user's `cargo test`), HTML-looking text and brackets escaped, bare URLs linked. The
 //! comments are those of `proto/kitchen/services.proto` and `kitchen.proto`; CI's `cargo doc`
-//! with `-D warnings` checks that rustdoc takes them without a warning.
+//! with `-D warnings` checks that rustdoc takes them without a warning. `disable_comments`
+//! leaves out those it matches.
 
 fn generated(file: &str) -> String {
-    std::fs::read_to_string(format!("{}/default/{file}", env!("OUT_DIR"))).unwrap()
+    generated_in("default", file)
+}
+
+/// A file generated in the builder configuration `config` (`build.rs`).
+fn generated_in(config: &str, file: &str) -> String {
+    std::fs::read_to_string(format!("{}/{config}/{file}", env!("OUT_DIR"))).unwrap()
 }
 
 /// The doc comment lines right above the first line (trimmed) starting with `item`, without
@@ -98,4 +104,42 @@ fn no_generated_code_block_is_rust() {
             assert!(opening.starts_with("```text"), "{file}: {opening}");
         }
     }
+}
+
+/// `disable_comments` (the `tuned` configuration) leaves out what it matches, and only that.
+#[test]
+fn disable_comments_leaves_out_only_the_matching_comments() {
+    let (default, tuned) = (
+        generated_in("default", "twosvc.rs"),
+        generated_in("tuned", "twosvc.rs"),
+    );
+    let has = |docs: Vec<String>, text: &str| docs.iter().any(|l| l.contains(text));
+    // Method A1 is matched (in the trait and the client), and so is service B, with B1's
+    // trailing comment.
+    for (item, text) in [
+        ("fn a1(", "a1 --inner x"),
+        ("pub async fn a1(", "a1 --inner x"),
+        ("pub async fn b1(", "example.com/b1"),
+    ] {
+        assert!(has(docs_of(&default, item), text), "{item}");
+        assert!(
+            !has(docs_of(&tuned, item), text),
+            "{item}: {:?}",
+            docs_of(&tuned, item)
+        );
+    }
+    // Service A is not: its comment stays.
+    assert_eq!(docs_of(&tuned, "pub trait A:"), ["Service A."]);
+
+    // prost-build's part: `Inner`'s comment is gone, `Edge`'s stays.
+    let (default, tuned) = (
+        generated_in("default", "kitchen.rs"),
+        generated_in("tuned", "kitchen.rs"),
+    );
+    assert!(!docs_of(&default, "pub struct Inner").is_empty());
+    assert!(docs_of(&tuned, "pub struct Inner").is_empty());
+    assert_eq!(
+        docs_of(&tuned, "pub struct Edge"),
+        docs_of(&default, "pub struct Edge")
+    );
 }

@@ -1,7 +1,7 @@
 //! The `tuned` configuration: tonic-build's and prost-build's `boxed`, `skip_debug` and
 //! `disable_comments`. Boxed fields are the same bytes in both encodings as unboxed ones, and
-//! travel over TCP; a `skip_debug` message keeps the crate's own `Debug`; comments are left
-//! out where asked, and only there; a `boxed` path that matches a non-message is refused.
+//! travel over TCP; a `skip_debug` message keeps the crate's own `Debug`; a `boxed` path that
+//! matches a non-message is refused. (`disable_comments` is checked in tests/comments.rs.)
 
 use frpc::codegen::{Bytes, Message};
 use frpc::{ClientConfig, Context, Status, StreamSender};
@@ -165,62 +165,6 @@ fn skip_debug_keeps_the_crates_own_debug() {
     let text = format!("{:?}", edge(3));
     assert!(text.contains(r#"Inner { name: "<redacted>", n: 3 }"#), "{text}");
     assert!(!text.contains(r#""first""#), "{text}");
-}
-
-fn generated(config: &str, file: &str) -> String {
-    std::fs::read_to_string(format!("{}/{config}/{file}", env!("OUT_DIR"))).unwrap()
-}
-
-/// The doc comment lines right above the first line (trimmed) starting with `item`.
-fn docs_of(text: &str, item: &str) -> Vec<String> {
-    let lines: Vec<&str> = text.lines().map(str::trim_start).collect();
-    let at = lines
-        .iter()
-        .position(|l| l.starts_with(item))
-        .unwrap_or_else(|| panic!("no `{item}` in the generated file"));
-    let mut docs: Vec<String> = lines[..at]
-        .iter()
-        .rev()
-        .take_while(|l| l.starts_with("///") || l.starts_with("#["))
-        .filter_map(|l| l.strip_prefix("///"))
-        .map(|l| l.trim().to_string())
-        .collect();
-    docs.reverse();
-    docs
-}
-
-#[test]
-fn disable_comments_leaves_out_only_the_matching_comments() {
-    let (default, tuned) = (generated("default", "twosvc.rs"), generated("tuned", "twosvc.rs"));
-    let has = |docs: Vec<String>, text: &str| docs.iter().any(|l| l.contains(text));
-    // Method A1 is matched (in the trait and the client), and so is service B, with B1's
-    // trailing comment.
-    for (item, text) in [
-        ("fn a1(", "a1 --inner x"),
-        ("pub async fn a1(", "a1 --inner x"),
-        ("pub async fn b1(", "example.com/b1"),
-    ] {
-        assert!(has(docs_of(&default, item), text), "{item}");
-        assert!(
-            !has(docs_of(&tuned, item), text),
-            "{item}: {:?}",
-            docs_of(&tuned, item)
-        );
-    }
-    // Service A is not: its comment stays.
-    assert_eq!(docs_of(&tuned, "pub trait A:"), ["Service A."]);
-
-    // prost-build's part: `Inner`'s comment is gone, `Edge`'s stays.
-    let (default, tuned) = (
-        generated("default", "kitchen.rs"),
-        generated("tuned", "kitchen.rs"),
-    );
-    assert!(!docs_of(&default, "pub struct Inner").is_empty());
-    assert!(docs_of(&tuned, "pub struct Inner").is_empty());
-    assert_eq!(
-        docs_of(&tuned, "pub struct Edge"),
-        docs_of(&default, "pub struct Edge")
-    );
 }
 
 #[test]

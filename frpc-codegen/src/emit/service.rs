@@ -35,6 +35,27 @@ fn visibility(attributes: &ServiceAttributes) -> (TokenStream, TokenStream) {
     }
 }
 
+/// The attributes and visibility of the server's or the client's items.
+struct TypeAttributes {
+    /// On the struct: the configured attributes, and `allow(dead_code)` for a restricted one.
+    on_struct: TokenStream,
+    /// On the trait and every impl: the configured `#[cfg]`s (they gate the whole side), and
+    /// `allow(dead_code)` for a restricted one (its inherent methods may go unused).
+    on_impls: TokenStream,
+    vis: TokenStream,
+}
+
+fn type_attributes(configured: &[Attributes], service: &ServiceAttributes) -> TypeAttributes {
+    let (vis, allow) = visibility(service);
+    let attrs = configured.iter().map(Attributes::tokens);
+    let cfgs = configured.iter().map(Attributes::cfg);
+    TypeAttributes {
+        on_struct: quote!(#(#attrs)* #allow),
+        on_impls: quote!(#(#cfgs)* #allow),
+        vis,
+    }
+}
+
 /// Everything generated for one service.
 pub fn service(s: &Service, server: bool, client: bool) -> TokenStream {
     service_tokens(s, server, client, false, &ServiceAttributes::default())
@@ -173,18 +194,12 @@ fn op_consts(s: &Service, attributes: &ServiceAttributes) -> TokenStream {
 }
 
 fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAttributes) -> TokenStream {
-    let attributes = &service_attributes.server;
     let has_descriptors = service_attributes.descriptors;
-    let attrs = attributes.iter().map(Attributes::tokens);
-    let (vis, allow) = visibility(service_attributes);
-    // On the trait and every impl: a `#[cfg]` gates them all, and a restricted service may
-    // leave the server's inherent methods unused.
-    let cfg: TokenStream = attributes
-        .iter()
-        .map(Attributes::cfg)
-        .cloned()
-        .chain([allow.clone()])
-        .collect();
+    let TypeAttributes {
+        on_struct,
+        on_impls: cfg,
+        vis,
+    } = type_attributes(&service_attributes.server, service_attributes);
     let arc_clone = if prelude_free {
         quote!(::core::clone::Clone::clone)
     } else {
@@ -344,8 +359,7 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
         }
 
         #[doc = #server_doc]
-        #(#attrs)*
-        #allow
+        #on_struct
         #vis struct #server_name<T> {
             inner: ::std::sync::Arc<T>,
         }
@@ -521,15 +535,11 @@ pub fn client_method_name(m: &Method) -> String {
 }
 
 fn client_tokens(s: &Service, service_attributes: &ServiceAttributes) -> TokenStream {
-    let attributes = &service_attributes.client;
-    let attrs = attributes.iter().map(Attributes::tokens);
-    let (vis, allow) = visibility(service_attributes);
-    let cfg: TokenStream = attributes
-        .iter()
-        .map(Attributes::cfg)
-        .cloned()
-        .chain([allow.clone()])
-        .collect();
+    let TypeAttributes {
+        on_struct,
+        on_impls: cfg,
+        vis,
+    } = type_attributes(&service_attributes.client, service_attributes);
     let client_name = client_name(s);
     let doc = format!(" A client for the `{}` service.", s.full_name);
     let full_name = &s.full_name;
@@ -596,8 +606,7 @@ fn client_tokens(s: &Service, service_attributes: &ServiceAttributes) -> TokenSt
         /// `T` is what calls go through: an `frpc::Client` (one connection, the default) or an
         /// `frpc::Channel` (reconnecting, balanced, with client layers).
         #[derive(Debug, Clone)]
-        #(#attrs)*
-        #allow
+        #on_struct
         #vis struct #client_name<T = ::frpc::Client> {
             client: T,
         }
