@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use frpc::codegen::{Bytes, Message};
 use frpc_codegen_tests::kitchen::{
-    Edge, Extras, Inner, Keywords, Node, Scalars, Sparse, State, Wkt, edge, extras, keywords, node, other,
+    Edge, Extras, Inner, Keywords, Node, OneofFirst, OnlyOneofs, Scalars, Sparse, State, Wkt, edge, extras,
+    keywords, node, oneof_first, only_oneofs, other,
 };
 use frpc_codegen_tests::shared::v1::{Level, Tag};
 use proptest::collection::{hash_map, vec};
@@ -90,6 +91,8 @@ impl FloatBits for Extras {
 impl FloatBits for Keywords {}
 impl FloatBits for Wkt {}
 impl FloatBits for Node {}
+impl FloatBits for OneofFirst {}
+impl FloatBits for OnlyOneofs {}
 
 fn text() -> impl Strategy<Value = String> {
     "[a-zé🦀]{0,6}"
@@ -417,6 +420,34 @@ fn enum_indices() {
     assert_eq!(Sparse::to_index(42), 42);
     assert_eq!(Sparse::from_index(42), Some(42));
     assert_eq!(State::NAME, "kitchen.State");
+}
+
+/// Oneofs first in their groups' wire order: the generated length is a sum that starts with
+/// the oneof's (which once did not compile).
+#[test]
+fn oneofs_first_in_wire_order() {
+    let inner = Inner {
+        name: "i".into(),
+        n: 1,
+    };
+    let heads = [
+        None,
+        Some(oneof_first::Head::Text("t".into())),
+        Some(oneof_first::Head::Number(7)),
+    ];
+    for head in heads {
+        round_trip(&OneofFirst {
+            head,
+            nums: vec![1, 2],
+            tail: Some(oneof_first::Tail::Inner(inner.clone())),
+            last: Some(inner.clone()),
+        });
+    }
+    round_trip(&OnlyOneofs {
+        one: Some(only_oneofs::One::A(inner)),
+        two: None,
+    });
+    round_trip(&OnlyOneofs::default());
 }
 
 /// proto3 `optional`: absent is `00`, present is the value.

@@ -34,7 +34,13 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
             }
         };
     }
-    let lens = ordered.iter().map(|f| field_len(msg, f));
+    let mut lens: Vec<TokenStream> = ordered.iter().map(|f| field_len(msg, f)).collect();
+    // A oneof's length is a `match`; first in a sum, it would parse as a statement followed
+    // by `+ …` (alone it needs no parentheses, which would be a warning).
+    if lens.len() > 1 && matches!(ordered[0].shape, Shape::OneofMember { .. }) {
+        let first = &lens[0];
+        lens[0] = quote!((#first));
+    }
     let encodes = ordered.iter().map(|f| field_encode(msg, f));
     let parts = encode_fields_parts(msg, &ordered);
     let owned_parts = into_fields_parts(msg, &ordered);
