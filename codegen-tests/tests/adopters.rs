@@ -189,8 +189,8 @@ fn server_and_client_attributes() {
     assert_eq!(attributes_of(&services, "impl BClient"), ["#[cfg(any())]"]);
     assert!(!attributes_of(&services, "pub struct BServer").contains(&"#[cfg(any())]"));
     assert!(!attributes_of(&services, "pub struct AClient").contains(&"#[cfg(any())]"));
-    // `client_attribute(".", ..)` on every client, no server.
-    assert_eq!(services.matches("#[doc(alias = \"AnyClient\")]").count(), 2);
+    // `client_attribute(".", ..)` on every client (A's, B's and Clock's), no server.
+    assert_eq!(services.matches("#[doc(alias = \"AnyClient\")]").count(), 3);
     let _: fn(frpc::Client) -> twosvc::AClient = twosvc::AClient::new;
 }
 

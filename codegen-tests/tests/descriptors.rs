@@ -97,7 +97,7 @@ fn package_set_resolves_every_type() {
         .unwrap()
         .service;
     let names: Vec<&str> = services.iter().map(|s| s.name()).collect();
-    assert_eq!(names, ["A", "B"]);
+    assert_eq!(names, ["A", "B", "Clock"]);
 
     let (defined, mut used) = defined_and_used(&set);
     let methods = services.iter().flat_map(|s| &s.method);

@@ -20,8 +20,8 @@ use crate::parts::Parts;
 /// messages travel in their standard protobuf encoding, so schemas can evolve by field number.
 /// A type opts in by setting [`Message::PROTOBUF`] and overriding the three `*_protobuf`
 /// methods: frpc-codegen's messages do (they are prost messages and call prost), and so do
-/// `#[derive(frpc::Message)]` types marked `#[frpc(protobuf)]` (prost messages too); this crate
-/// stays free of prost. A type without one (any other Rust-first message) is sent in polyglot
+/// `#[derive(frpc::Message)]` types marked `#[frpc(protobuf)]` (prost messages too), and
+/// prost-types' `Timestamp` and `Duration` (feature `prost-types`). A type without one (any other Rust-first message) is sent in polyglot
 /// even on such connections, which receivers tell apart by the first byte.
 pub trait Message: Default {
     /// Exact encoded size of the fields (without the `08 00` flags prefix).
