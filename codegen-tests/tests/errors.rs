@@ -37,6 +37,17 @@ fn unsupported_type_names_the_field() {
 }
 
 #[test]
+fn a_group_is_refused_as_a_group() {
+    let err = compile("bad/group.proto").unwrap_err();
+    assert!(matches!(err, frpc_codegen::Error::Unsupported(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("field `bad.HasGroup.inner` is a proto2 group, which frpc cannot encode"),
+        "{err}"
+    );
+}
+
+#[test]
 fn writes_one_file_per_package() {
     let out = std::env::temp_dir().join(format!("frpc-codegen-out-{}", std::process::id()));
     frpc_codegen::configure()
@@ -124,6 +135,19 @@ fn message_named_like_the_trait_or_the_ops_module() {
         err.starts_with(
             "the module of the nested types of message `collide.store_svc` collides with the \
              operation-number module generated for service `collide.StoreSvc`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn methods_whose_names_differ_in_case_only() {
+    let (_, name, err) = collision("bad/collide_methods.proto", frpc_codegen::configure());
+    assert_eq!(name, "Store::get_foo");
+    assert!(
+        err.starts_with(
+            "rpc `getFoo` of service `collide.Store` collides with rpc `GetFoo` of service \
+             `collide.Store`: both are `Store::get_foo`"
         ),
         "{err}"
     );

@@ -400,7 +400,14 @@ impl FileCx<'_> {
                     None => Codec::Message(resolve_path(self.package, f.type_name())),
                 }
             }
-            Type::Group => return Err(unsupported(owner, f)),
+            Type::Group => {
+                return Err(Error::Unsupported(format!(
+                    "field `{}.{}` is a proto2 group, which frpc cannot encode (declare a \
+                     message and a field of it instead)",
+                    &owner[1..],
+                    f.name()
+                )));
+            }
         })
     }
 

@@ -15,7 +15,7 @@ use quote::quote;
 
 use crate::Error;
 use crate::model::Package;
-use crate::naming::{package_module, path_matches, to_snake};
+use crate::naming::{package_module, path_matches, to_const, to_snake};
 
 pub use service::ServiceAttributes;
 
@@ -275,6 +275,18 @@ impl Generator {
                     name,
                     format!("{what} generated for service `{}`", pkg(&s.proto_name)),
                 ));
+            }
+            // Methods whose names differ only in case or underscores (`getFoo`, `GetFoo`) would
+            // be one trait method, one client method and one constant.
+            for m in &s.methods {
+                let rpc = format!("rpc `{}` of service `{}`", m.proto_name, pkg(&s.proto_name));
+                let method = m.rust_name.trim_start_matches("r#");
+                items.push((format!("{}::{method}", s.rust_name), rpc.clone()));
+                let client = service::client_method_name(m);
+                let client = client.trim_start_matches("r#");
+                items.push((format!("{}Client::{client}", s.rust_name), rpc.clone()));
+                let module = to_snake(&s.proto_name);
+                items.push((format!("{module}::{}", to_const(&m.proto_name)), rpc));
             }
         }
         let mut seen: HashMap<&str, &str> = HashMap::new();
