@@ -93,6 +93,10 @@ fn message_comments_fence_their_examples_as_text() {
     let docs = docs_of(&generated("kitchen.rs"), "pub struct Inner");
     assert!(docs.iter().any(|l| l.starts_with("```text")), "{docs:#?}");
     assert!(docs.iter().any(|l| l == "inner --name x"), "{docs:#?}");
+    // A `rust` block, which prost fences as `compile_fail`.
+    let docs = docs_of(&generated("kitchen.rs"), "pub struct Edge");
+    let at = docs.iter().position(|l| l == "let edge = Edge::default();");
+    assert_eq!(at.map(|at| docs[at - 1].as_str()), Some("```text"), "{docs:#?}");
 }
 
 #[test]

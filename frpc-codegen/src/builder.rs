@@ -8,6 +8,7 @@ use prost::Message as _;
 use prost_types::FileDescriptorSet;
 
 use crate::Error;
+use crate::comments::prost_fences_as_text;
 use crate::emit::{Attributes, Generator};
 use crate::model::OperationNumbering;
 use crate::naming::{ExternPaths, package_module};
@@ -370,7 +371,7 @@ impl Builder {
                 GeneratedFile {
                     name: package.file_name.clone(),
                     package: package.name.clone(),
-                    prost: prost.remove(&module).unwrap_or_default(),
+                    prost: prost_fences_as_text(prost.remove(&module).unwrap_or_default()),
                     frpc: generator.generate(package),
                 }
             })

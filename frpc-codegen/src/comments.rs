@@ -3,8 +3,33 @@
 //! comments cannot break the user's build either: an indented example in a comment is a Rust
 //! doctest to rustdoc, and fails the user's `cargo test`. Beyond prost's cleanup, HTML-looking
 //! text and bare URLs are made plain text and links ([`doc_safe`]), so `cargo doc` stays quiet.
+//! prost's own output gets one fix ([`prost_fences_as_text`]): its `rust` examples run no more.
 
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
+
+/// prost-build's output with the `rust` code blocks of its doc comments fenced as `text`:
+/// prost fences them as `compile_fail`, which rustdoc still runs as a doctest (one that fails
+/// the user's `cargo test` whenever the example compiles). A `compile_fail` block of a proto
+/// comment is no test either.
+pub(crate) fn prost_fences_as_text(code: String) -> String {
+    const FENCE: &str = "/// ```compile_fail";
+    if !code.contains(FENCE) {
+        return code;
+    }
+    let mut out = String::with_capacity(code.len());
+    for line in code.split_inclusive('\n') {
+        match line.trim_start().strip_prefix(FENCE) {
+            Some(rest) if rest.trim().is_empty() => {
+                let indent = &line[..line.len() - line.trim_start().len()];
+                out.push_str(indent);
+                out.push_str("/// ```text");
+                out.push_str(rest);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
 
 /// Doc comment lines for a proto element's comments: leading comments, a blank line, trailing
 /// comments (as prost writes them), each line indented by one space unless it already starts
@@ -153,6 +178,16 @@ mod tests {
         assert!(!text.contains("```rust"), "{text}");
         assert_eq!(text.matches("```text").count(), 2, "{text}");
         assert!(text.contains("a1 --inner x"), "{text}");
+    }
+
+    #[test]
+    fn prosts_compile_fail_fences_become_text() {
+        let code = "/// A.\n///\n/// ```compile_fail\n/// x();\n/// ```\npub struct A {\n    /// ```compile_fail\n    pub x: i32,\n}\n/// ```compile_fail,ignore\n";
+        assert_eq!(
+            prost_fences_as_text(code.to_string()),
+            "/// A.\n///\n/// ```text\n/// x();\n/// ```\npub struct A {\n    /// ```text\n    pub x: i32,\n}\n/// ```compile_fail,ignore\n"
+        );
+        assert_eq!(prost_fences_as_text("/// ```text\n".into()), "/// ```text\n");
     }
 
     #[test]
