@@ -96,7 +96,10 @@ pub enum DecodeError {
     },
     /// Decoding would allocate more than the decoder's memory budget (see
     /// [`Decoder::with_memory_limit`](crate::polyglot::Decoder::with_memory_limit)).
-    #[error("decoding needs {needed} bytes of memory, more than the {left} bytes left of its budget")]
+    #[error(
+        "decoding needs {needed} bytes of memory, more than the {left} bytes left of its budget \
+         (the receiver's `decode.memory_factor` × the message's size + 64 KiB)"
+    )]
     MemoryLimit {
         /// The bytes the next allocation needed.
         needed: usize,
