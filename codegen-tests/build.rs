@@ -49,6 +49,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     frpc_codegen::configure()
         .out_dir(out.join("default"))
         .compile(SPLIT, &["proto"])?;
+    // proto2: required fields, defaults, packed and unpacked repeated scalars.
+    frpc_codegen::configure()
+        .out_dir(out.join("default"))
+        .compile(&["proto/two/two.proto"], &["proto"])?;
     // frpc's health service schema, whose messages `frpc::health` writes by hand.
     frpc_codegen::configure()
         .out_dir(out.join("default"))

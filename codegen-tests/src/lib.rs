@@ -70,6 +70,10 @@ pub mod default {
     pub mod shop {
         include!(concat!(env!("OUT_DIR"), "/default/shop.rs"));
     }
+    /// `two.proto`: proto2, required fields and defaults.
+    pub mod two {
+        include!(concat!(env!("OUT_DIR"), "/default/two.rs"));
+    }
     /// `values.proto`: floats and doubles in every field shape.
     pub mod values {
         include!(concat!(env!("OUT_DIR"), "/default/values.rs"));

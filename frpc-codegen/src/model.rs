@@ -89,6 +89,9 @@ pub struct ProtoField {
     pub map_key: Option<ProtoKind>,
     /// Whether a repeated scalar is written packed (proto3's default).
     pub packed: bool,
+    /// A proto2 `required` field: written even when it holds its type's zero value, as prost
+    /// and Go write it.
+    pub required: bool,
 }
 
 /// A protobuf field type, as `prost::encoding` names its modules.

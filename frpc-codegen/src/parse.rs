@@ -270,6 +270,7 @@ impl FileCx<'_> {
                 kind: proto_kind(value.r#type()),
                 map_key: Some(proto_kind(key.r#type())),
                 packed: false,
+                required: false,
             };
         }
         let kind = proto_kind(f.r#type());
@@ -286,6 +287,7 @@ impl FileCx<'_> {
             kind,
             map_key: None,
             packed,
+            required: f.label() == Label::Required,
         }
     }
 
@@ -324,7 +326,11 @@ impl FileCx<'_> {
             });
         }
         if is_message {
-            return Ok(Shape::Message(codec));
+            // prost holds a proto2 `required` message by value.
+            return Ok(match f.label() == Label::Required {
+                true => Shape::Value(codec),
+                false => Shape::Message(codec),
+            });
         }
         if f.proto3_optional.unwrap_or(false) || (self.proto2() && f.label() == Label::Optional) {
             return Ok(Shape::Optional(codec));

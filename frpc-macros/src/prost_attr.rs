@@ -72,6 +72,8 @@ impl Parsed {
             map_key: self.map_key,
             // proto3 packs repeated scalars unless told not to, as prost's derive does.
             packed: self.packed.unwrap_or(true),
+            // `required` is not among the attributes read: such a type is left to prost.
+            required: false,
         })
     }
 }

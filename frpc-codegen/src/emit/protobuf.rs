@@ -62,6 +62,10 @@ pub fn protobuf_into_parts(msg: &Message) -> Option<TokenStream> {
         let name = ident(&f.ident);
         let tag = Literal::u32_unsuffixed(p.number);
         match (&f.shape, given(f)) {
+            (Shape::Value(_), Some(_)) if p.required => {
+                let (_, encode) = field(msg, f, p);
+                quote!({ let buf = parts.buf_mut(); #encode })
+            }
             (Shape::Value(_), Some(into)) => quote! {
                 if !self.#name.is_empty() {
                     ::frpc::codegen::pb::#into(#tag, ::core::mem::take(&mut self.#name), parts);
@@ -120,6 +124,7 @@ fn field(msg: &Message, f: &Field, p: &ProtoField) -> (TokenStream, TokenStream)
     let name = ident(&f.ident);
     let tag = Literal::u32_unsuffixed(p.number);
     match &f.shape {
+        Shape::Value(codec) if p.required => value_parts(codec, p.kind, &tag, &quote!(&self.#name)),
         Shape::Value(codec) => {
             let (len, encode) = value_parts(codec, p.kind, &tag, &quote!(&self.#name));
             let set = is_set(p.kind, &quote!(self.#name));
@@ -317,7 +322,10 @@ fn cost_arm(f: &Field, p: &ProtoField) -> Option<TokenStream> {
     let ok = quote!(::core::result::Result::Ok(()));
     let value = quote!(::frpc::codegen::ProtobufValue);
     match &f.shape {
-        Shape::Message(codec) | Shape::OneofMember { codec, .. } if codec.is_message() => {
+        // A `Value` message: a proto2 `required` one, which prost holds by value.
+        Shape::Message(codec) | Shape::Value(codec) | Shape::OneofMember { codec, .. }
+            if codec.is_message() =>
+        {
             let nested = nested_cost(codec)?;
             Some(quote! { (#number, #value::Bytes(bytes)) => { #nested } })
         }
