@@ -1,12 +1,25 @@
 //! Errors of the framing layer and of polyglot decoding.
 
+/// What a bad magic header suggests: the first two bytes of an HTTP request or response
+/// (`GE`T, `PO`ST, `PU`T, `HE`AD, `DE`LETE, `OP`TIONS, `PA`TCH, `HT`TP/1.1, TLS's `16 03`)
+/// are a peer that is no Frisbee peer at all; anything else is likely the legacy framing.
+fn magic_hint(magic: u16) -> &'static str {
+    match &magic.to_be_bytes() {
+        b"GE" | b"PO" | b"PU" | b"HE" | b"DE" | b"OP" | b"PA" | b"HT" | b"PR" => {
+            "this looks like HTTP: the peer is not a Frisbee peer"
+        }
+        [0x16, 0x03] => "this looks like TLS: the peer expects a TLS handshake",
+        _ => "is the peer using the legacy framing?",
+    }
+}
+
 /// A packet could not be framed or unframed. Every variant but `Io` means the byte stream can
 /// no longer be trusted, so a connection that sees one closes (as Go does).
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     /// A Frisbee v0.11 header did not start with the magic `00 0F` (Go: "invalid magic header").
     /// Often means the peer speaks the legacy 8-byte framing, or is not Frisbee at all.
-    #[error("invalid magic header {0:#06x} (expected 0x000f; is the peer using the legacy framing?)")]
+    #[error("invalid magic header {0:#06x} (expected 0x000f; {hint})", hint = magic_hint(*.0))]
     BadMagic(u16),
     /// A header announced more content than the configured maximum. Raised as soon as the header
     /// is parsed, before any content is buffered (Go: `ContentLengthExceeded`).
@@ -113,4 +126,18 @@ pub enum DecodeError {
     /// or its type has no protobuf encoding.
     #[error("protobuf: {0}")]
     Protobuf(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_magic_says_what_the_peer_looks_like() {
+        let text = |bytes: [u8; 2]| FrameError::BadMagic(u16::from_be_bytes(bytes)).to_string();
+        assert!(text(*b"GE").contains("this looks like HTTP"), "{}", text(*b"GE"));
+        assert!(text(*b"HT").contains("this looks like HTTP"));
+        assert!(text([0x16, 0x03]).contains("this looks like TLS"));
+        assert!(text([0, 0]).contains("legacy framing"), "{}", text([0, 0]));
+    }
 }

@@ -610,7 +610,7 @@ impl Server {
 
     /// Binds `addr` for this server without serving yet (see [`Builder::bind`]).
     pub async fn bind(&self, addr: impl ToSocketAddrs) -> Result<Bound, Error> {
-        let listener = TcpListener::bind(addr).await?;
+        let listener = crate::transport::net::bind(addr).await?;
         let local_addr = listener.local_addr()?;
         Ok(Bound {
             server: self.clone(),

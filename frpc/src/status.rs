@@ -370,6 +370,10 @@ pub enum Error {
     /// connection closed.
     #[error("the server is shutting down")]
     ShuttingDown,
+    /// A client-streaming or bidi call sent a request after ending its request stream
+    /// (`close`, `close_send`): nothing was sent (code `FailedPrecondition`).
+    #[error("the request stream is closed: no request can follow `close`/`close_send`")]
+    RequestStreamClosed,
     /// A client layer (see [`crate::Channel::with_layer`]) failed the call: tower's
     /// `timeout::error::Elapsed` (code `DeadlineExceeded`) or a layer's own error (code
     /// `Unknown`).
@@ -392,7 +396,8 @@ impl Error {
     /// for a message that cannot be decoded or a framing failure (`InvalidArgument` for a message a
     /// server's stream cannot decode); `Unimplemented` for an unknown
     /// operation; `InvalidArgument` for a bad configuration or bad metadata; `Cancelled` for a
-    /// cancelled call; `Unavailable` when no connection was up; for a client layer's error,
+    /// cancelled call; `Unavailable` when no connection was up; `FailedPrecondition` for a
+    /// request sent after its stream was closed; for a client layer's error,
     /// `DeadlineExceeded` for tower's timeout and `Unknown` otherwise.
     pub fn code(&self) -> Code {
         match self {
@@ -406,6 +411,7 @@ impl Error {
             Error::Config(_) | Error::Metadata(_) | Error::InvalidMessage(_) => Code::InvalidArgument,
             Error::Cancelled => Code::Cancelled,
             Error::Unavailable(_) | Error::ShuttingDown => Code::Unavailable,
+            Error::RequestStreamClosed => Code::FailedPrecondition,
             Error::Layer(err) if err.is::<tower::timeout::error::Elapsed>() => Code::DeadlineExceeded,
             Error::Layer(_) => Code::Unknown,
         }

@@ -59,7 +59,16 @@ async fn server_bind_twice_serves_both_listeners_with_graceful_shutdown() {
 async fn bind_reports_address_in_use() {
     let taken = Server::builder().bind("127.0.0.1:0").await.unwrap();
     let err = Server::builder().bind(taken.local_addr()).await.unwrap_err();
-    assert!(matches!(err, frpc::Error::Io(_)), "{err:?}");
+    // As `serve(addr)` reports it: the address, and why.
+    assert!(
+        matches!(err, frpc::Error::Bind { addr, .. } if addr == taken.local_addr()),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with(&format!("cannot bind {}: ", taken.local_addr())),
+        "{err}"
+    );
 }
 
 #[tokio::test]

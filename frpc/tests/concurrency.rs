@@ -5,6 +5,7 @@
 mod support;
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use frpc::{Client, Concurrency};
 use support::*;
@@ -75,4 +76,36 @@ async fn limited_runs_at_most_n_handlers_at_once() {
         call.await.unwrap().unwrap();
     }
     assert_eq!(state.gated_max_running.load(Ordering::SeqCst), CAP);
+}
+
+/// A call that waits for one of Limited's permits holds its connection's reader (the cap's
+/// backpressure), so the peer's PINGs go unread meanwhile: that is not the peer falling silent,
+/// and the connection outlives its idle timeout many times over. Both calls then succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_a_limited_permit_keeps_its_connection() {
+    let idle = Duration::from_millis(400);
+    let mut server_config = config(Concurrency::Limited(1));
+    server_config.connection.idle_timeout = idle;
+    server_config.connection.ping_interval = idle / 4;
+    let server = start(server_config).await;
+    let mut client_config = frpc::ClientConfig::default();
+    client_config.connection.idle_timeout = idle;
+    client_config.connection.ping_interval = idle / 4;
+    let client = Client::connect_with(server.addr, client_config).await.unwrap();
+
+    let running = tokio::spawn({
+        let client = client.clone();
+        async move { call(&client, GATED, "running").await }
+    });
+    gated_started(&server, 1).await;
+    let waiting = tokio::spawn({
+        let client = client.clone();
+        async move { call(&client, ECHO, "waiting").await }
+    });
+    // Five idle timeouts pass while the second call waits for the first one's permit.
+    tokio::time::sleep(idle * 5).await;
+    assert!(!client.is_closed(), "{:?}", client.close_reason());
+    server.service.state.gate.add_permits(1);
+    assert_eq!(running.await.unwrap().unwrap().value, "running");
+    assert_eq!(waiting.await.unwrap().unwrap().value, "waiting");
 }

@@ -125,3 +125,83 @@ async fn codegen_bidi(client: &Client) -> frpc::BidiCall<Text, Text> {
         .await
         .unwrap()
 }
+
+/// A reply that grows its request: `n` bytes for a request of a few.
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Size {
+    pub n: u32,
+    pub text: String,
+}
+
+#[frpc::service(package = "oversize")]
+pub trait Grow {
+    async fn grow(&self, ctx: &frpc::Context, request: Size) -> Result<Size, frpc::Status>;
+}
+
+struct Grower;
+
+impl Grow for Grower {
+    async fn grow(&self, _: &frpc::Context, request: Size) -> Result<Size, frpc::Status> {
+        Ok(Size {
+            n: request.n,
+            text: "x".repeat(request.n as usize),
+        })
+    }
+}
+
+/// Requests and replies over the limit fail with RESOURCE_EXHAUSTED, as a code between frpc
+/// peers (a Go peer, which takes no codes, reads the same text): the call fails, the
+/// connection goes on.
+#[tokio::test]
+async fn oversize_requests_and_replies_are_resource_exhausted() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = frpc::Server::builder()
+            .config(server_config(framing, SMALL))
+            .add_service(GrowServer::new(Grower))
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        let serving = tokio::spawn(server.serve());
+        let client = GrowClient::new(client(addr, framing, LARGE).await);
+
+        let request = |n: u32, text: &str| Size { n, text: text.into() };
+        let err = client.grow(request(1, &"y".repeat(4096))).await.unwrap_err();
+        assert_eq!(err.code(), frpc::Code::ResourceExhausted, "{framing:?}: {err}");
+        assert!(err.to_string().contains("request of"), "{framing:?}: {err}");
+        let err = client.grow(request(4096, "")).await.unwrap_err();
+        assert_eq!(err.code(), frpc::Code::ResourceExhausted, "{framing:?}: {err}");
+        assert!(
+            err.to_string().contains("response too large"),
+            "{framing:?}: {err}"
+        );
+        assert_eq!(
+            client.grow(request(3, "")).await.unwrap().text,
+            "xxx",
+            "{framing:?}"
+        );
+        serving.abort();
+    }
+}
+
+/// A stream message over the sender's own limit fails its `send` and leaves the stream usable:
+/// the message, never sent, takes none of the flow-control credit (it would have taken the
+/// whole byte window, which the peer would never have given back, and every later send would
+/// have waited forever).
+#[tokio::test]
+async fn an_oversize_stream_send_leaves_the_stream_usable() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let server = start(server_config(framing, LARGE)).await;
+        let client = client(server.addr, framing, LARGE).await;
+        let mut chat = codegen_bidi(&client).await;
+        chat.send(Text::new("ok")).await.unwrap();
+        assert_eq!(chat.message().await.unwrap().unwrap().value, "ok", "{framing:?}");
+        let err = chat.send(Text::new("z".repeat(2 << 20))).await.unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{framing:?}: {err}");
+        for value in ["after", "and again"] {
+            let send = tokio::time::timeout(std::time::Duration::from_secs(10), chat.send(Text::new(value)));
+            send.await.expect("the send goes on").unwrap();
+            assert_eq!(chat.message().await.unwrap().unwrap().value, value, "{framing:?}");
+        }
+    }
+}

@@ -360,3 +360,31 @@ async fn late_packets_of_a_finished_stream_are_dropped_by_the_client() {
     assert_eq!(seen, vec![(2, EOF.to_vec())]);
     assert_eq!((next.op, &next.content[..]), (ECHO, &text_bytes("y")[..]));
 }
+
+/// A request sent after its stream was closed fails (it is not silently dropped): bidi after
+/// `close_send`, a split client stream after `close`. The server saw only what came before.
+#[tokio::test]
+async fn a_request_after_closing_the_request_stream_fails() {
+    let server = start(config(frpc::Concurrency::PerRpc)).await;
+    let client = Client::connect(server.addr).await.unwrap();
+
+    let mut chat = codegen::call_bidi::<Text, Text>(&client, CHAT).await.unwrap();
+    chat.send(Text::new("a")).await.unwrap();
+    chat.close_send().await.unwrap();
+    let err = chat.send(Text::new("b")).await.unwrap_err();
+    assert!(matches!(err, Error::RequestStreamClosed), "{err}");
+    assert_eq!(err.code(), frpc::Code::FailedPrecondition);
+    let mut echoed = Vec::new();
+    while let Some(message) = chat.message().await.unwrap() {
+        echoed.push(message.value);
+    }
+    assert_eq!(echoed, ["a"]);
+
+    let call = codegen::call_client_streaming::<Text, Text>(&client, JOIN);
+    let (mut requests, response) = call.await.unwrap().split();
+    requests.send(Text::new("x")).await.unwrap();
+    requests.close().await.unwrap();
+    let err = requests.send(Text::new("y")).await.unwrap_err();
+    assert!(matches!(err, Error::RequestStreamClosed), "{err}");
+    assert_eq!(response.recv().await.unwrap().value, "x");
+}

@@ -243,10 +243,15 @@ impl<H: Handlers> ServerDispatch<H> {
     /// deadline, its metadata). A header that does not parse is answered with its error.
     async fn unary(&self, conn: &Arc<Connection>, packet: Packet, service: usize, slot: &mut UnarySlot) {
         let permit = match self.limits.concurrency {
-            Concurrency::Limited(_) => match self.global_permit().await {
-                Some(permit) => Some(permit),
-                None => return,
-            },
+            Concurrency::Limited(_) => {
+                // The reader reads nothing while it waits (the cap's backpressure), the
+                // peer's PINGs included: that is not the peer falling silent.
+                let _busy = conn.mark_busy();
+                match self.global_permit().await {
+                    Some(permit) => Some(permit),
+                    None => return,
+                }
+            }
             _ => None,
         };
         let (id, op) = (packet.id, packet.op);
@@ -632,10 +637,15 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             return self.streams.reject_oversize(conn, header.id, header.len, max);
         }
         if matches!(self.handlers.target(header.op), Some(Target::Unary(_))) {
-            // Go drops the whole connection; the header names the call, so answer it instead.
+            // Go drops the whole connection; the header names the call, so answer it instead
+            // (with its code, for a peer that takes codes).
             let text = format!("request of {} bytes exceeds the limit of {max} bytes", header.len);
-            let content = polyglot::error_to_bytes(&text);
-            let _ = conn.send(Packet::new(header.id, header.op, content)).await;
+            let ext = match self.extensions() {
+                0 => None,
+                bits => Some((None, bits)),
+            };
+            let status = Status::resource_exhausted(text);
+            send_reply(conn, header.id, header.op, Err(status), ext).await;
         }
     }
 
@@ -804,7 +814,8 @@ fn place_reply(
             status.code(),
         ),
     };
-    let mut content = match ext {
+    let bits = ext.as_ref().map_or(0, |(_, bits)| *bits);
+    let content = match ext {
         None => content,
         Some((response, bits)) => {
             let header = ext::Header {
@@ -820,10 +831,11 @@ fn place_reply(
             }
         }
     };
-    if let Err(err) = conn.check_len(content.len()) {
+    let content = match conn.check_len(content.len()) {
+        Ok(()) => content,
         // Go closes the whole connection here; failing just this call is enough.
-        content = polyglot::error_to_bytes(&format!("response too large: {err}")).into();
-    }
+        Err(err) => too_large(&err, bits),
+    };
     if let Ok(Some(packet)) = conn.send_now(Outgoing::new(id, op, content)) {
         return Some(QueuedReply { packet, close });
     }
@@ -831,6 +843,20 @@ fn place_reply(
         close_after_reply(conn);
     }
     None
+}
+
+/// The reply to a call whose reply would exceed the content limit: RESOURCE_EXHAUSTED (as a
+/// code where the connection's extensions carry codes).
+fn too_large(err: &Error, bits: u32) -> Encoded {
+    let content = Encoded::from(polyglot::error_to_bytes(&format!("response too large: {err}")));
+    match bits & ext::EXT_STATUS {
+        0 => content,
+        _ => ext::Header {
+            code: Some(Code::ResourceExhausted),
+            ..ext::Header::default()
+        }
+        .encode_parts(content),
+    }
 }
 
 /// Closes the connection after a reply whose status says so.

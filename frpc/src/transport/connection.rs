@@ -209,6 +209,7 @@ impl Connection {
         let writer_conn = conn.clone();
         let writer = tokio::spawn(
             async move {
+                let mut unfinished = CloseIfDropped(Some(writer_conn.clone()));
                 let conn = writer_conn;
                 let keep = || conn.handback.requested();
                 match writer.run(queue, &conn.closed, keep).await {
@@ -220,14 +221,20 @@ impl Connection {
                         conn.handback.abandon();
                     }
                 }
+                unfinished.finished();
             }
             .instrument(span.clone()),
         );
         let frames = FrameReader::new(read, codec.frames(), conn.activity.clone(), 64 * 1024);
         let shared = options.shared_reader.is_some();
         let reader = read_loop(conn.clone(), frames, dispatch, !shared);
+        let mut unfinished = CloseIfDropped(Some(conn.clone()));
         let reader = async move {
-            let _ = parts_tx.send(reader.await);
+            let parts = reader.await;
+            // A reader that stopped for a takeover or a shutdown leaves the connection open
+            // for the replies still to go.
+            unfinished.finished();
+            let _ = parts_tx.send(parts);
         }
         .instrument(span.clone());
         let reader = match options.shared_reader {
@@ -796,8 +803,9 @@ fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
         Framing::Legacy => ("Framing::Legacy (frisbee-go <= v0.10)", "Framing::Frisbee"),
     };
     format!(
-        "{reason} before sending a valid packet: does it use the other framing? This side uses \
-         {ours}; try {other}"
+        "{reason} before sending a valid packet: is it refusing connections (an frpc server at \
+         its `max_connections` closes new ones at once), or does it use the other framing? This \
+         side uses {ours}; try {other}"
     )
 }
 
@@ -864,6 +872,28 @@ async fn finish<D: Dispatch>(
     match rest {
         Rest::Packet(later) => dispatch.packet(conn, later, scratch).await,
         Rest::Oversize(header) => dispatch.oversize(conn, header).await,
+    }
+}
+
+/// Closes its connection if dropped before [`finished`](Self::finished): held by the reader's
+/// and the writer's tasks, which are dropped unfinished only when their runtime shuts down.
+/// Then no one is left to read or write, and a caller on another runtime would wait forever:
+/// closing fails the calls in flight and every later one at once.
+struct CloseIfDropped(Option<Arc<Connection>>);
+
+impl CloseIfDropped {
+    /// The task ran to its end: nothing to close.
+    fn finished(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CloseIfDropped {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            let reason = "the Tokio runtime that ran the connection shut down";
+            conn.close(CloseReason::Local(reason.into()));
+        }
     }
 }
 

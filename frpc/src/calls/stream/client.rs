@@ -107,7 +107,12 @@ impl<Req: Message> RequestSender<Req> {
     ///
     /// Not cancel-safe: a send dropped while it waits has not sent its request (one dropped
     /// after its last wait has).
+    ///
+    /// Fails with [`Error::RequestStreamClosed`] once the request stream is closed.
     pub async fn send(&self, request: Req) -> Result<(), Error> {
+        if self.closed {
+            return Err(Error::RequestStreamClosed);
+        }
         self.sender.send(request).await
     }
 

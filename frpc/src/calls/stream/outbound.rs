@@ -291,6 +291,9 @@ impl<T: Message> FrpcSender<T> {
     }
 
     async fn send_packet(&self, packet: Packet, credit: bool) -> Result<(), Error> {
+        // A message over the limit fails before it takes credit: the peer, which never gets
+        // it, would never grant that credit back, and the stream would wait forever.
+        self.guard.conn.check_len(packet.content.len())?;
         if credit {
             self.take_credit(packet.content.len()).await?;
         }
