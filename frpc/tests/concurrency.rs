@@ -109,3 +109,73 @@ async fn a_call_waiting_for_a_limited_permit_keeps_its_connection() {
     assert_eq!(running.await.unwrap().unwrap().value, "running");
     assert_eq!(waiting.await.unwrap().unwrap().value, "waiting");
 }
+
+/// Tells its test, by being dropped, that a handler holding it was dropped.
+struct Dropped(#[allow(dead_code)] tokio::sync::oneshot::Sender<()>);
+
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Nothing {}
+
+#[frpc::service(package = "hold")]
+pub trait Hold {
+    async fn hold(&self, ctx: &frpc::Context, request: Nothing) -> Result<Nothing, frpc::Status>;
+}
+
+/// Holds every call forever, with the [`Dropped`] the test left for it.
+#[derive(Default)]
+struct Holder {
+    guard: std::sync::Mutex<Option<Dropped>>,
+    started: tokio::sync::Notify,
+}
+
+struct HolderService(std::sync::Arc<Holder>);
+
+impl Hold for HolderService {
+    async fn hold(&self, _: &frpc::Context, _: Nothing) -> Result<Nothing, frpc::Status> {
+        let _guard = self.0.guard.lock().unwrap().take();
+        self.0.started.notify_one();
+        std::future::pending().await
+    }
+}
+
+/// A unary handler still running when its connection closes (the client went away) is dropped
+/// at once, as a CANCEL drops it, in every concurrency mode and with extensions on or off: no
+/// reply could reach anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_handler_is_dropped_when_its_connection_closes() {
+    for mode in [Concurrency::PerRpc, Concurrency::Limited(4), Concurrency::Inline] {
+        for extensions in [true, false] {
+            let holder = std::sync::Arc::new(Holder::default());
+            let server = frpc::Server::builder()
+                .config(config(mode))
+                .add_service(HoldServer::new(HolderService(holder.clone())))
+                .bind("127.0.0.1:0")
+                .await
+                .unwrap();
+            let addr = server.local_addr();
+            let serving = tokio::spawn(server.serve());
+            let mut client_config = frpc::ClientConfig::default();
+            client_config.extensions = extensions;
+            let client = Client::connect_with(addr, client_config).await.unwrap();
+
+            let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
+            *holder.guard.lock().unwrap() = Some(Dropped(dropped_tx));
+            let call = tokio::spawn({
+                let client = HoldClient::new(client.clone());
+                async move { client.hold(Nothing {}).await }
+            });
+            // `notify_one` leaves a permit if the handler got there first.
+            let started = tokio::time::timeout(Duration::from_secs(10), holder.started.notified());
+            started.await.expect("the handler starts");
+            client.close();
+            let what = format!("{mode:?}, extensions {extensions}");
+            let dropped = tokio::time::timeout(Duration::from_secs(10), dropped).await;
+            assert!(
+                dropped.expect(&what).is_err(),
+                "{what}: the guard was sent, not dropped"
+            );
+            assert!(call.await.unwrap().is_err(), "{what}");
+            serving.abort();
+        }
+    }
+}

@@ -322,21 +322,28 @@ impl<H: Handlers> ServerDispatch<H> {
         let state = call.ext.as_ref().and_then(|ext| ext.state.as_ref());
         let result = match state.filter(|state| state.deadline.is_some()) {
             // A span no subscriber takes (the default) is not entered and left on every poll.
-            None if call.span.is_disabled() => catch(&mut *slot).await,
-            None => catch(&mut *slot).instrument(call.span.clone()).await,
+            None if call.span.is_disabled() => until_closed(conn, catch(&mut *slot)).await,
+            None => {
+                until_closed(conn, catch(&mut *slot))
+                    .instrument(call.span.clone())
+                    .await
+            }
             Some(state) => {
                 // Boxed: few calls have a deadline, and its timer would enlarge every call's
                 // future.
-                let result = Box::pin(guarded(&mut *slot, state))
+                let result = Box::pin(until_closed(conn, guarded(&mut *slot, state)))
                     .instrument(call.span.clone())
-                    .await;
+                    .await
+                    .flatten();
                 // A handler its deadline or a CANCEL ended is dropped now.
                 slot.release();
-                match result {
-                    Some(result) => result,
-                    None => return,
-                }
+                result
             }
+        };
+        let Some(result) = result else {
+            // A handler the connection's end (or a CANCEL) ended is dropped now.
+            slot.release();
+            return;
         };
         let ext = self.reply_ext(&call);
         let UnaryCall { id, op, span, .. } = call;
@@ -364,7 +371,12 @@ impl<H: Handlers> ServerDispatch<H> {
         } = call;
         let conn = conn.clone();
         let Some(CallExt { bits, state }) = ext else {
-            let job = reply(conn, id, op, handler).instrument(span);
+            let job = async move {
+                if let Some(result) = until_closed(&conn, catch(handler)).await {
+                    send_reply(&conn, id, op, result, None).await;
+                }
+            };
+            let job = job.instrument(span);
             self.rpcs.spawn(async move {
                 job.await;
                 drop((local, permit));
@@ -377,7 +389,7 @@ impl<H: Handlers> ServerDispatch<H> {
         self.registry.insert(key, state.clone());
         let registry = self.registry.clone();
         let job = async move {
-            let result = guarded(handler, &state).await;
+            let result = until_closed(&conn, guarded(handler, &state)).await.flatten();
             registry.finish(key, Some(&state));
             if let Some(result) = result {
                 let response = state.take_response();
@@ -743,9 +755,15 @@ fn poll_once(call: &mut UnarySlot) -> Option<Result<Encoded, Status>> {
 }
 
 /// Runs a unary call and queues its reply under the request's id and operation.
-async fn reply(conn: Arc<Connection>, id: u16, op: u16, call: UnarySlot) {
-    let result = catch(call).await;
-    send_reply(&conn, id, op, result, None).await;
+/// Runs a spawned handler until it finishes or its connection closes (`None`: the handler is
+/// dropped, as a CANCEL drops it, since no reply can reach the client any more). Polled
+/// handler first: a result that is there wins.
+async fn until_closed<T>(conn: &Connection, handler: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        biased;
+        result = handler => Some(result),
+        _ = conn.closed() => None,
+    }
 }
 
 /// Runs a call, turning a panic into an error status.
