@@ -54,6 +54,22 @@ async fn unary_calls_reply_and_map_every_status_code() {
     }
 }
 
+/// A panicking unary handler is INTERNAL, as on fRPC (not a reset stream), and the connection
+/// serves the next call.
+#[tokio::test]
+async fn a_panicking_handler_is_internal() {
+    let (addr, _events) = start().await;
+    let mut client = client(addr).await;
+    let status = client.benchmark(request("panic")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
+    assert!(
+        status.message().contains("handler panicked: on purpose"),
+        "{status:?}"
+    );
+    let reply = client.benchmark(request("after")).await.unwrap();
+    assert_eq!(reply.into_inner().message, "after");
+}
+
 #[tokio::test]
 async fn metadata_reaches_the_handler_and_comes_back_as_headers() {
     let (addr, _events) = start().await;

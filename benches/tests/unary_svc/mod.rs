@@ -16,6 +16,7 @@ pub type Events = mpsc::UnboundedSender<String>;
 ///   `x-echo-user`, `x-trace-bin` as `x-echo-bin`;
 /// - `deadline`, `hang`: reports `<text> <has deadline>`, then waits forever; a task reports
 ///   `<text> cancelled` once the context is cancelled;
+/// - `panic`: panics;
 /// - anything else: echoed.
 ///
 /// `Blob` echoes its bytes. Events nobody receives are dropped.
@@ -69,6 +70,7 @@ impl fpb::BenchmarkService for Svc {
         match text.as_str() {
             "meta" => Ok(echo_metadata(ctx)),
             "deadline" | "hang" => self.hang(ctx, text).await,
+            "panic" => panic!("on purpose"),
             _ => Ok(fpb::Response { message: text }),
         }
     }

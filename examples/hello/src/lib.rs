@@ -34,4 +34,8 @@ mod guide {
     struct ComingFromTonic;
     #[doc = include_str!("../../../docs/guide/coming-from-tonic-api.md")]
     struct ComingFromTonicApi;
+    #[doc = include_str!("../../../docs/guide/operating-frpc.md")]
+    struct OperatingFrpc;
+    #[doc = include_str!("../../../docs/guide/grpc.md")]
+    struct Grpc;
 }

@@ -119,6 +119,15 @@ impl Endpoint {
         Endpoint::new(address)
     }
 
+    /// An endpoint for an address known at run time, checked first, as tonic's
+    /// `Endpoint::from_shared`: `host:port`, without a scheme (`http://` is gRPC's; frpc
+    /// endpoints are TCP addresses). A bad one is [`Error::Config`] naming it.
+    pub fn from_shared(address: impl Into<String>) -> Result<Endpoint, Error> {
+        let address = address.into();
+        check_address(&address)?;
+        Ok(Endpoint::new(address))
+    }
+
     /// The address connected to.
     pub fn address(&self) -> &str {
         &self.address
@@ -231,6 +240,7 @@ impl Endpoint {
     /// One connection attempt, within one `connect_timeout` in all: it succeeds only once the
     /// connection has shown it works (see [`Endpoint::connect`]).
     pub(crate) async fn connect_client(&self) -> Result<Client, Error> {
+        check_address(&self.address)?;
         let started = tokio::time::Instant::now();
         #[cfg(feature = "tls")]
         if let Some((name, tls)) = &self.tls {
@@ -268,5 +278,50 @@ impl From<String> for Endpoint {
 impl From<std::net::SocketAddr> for Endpoint {
     fn from(address: std::net::SocketAddr) -> Endpoint {
         Endpoint::new(address.to_string())
+    }
+}
+
+/// `address` is `host:port` (a name, an IPv4 address or a bracketed IPv6 one, then a port):
+/// an error naming it otherwise, with what is wrong.
+fn check_address(address: &str) -> Result<(), Error> {
+    let bad = |why: &str| Err(Error::Config(format!("endpoint address `{address}`: {why}")));
+    if address.contains("://") {
+        return bad("frpc endpoints are `host:port`, without a scheme (`http://` is gRPC's)");
+    }
+    match address.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => Ok(()),
+        _ => bad("expected `host:port`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_checked_as_tonic_users_expect() {
+        for good in ["127.0.0.1:80", "localhost:8080", "[::1]:9000", "svc.internal:443"] {
+            assert_eq!(Endpoint::from_shared(good).unwrap().address(), good);
+        }
+        for (bad, why) in [
+            ("http://127.0.0.1:80", "without a scheme"),
+            ("127.0.0.1", "expected `host:port`"),
+            (":80", "expected `host:port`"),
+            ("host:http", "expected `host:port`"),
+        ] {
+            let err = Endpoint::from_shared(bad).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, Error::Config(_)), "{bad}: {text}");
+            assert!(
+                text.contains(&format!("`{bad}`")) && text.contains(why),
+                "{bad}: {text}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn connecting_to_a_scheme_fails_naming_it() {
+        let err = Endpoint::new("http://127.0.0.1:1").connect().await.unwrap_err();
+        assert!(err.to_string().contains("without a scheme"), "{err}");
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -216,6 +216,11 @@ async fn one_request(mut messages: tonic::Streaming<Bytes>) -> Result<Bytes, ton
 /// Runs `handler` until the call's deadline: past it the handler is dropped, what it spawned
 /// sees its context cancelled, and the client gets `DEADLINE_EXCEEDED`.
 async fn within_deadline<T>(handler: Handler<T>, state: Arc<CallState>) -> Result<T, Status> {
+    // A panic is an INTERNAL status, as on fRPC, rather than a reset stream.
+    let handler = async move {
+        let caught = std::panic::AssertUnwindSafe(handler).catch_unwind().await;
+        caught.unwrap_or_else(|panic| Err(Status::from_panic(panic)))
+    };
     let Some(deadline) = state.deadline else {
         return handler.await;
     };

@@ -321,13 +321,18 @@ pub(super) fn unavailable(target: &str, err: &(dyn std::error::Error + 'static))
     Error::Unavailable(format!("{target}: {}", chain(err)))
 }
 
-/// An error and its sources, `: `-separated (tonic's transport error says little alone).
+/// An error and its sources, `: `-separated (tonic's transport error says little alone),
+/// each said once: a source whose text the chain already ends with (hyper's connect error
+/// repeats its cause's) is left out.
 fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(err) = source {
-        text.push_str(": ");
-        text.push_str(&err.to_string());
+        let next = err.to_string();
+        if !text.ends_with(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
         source = err.source();
     }
     text
@@ -360,5 +365,30 @@ mod tests {
         assert!(
             matches!(grpc_path("/a B/\n"), Err(Error::Config(text)) if text.contains("invalid gRPC method path"))
         );
+    }
+
+    /// An error whose text repeats its source's, as hyper's connect error does.
+    #[derive(Debug)]
+    struct Repeats(std::io::Error);
+
+    impl std::fmt::Display for Repeats {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "tcp connect error: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Repeats {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_says_each_cause_once() {
+        let err = Repeats(std::io::Error::other("Connection refused"));
+        assert_eq!(chain(&err), "tcp connect error: Connection refused");
+        let err = Error::Unavailable("x".into());
+        let io = std::io::Error::other(err);
+        assert_eq!(chain(&io), "unavailable: x");
     }
 }
