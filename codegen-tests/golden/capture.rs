@@ -322,12 +322,12 @@ impl ::frpc::codegen::Message for SearchResponse {
         buf: &[u8],
         budget: &mut ::frpc::codegen::ProtobufBudget,
     ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        let mut counts = [0usize; 4];
         ::frpc::codegen::protobuf_fields(
             buf,
             |number, value| match (number, value) {
                 (1, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
-                    budget
-                        .charge(3 * ::core::mem::size_of::<search_response::Result>())?;
+                    counts[0] += 1;
                     budget
                         .nested(
                             bytes,
@@ -335,11 +335,11 @@ impl ::frpc::codegen::Message for SearchResponse {
                         )
                 }
                 (1, _) => {
-                    budget.charge(3 * ::core::mem::size_of::<search_response::Result>())
+                    counts[0] += 1;
+                    ::core::result::Result::Ok(())
                 }
                 (2, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
-                    budget
-                        .charge(3 * ::core::mem::size_of::<search_response::Result>())?;
+                    counts[1] += 1;
                     budget
                         .nested(
                             bytes,
@@ -347,17 +347,49 @@ impl ::frpc::codegen::Message for SearchResponse {
                         )
                 }
                 (2, _) => {
-                    budget.charge(3 * ::core::mem::size_of::<search_response::Result>())
+                    counts[1] += 1;
+                    ::core::result::Result::Ok(())
                 }
                 (3, _) => {
-                    budget.charge(3 * ::core::mem::size_of::<::std::string::String>())
+                    counts[2] += 1;
+                    ::core::result::Result::Ok(())
                 }
                 (4, _) => {
-                    budget.charge(3 * ::core::mem::size_of::<::std::string::String>())
+                    counts[3] += 1;
+                    ::core::result::Result::Ok(())
                 }
                 _ => ::core::result::Result::Ok(()),
             },
-        )
+        )?;
+        budget
+            .charge(
+                ::frpc::codegen::vec_cost(
+                    counts[0],
+                    ::core::mem::size_of::<search_response::Result>(),
+                ),
+            )?;
+        budget
+            .charge(
+                ::frpc::codegen::vec_cost(
+                    counts[1],
+                    ::core::mem::size_of::<search_response::Result>(),
+                ),
+            )?;
+        budget
+            .charge(
+                ::frpc::codegen::vec_cost(
+                    counts[2],
+                    ::core::mem::size_of::<::std::string::String>(),
+                ),
+            )?;
+        budget
+            .charge(
+                ::frpc::codegen::vec_cost(
+                    counts[3],
+                    ::core::mem::size_of::<::std::string::String>(),
+                ),
+            )?;
+        ::core::result::Result::Ok(())
     }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,
@@ -466,15 +498,25 @@ impl ::frpc::codegen::Message for search_response::Result {
         buf: &[u8],
         budget: &mut ::frpc::codegen::ProtobufBudget,
     ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        let mut counts = [0usize; 1];
         ::frpc::codegen::protobuf_fields(
             buf,
             |number, value| match (number, value) {
                 (3, _) => {
-                    budget.charge(3 * ::core::mem::size_of::<::std::string::String>())
+                    counts[0] += 1;
+                    ::core::result::Result::Ok(())
                 }
                 _ => ::core::result::Result::Ok(()),
             },
-        )
+        )?;
+        budget
+            .charge(
+                ::frpc::codegen::vec_cost(
+                    counts[0],
+                    ::core::mem::size_of::<::std::string::String>(),
+                ),
+            )?;
+        ::core::result::Result::Ok(())
     }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,
@@ -618,21 +660,33 @@ impl ::frpc::codegen::Message for StockPricesWrapper {
         buf: &[u8],
         budget: &mut ::frpc::codegen::ProtobufBudget,
     ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
+        let mut counts = [0usize; 1];
         ::frpc::codegen::protobuf_fields(
             buf,
             |number, value| match (number, value) {
                 (1, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
-                    budget.charge(3 * ::core::mem::size_of::<StockPrices>())?;
+                    counts[0] += 1;
                     budget
                         .nested(
                             bytes,
                             <StockPrices as ::frpc::codegen::Message>::protobuf_cost,
                         )
                 }
-                (1, _) => budget.charge(3 * ::core::mem::size_of::<StockPrices>()),
+                (1, _) => {
+                    counts[0] += 1;
+                    ::core::result::Result::Ok(())
+                }
                 _ => ::core::result::Result::Ok(()),
             },
-        )
+        )?;
+        budget
+            .charge(
+                ::frpc::codegen::vec_cost(
+                    counts[0],
+                    ::core::mem::size_of::<StockPrices>(),
+                ),
+            )?;
+        ::core::result::Result::Ok(())
     }
     fn decode_protobuf(
         buf: ::frpc::codegen::Bytes,

@@ -106,6 +106,28 @@ pub fn fields<'a>(
     Ok(())
 }
 
+/// What a vector of `n` elements of `size` bytes each costs at its peak while prost decodes it,
+/// pushing one element at a time: its final capacity (`Vec` starts at 4 elements, 8 for
+/// single bytes, 1 above 1 KiB, and doubles), the buffer of half that it grew from (both held
+/// while the elements move), and the element being decoded. At most about three times the
+/// elements' size.
+pub fn vec_cost(n: usize, size: usize) -> usize {
+    if n == 0 || size == 0 {
+        return 0;
+    }
+    let first = match size {
+        1 => 8,
+        2..=1024 => 4,
+        _ => 1,
+    };
+    let capacity = n.checked_next_power_of_two().unwrap_or(usize::MAX).max(first);
+    let grown_from = if capacity > first { capacity / 2 } else { 0 };
+    capacity
+        .saturating_add(grown_from)
+        .saturating_add(1)
+        .saturating_mul(size)
+}
+
 /// How many varints a packed run holds (its bytes without the continuation bit).
 pub fn packed_varints(run: &[u8]) -> usize {
     run.iter().filter(|b| **b < 0x80).count()
@@ -148,6 +170,23 @@ mod tests {
             assert!(fields(bad, |_, _| Ok(())).is_err(), "{bad:?}");
         }
         assert_eq!(packed_varints(&[0x96, 0x01, 0x05, 0x80, 0x80, 0x01]), 3);
+    }
+
+    #[test]
+    fn a_vector_costs_its_capacity_what_it_grew_from_and_one_more() {
+        assert_eq!(vec_cost(0, 104), 0);
+        // Up to 4 elements: the first allocation, no growth.
+        assert_eq!(vec_cost(1, 104), 5 * 104);
+        assert_eq!(vec_cost(4, 104), 5 * 104);
+        // 5: grown from 4 to 8.
+        assert_eq!(vec_cost(5, 104), (8 + 4 + 1) * 104);
+        assert_eq!(vec_cost(1_000, 104), (1024 + 512 + 1) * 104);
+        // Single bytes start at 8, large elements at 1.
+        assert_eq!(vec_cost(3, 1), 8 + 1);
+        assert_eq!(vec_cost(3, 2048), (4 + 2 + 1) * 2048);
+        // Never more than about three times the elements, never an overflow.
+        assert!(vec_cost(1025, 8) <= 3 * 1025 * 8 + 8);
+        assert_eq!(vec_cost(usize::MAX, 8), usize::MAX);
     }
 
     #[test]

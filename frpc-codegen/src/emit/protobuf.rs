@@ -291,33 +291,57 @@ fn scalar_module(kind: ProtoKind) -> TokenStream {
 /// `PROTOBUF_AMPLIFIES` and `protobuf_cost` for `msg` when decoding it can allocate more than
 /// its input (a repeated field, a map or a message field: what prost allocates per element or
 /// box is charged, nested messages recursively); `None` otherwise, or without field numbers.
-/// Strings and bytes are not charged: they cost at most the input again.
+/// Strings and bytes are not charged: they cost at most the input again. A repeated field's
+/// elements are counted during the walk and its vector charged after it, at the peak its
+/// growth reaches for that count (`vec_cost`).
 pub fn protobuf_cost(msg: &Message) -> Option<TokenStream> {
     let fields: Vec<(&Field, &ProtoField)> = msg
         .fields
         .iter()
         .map(|f| Some((f, f.proto.as_ref()?)))
         .collect::<Option<_>>()?;
-    let arms: Vec<TokenStream> = fields.iter().filter_map(|(f, p)| cost_arm(f, p)).collect();
+    let mut vectors = Vec::new();
+    let arms: Vec<TokenStream> = fields
+        .iter()
+        .filter_map(|(f, p)| cost_arm(f, p, &mut vectors))
+        .collect();
     if arms.is_empty() {
         return None;
     }
+    let walk = quote! {
+        ::frpc::codegen::protobuf_fields(buf, |number, value| match (number, value) {
+            #( #arms )*
+            _ => ::core::result::Result::Ok(()),
+        })
+    };
+    let body = match vectors.len() {
+        0 => walk,
+        n => {
+            let slots = (0..n).map(Literal::usize_unsuffixed);
+            let n = Literal::usize_unsuffixed(n);
+            quote! {
+                let mut counts = [0usize; #n];
+                #walk?;
+                #( budget.charge(::frpc::codegen::vec_cost(counts[#slots], ::core::mem::size_of::<#vectors>()))?; )*
+                ::core::result::Result::Ok(())
+            }
+        }
+    };
     Some(quote! {
         const PROTOBUF_AMPLIFIES: bool = true;
         fn protobuf_cost(
             buf: &[u8],
             budget: &mut ::frpc::codegen::ProtobufBudget,
         ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
-            ::frpc::codegen::protobuf_fields(buf, |number, value| match (number, value) {
-                #( #arms )*
-                _ => ::core::result::Result::Ok(()),
-            })
+            #body
         }
     })
 }
 
-/// The match arm charging one field, if decoding it can allocate beyond its input.
-fn cost_arm(f: &Field, p: &ProtoField) -> Option<TokenStream> {
+/// The match arm charging one field, if decoding it can allocate beyond its input; a repeated
+/// field counts its elements in `counts[i]` instead, `i` its element type's place in
+/// `vectors`.
+fn cost_arm(f: &Field, p: &ProtoField, vectors: &mut Vec<TokenStream>) -> Option<TokenStream> {
     let number = Literal::u32_unsuffixed(p.number);
     let ok = quote!(::core::result::Result::Ok(()));
     let value = quote!(::frpc::codegen::ProtobufValue);
@@ -330,9 +354,8 @@ fn cost_arm(f: &Field, p: &ProtoField) -> Option<TokenStream> {
             Some(quote! { (#number, #value::Bytes(bytes)) => { #nested } })
         }
         Shape::Repeated(codec) => {
-            let element = rust_type(codec);
-            // A vector's growth holds the old and the new buffer at once: three elements each.
-            let charge = quote!(3 * ::core::mem::size_of::<#element>());
+            let slot = Literal::usize_unsuffixed(vectors.len());
+            vectors.push(rust_type(codec));
             let nested = nested_cost(codec);
             let per_run = match p.kind {
                 ProtoKind::Double | ProtoKind::Fixed64 | ProtoKind::Sfixed64 => quote!(bytes.len() / 8),
@@ -341,11 +364,14 @@ fn cost_arm(f: &Field, p: &ProtoField) -> Option<TokenStream> {
             };
             let packed = match (p.kind.packable(), nested) {
                 (true, _) => quote! {
-                    (#number, #value::Bytes(bytes)) => budget.charge(#charge * #per_run),
+                    (#number, #value::Bytes(bytes)) => {
+                        counts[#slot] += #per_run;
+                        #ok
+                    }
                 },
                 (false, Some(nested)) => quote! {
                     (#number, #value::Bytes(bytes)) => {
-                        budget.charge(#charge)?;
+                        counts[#slot] += 1;
                         #nested
                     }
                 },
@@ -354,7 +380,10 @@ fn cost_arm(f: &Field, p: &ProtoField) -> Option<TokenStream> {
             };
             Some(quote! {
                 #packed
-                (#number, _) => budget.charge(#charge),
+                (#number, _) => {
+                    counts[#slot] += 1;
+                    #ok
+                }
             })
         }
         Shape::Map(key, value_codec) => {
