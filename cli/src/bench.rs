@@ -94,7 +94,7 @@ pub async fn bench(
     }
     let finished = Arc::new(AtomicU64::new(0));
     let progress = progress_bar(load, finished.clone());
-    let run = run(clients, schema::operation(&method), body, load, finished);
+    let run = run(clients, pool.operation(&method), body, load, finished);
     let summary = run.await;
     if let Some(progress) = progress {
         progress.abort();

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use frpc::{Caller as _, ClientConfig, ConnectionConfig, Framing, Metadata};
-use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
+use prost_reflect::{DynamicMessage, MethodDescriptor};
 
 use crate::dynamic::{self, Decoded};
 pub use crate::error::CliError;
 use crate::error::other;
 pub use crate::json::{parse_request, request_text, to_json};
-use crate::schema;
+use crate::schema::{self, Described};
 use crate::stream::{self, Requests};
 
 /// How to reach the server (the options every subcommand shares).
@@ -81,16 +81,17 @@ pub struct Schema {
 impl Schema {
     /// The descriptors: compiled from the `.proto` files when given, else asked of the server
     /// through the reflection extension.
-    pub async fn pool(&self, client: &frpc::Client) -> Result<DescriptorPool, CliError> {
+    pub async fn pool(&self, client: &frpc::Client) -> Result<Described, CliError> {
         if !self.protos.is_empty() {
-            return schema::compile(&self.protos, &self.includes).map_err(other);
+            let pool = schema::compile(&self.protos, &self.includes).map_err(other)?;
+            return Ok(Described::compiled(pool));
         }
         reflect(client).await
     }
 }
 
 /// The descriptors of every service a server serves, through the reflection extension.
-pub async fn reflect(client: &frpc::Client) -> Result<DescriptorPool, CliError> {
+pub async fn reflect(client: &frpc::Client) -> Result<Described, CliError> {
     let Some(set) = client.reflect().await? else {
         return Err(other(format!(
             "the server at {} does not offer reflection (a Go fRPC server, or extensions off): \
@@ -101,15 +102,15 @@ pub async fn reflect(client: &frpc::Client) -> Result<DescriptorPool, CliError> 
     schema::from_reflection(&set).map_err(other)
 }
 
-/// Makes one unary call with a dynamic request, in polyglot (what every fRPC server reads),
-/// and returns the reply.
+/// Makes one unary call of `method` (served on operation `op`) with a dynamic request, in
+/// polyglot (what every fRPC server reads), and returns the reply.
 pub async fn call_unary(
     client: &frpc::Client,
-    method: &MethodDescriptor,
+    (method, op): (&MethodDescriptor, u16),
     request: &DynamicMessage,
 ) -> Result<DynamicMessage, CliError> {
     let body = dynamic::encode(request).map_err(other)?;
-    let reply = client.call(schema::operation(method), |_| body).await?;
+    let reply = client.call(op, |_| body).await?;
     match dynamic::decode(&method.output(), &reply.body).map_err(other)? {
         Decoded::Message(message) => Ok(message),
         Decoded::Error(text) => Err(CliError::Status {
@@ -135,14 +136,15 @@ pub async fn call(
     let method = schema::method(&pool, method).map_err(other)?;
     if !method.is_client_streaming() && !method.is_server_streaming() {
         let request = parse_request(&method, &request_text(request)?)?;
-        print(&to_json(&call_unary(&client, &method, &request).await?));
+        let op = pool.operation(&method);
+        print(&to_json(&call_unary(&client, (&method, op), &request).await?));
         return Ok(());
     }
     let requests = match request {
         None | Some("-") if method.is_client_streaming() => Requests::stdin(&method),
         _ => Requests::from_text(&method, &request_text(request)?)?,
     };
-    stream::call(&client, &method, requests, print).await
+    stream::call(&client, (&method, pool.operation(&method)), requests, print).await
 }
 
 /// `frpc list`: every service the server reflects, one per line.
@@ -170,7 +172,7 @@ pub async fn describe(connect: &Connect, schema: &Schema, name: &str) -> Result<
                 m.input().full_name(),
                 stream(m.is_server_streaming()),
                 m.output().full_name(),
-                schema::operation(&m),
+                pool.operation(&m),
                 schema::kind(&m),
             ));
         }

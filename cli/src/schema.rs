@@ -1,6 +1,7 @@
 //! The schema a call needs: descriptors compiled from `.proto` files at run time (protox, no
 //! protoc), the method a `pkg.Service/Method` names, and its fRPC operation number.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use prost_reflect::{DescriptorPool, MethodDescriptor};
@@ -38,20 +39,84 @@ pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPoo
     DescriptorPool::from_file_descriptor_set(fds).map_err(|e| SchemaError::Descriptors(e.to_string()))
 }
 
+/// A schema: the descriptors, and the operation numbers a reflecting server sent beside them.
+/// Derefs to the descriptors.
+#[derive(Debug, Clone)]
+pub struct Described {
+    /// The files' descriptors.
+    pub pool: DescriptorPool,
+    /// Operation numbers by method full name (`pkg.Service.Method`): what the server serves
+    /// each method on, whatever its numbering; empty for compiled files.
+    ops: HashMap<String, u16>,
+}
+
+impl Described {
+    /// Descriptors compiled from files: operation numbers counted per file.
+    pub fn compiled(pool: DescriptorPool) -> Described {
+        Described {
+            pool,
+            ops: HashMap::new(),
+        }
+    }
+
+    /// The method's operation number: the server's own when it sent them (a server numbering
+    /// across files, `OperationNumbering::PerPackage` or `Shared`, cannot be told from its
+    /// files), else counted per file ([`operation`]).
+    pub fn operation(&self, method: &MethodDescriptor) -> u16 {
+        match self.ops.get(method.full_name()) {
+            Some(op) => *op,
+            None => operation(method),
+        }
+    }
+}
+
+impl std::ops::Deref for Described {
+    type Target = DescriptorPool;
+
+    fn deref(&self) -> &DescriptorPool {
+        &self.pool
+    }
+}
+
+/// The operation numbers of a REFLECTION answer: its field 1000 (docs/extensions.md §13),
+/// which a plain `FileDescriptorSet` reader skips.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ReflectedOperations {
+    #[prost(message, repeated, tag = "1000")]
+    operations: Vec<ReflectedOperation>,
+}
+
+/// One method's operation number.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ReflectedOperation {
+    /// `pkg.Service.Method`.
+    #[prost(string, tag = "1")]
+    method: String,
+    #[prost(uint32, tag = "2")]
+    op: u32,
+}
+
 /// The descriptors a reflecting server sent: an encoded `FileDescriptorSet` in which a file
-/// may repeat (one copy per service set that holds it); the first of each name is kept.
-pub fn from_reflection(bytes: &[u8]) -> Result<DescriptorPool, SchemaError> {
+/// may repeat (one copy per service set that holds it; the first of each name is kept),
+/// and, from frpc servers that send them, the methods' operation numbers.
+pub fn from_reflection(bytes: &[u8]) -> Result<Described, SchemaError> {
     use prost::Message as _;
-    let set =
-        prost_types::FileDescriptorSet::decode(bytes).map_err(|e| SchemaError::Descriptors(e.to_string()))?;
+    let bad = |e: prost::DecodeError| SchemaError::Descriptors(e.to_string());
+    let set = prost_types::FileDescriptorSet::decode(bytes).map_err(bad)?;
     let mut seen = std::collections::HashSet::new();
     let file = set
         .file
         .into_iter()
         .filter(|f| seen.insert(f.name().to_string()))
         .collect();
-    DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet { file })
-        .map_err(|e| SchemaError::Descriptors(e.to_string()))
+    let pool = DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet { file })
+        .map_err(|e| SchemaError::Descriptors(e.to_string()))?;
+    let ops = ReflectedOperations::decode(bytes).map_err(bad)?.operations;
+    let ops = ops
+        .into_iter()
+        .filter_map(|o| Some((o.method, u16::try_from(o.op).ok()?)))
+        .collect();
+    Ok(Described { pool, ops })
 }
 
 /// The method `name` (`pkg.Service/Method`, or `pkg.Service.Method`) names in `pool`.

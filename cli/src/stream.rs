@@ -14,7 +14,6 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use crate::dynamic::{self, Decoded};
 use crate::error::{CliError, other};
 use crate::json::{parse_request, to_json};
-use crate::schema;
 
 /// A message's polyglot fields (after the `08 00` envelope), encoded and decoded elsewhere.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -114,11 +113,10 @@ impl Requests {
 /// request's source; every reply goes to `print` as one line of JSON as it arrives.
 pub async fn call(
     client: &frpc::Client,
-    method: &MethodDescriptor,
+    (method, op): (&MethodDescriptor, u16),
     mut requests: Requests,
     mut print: impl FnMut(&str),
 ) -> Result<(), CliError> {
-    let op = schema::operation(method);
     let output = method.output();
     let mut show = |reply: Raw| -> Result<(), CliError> {
         print(&to_json(&reply.decode(&output)?));

@@ -518,3 +518,74 @@ async fn bench_frpc_and_go() {
         );
     }
 }
+
+/// `split`'s two services, numbered across their package's two files
+/// (`OperationNumbering::PerPackage`): Orders' `Place` and `Cancel` are 10 and 11, Billing's
+/// `Charge` 12 (13 for `Refund`). Charging doubles the amount, placing keeps it.
+struct Split;
+
+impl frpc_codegen_tests::per_package::split::Orders for Split {
+    async fn place(&self, _: &frpc::Context, t: Ticket) -> Result<Ticket, frpc::Status> {
+        Ok(t)
+    }
+    async fn cancel(&self, _: &frpc::Context, t: Ticket) -> Result<Ticket, frpc::Status> {
+        Ok(Ticket { amount: 0, ..t })
+    }
+}
+
+impl frpc_codegen_tests::per_package::split::Billing for Split {
+    async fn charge(&self, _: &frpc::Context, t: Ticket) -> Result<Ticket, frpc::Status> {
+        Ok(Ticket {
+            amount: t.amount * 2,
+            ..t
+        })
+    }
+    async fn refund(
+        &self,
+        _: &frpc::Context,
+        t: Ticket,
+        out: frpc::StreamSender<Ticket>,
+    ) -> Result<(), frpc::Status> {
+        out.send(t).await?;
+        Ok(())
+    }
+}
+
+use frpc_codegen_tests::per_package::split::Ticket;
+
+/// A server numbering across files is called on its own numbers: the reflection answer
+/// carries them (a method's place in its file would say 10 for `Charge`, which is `Place`
+/// there).
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_reach_servers_that_number_across_files() {
+    use frpc_codegen_tests::per_package::split::{BillingServer, OrdersServer};
+    let server = frpc::Server::builder()
+        .add_service(OrdersServer::new(Split))
+        .add_service(BillingServer::new(Split))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    tokio::spawn(server.serve());
+
+    let charge = args(&[
+        "call",
+        &addr,
+        "split.Billing/Charge",
+        r#"{"id":"t","amount":"21"}"#,
+    ]);
+    assert_eq!(json(&frpc(charge, None).await)["amount"], "42");
+    let place = args(&["call", &addr, "split.Orders/Place", r#"{"id":"t","amount":"21"}"#]);
+    assert_eq!(json(&frpc(place, None).await)["amount"], "21");
+    let refund = args(&[
+        "call",
+        &addr,
+        "split.Billing/Refund",
+        r#"{"id":"r","amount":"5"}"#,
+    ]);
+    assert_eq!(json(&frpc(refund, None).await)["id"], "r");
+    let out = frpc(args(&["describe", &addr, "split.Billing"]), None).await;
+    let text = stdout(&out);
+    assert!(text.contains("// operation 12, unary"), "{text}");
+    assert!(text.contains("// operation 13, server streaming"), "{text}");
+}

@@ -1096,6 +1096,7 @@ fn is_health(service: &str) -> bool {
 /// What the server answers a reflection request with (docs/extensions.md §13): the distinct
 /// descriptor sets of its services, concatenated, which is itself an encoded
 /// `FileDescriptorSet` (protobuf appends repeated fields); services of one package share a set.
+/// Then the operation number of each of their methods, in field 1000.
 fn reflection(services: &[Arc<dyn crate::service::Service>]) -> Bytes {
     let mut sets: Vec<&'static [u8]> = Vec::new();
     for set in services.iter().map(|s| s.file_descriptor_set()) {
@@ -1103,5 +1104,31 @@ fn reflection(services: &[Arc<dyn crate::service::Service>]) -> Bytes {
             sets.push(set);
         }
     }
-    Bytes::from(sets.concat())
+    let mut answer = sets.concat();
+    for service in services.iter().filter(|s| !s.file_descriptor_set().is_empty()) {
+        for method in service.methods() {
+            let operation = ReflectedOperation {
+                method: format!("{}.{}", service.name(), method.name),
+                op: method.op.into(),
+            };
+            prost::encoding::message::encode(REFLECTED_OPERATIONS, &operation, &mut answer);
+        }
+    }
+    Bytes::from(answer)
+}
+
+/// The field of the REFLECTION answer (a `FileDescriptorSet`, whose readers skip it) that
+/// carries each reflected method's operation number (docs/extensions.md §13): a server
+/// numbering across files (`OperationNumbering::PerPackage`, `Shared`) cannot be told from
+/// its files, which number per file.
+const REFLECTED_OPERATIONS: u32 = 1000;
+
+/// One method's operation number, in the REFLECTION answer.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ReflectedOperation {
+    /// `pkg.Service.Method`.
+    #[prost(string, tag = "1")]
+    method: String,
+    #[prost(uint32, tag = "2")]
+    op: u32,
 }

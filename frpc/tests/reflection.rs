@@ -141,3 +141,47 @@ async fn no_reflection_without_the_extension() {
     let client = frpc::Client::connect_with(addr, plain_client).await.unwrap();
     assert_eq!(client.reflect().await.unwrap(), None);
 }
+
+/// A described service whose one method, `M`, is served on operation 12 (not 10, as the
+/// method's place in its file would say: numbered across files).
+struct Numbered;
+
+impl codegen::Service for Numbered {
+    fn name(&self) -> &'static str {
+        "a.S"
+    }
+    fn methods(&self) -> &'static [MethodDesc] {
+        &[MethodDesc {
+            name: "M",
+            op: 12,
+            kind: codegen::MethodKind::Unary,
+        }]
+    }
+    fn call_unary(&self, op: u16, _: Context, _: Bytes) -> BoxFuture<Result<Bytes, Status>> {
+        codegen::unimplemented_unary(op)
+    }
+    fn call_streaming(&self, op: u16, _: Context, _: ServerStream) -> BoxFuture<Result<(), Status>> {
+        codegen::unimplemented_streaming(op)
+    }
+    fn file_descriptor_set(&self) -> &'static [u8] {
+        A_PROTO
+    }
+}
+
+/// Each described method's operation number follows the sets, in field 1000 of the answer
+/// (`c2 3e`, which `FileDescriptorSet` readers skip): `pkg.Service.Method` (1) and the number
+/// (2), so a client can call servers that number across files.
+#[tokio::test]
+async fn operation_numbers_follow_the_sets() {
+    use prost::Message as _;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::Server::builder().add_service(Numbered).build().unwrap();
+    tokio::spawn(async move { server.serve_listener(listener).await });
+    let client = frpc::Client::connect(addr).await.unwrap();
+    let answer = client.reflect().await.unwrap().unwrap();
+    let operation = unhex("c2 3e 09 0a 05 61 2e 53 2e 4d 10 0c");
+    assert_eq!(answer[..], [A_PROTO, &operation].concat()[..]);
+    let set = frpc::codegen::prost_types::FileDescriptorSet::decode(answer).unwrap();
+    assert_eq!(set.file.len(), 1);
+}
