@@ -47,6 +47,11 @@ impl Connect {
             .connection(ConnectionConfig::default().framing(self.framing))
             .extensions(!self.no_extensions)
             .timeout(self.timeout);
+        // `--timeout` bounds the first answer, so the connection too (and a TLS handshake).
+        let config = match self.timeout {
+            Some(limit) => config.connect_timeout(limit),
+            None => config,
+        };
         let mut client = match &self.tls {
             None => frpc::Client::connect_with(self.addr.as_str(), config).await?,
             Some(tls) => {
@@ -134,17 +139,39 @@ pub async fn call(
     let client = connect.client().await?;
     let pool = schema.pool(&client).await?;
     let method = schema::method(&pool, method).map_err(other)?;
-    if !method.is_client_streaming() && !method.is_server_streaming() {
-        let request = parse_request(&method, &request_text(request)?)?;
-        let op = pool.operation(&method);
+    let op = pool.operation(&method);
+    if method.is_client_streaming() {
+        let requests = match request {
+            None | Some("-") => Requests::stdin(&method),
+            Some(_) => Requests::from_text(&method, &request_text(request)?)?,
+        };
+        return stream::call(&client, (&method, op), requests, print).await;
+    }
+    let request = one_request(&method, &request_text(request)?)?;
+    if !method.is_server_streaming() {
         print(&to_json(&call_unary(&client, (&method, op), &request).await?));
         return Ok(());
     }
-    let requests = match request {
-        None | Some("-") if method.is_client_streaming() => Requests::stdin(&method),
-        _ => Requests::from_text(&method, &request_text(request)?)?,
-    };
-    stream::call(&client, (&method, pool.operation(&method)), requests, print).await
+    let requests = Requests::Given(vec![request].into_iter());
+    stream::call(&client, (&method, op), requests, print).await
+}
+
+/// The one request of a unary or server-streaming method: exactly one JSON value.
+fn one_request(method: &MethodDescriptor, text: &str) -> Result<DynamicMessage, CliError> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    let first = values.next();
+    if values.next().is_some() {
+        let count = 2 + values.count();
+        return Err(other(format!(
+            "`{}` takes one request, not {count}: only client and bidi streams take several",
+            method.full_name()
+        )));
+    }
+    match first {
+        Some(Ok(value)) => parse_request(method, &value.to_string()),
+        // Nothing, or not JSON: the parser's own words.
+        _ => parse_request(method, text),
+    }
 }
 
 /// `frpc list`: every service the server reflects, one per line.

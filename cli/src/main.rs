@@ -23,8 +23,8 @@ struct Cli {
 enum Command {
     /// Calls a method with JSON requests and prints each JSON reply on a line of its own.
     ///
-    /// Unary and server-streaming methods take one request; client and bidi streams read one
-    /// request per line of standard input (or each JSON value of the argument).
+    /// Unary and server-streaming methods take one request; client and bidi streams send each
+    /// JSON value of standard input as it completes (or each JSON value of the argument).
     Call {
         #[command(flatten)]
         connect: ConnectArgs,
@@ -121,7 +121,7 @@ struct ConnectArgs {
     /// Request metadata, `key:value` (repeatable).
     #[arg(short = 'H', long = "header")]
     headers: Vec<String>,
-    /// Call timeout in seconds (fractions allowed).
+    /// Call timeout in seconds (fractions allowed); it also bounds connecting.
     #[arg(long)]
     timeout: Option<f64>,
     /// The server's packet framing.

@@ -28,6 +28,9 @@ pub enum SchemaError {
 
 /// Compiles `protos`, searched in `includes` (the directory of each file when none is given).
 pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, SchemaError> {
+    if let Some(missing) = protos.iter().find(|p| !p.is_file()) {
+        return Err(SchemaError::Compile(format!("no file {}", missing.display())));
+    }
     let mut includes = includes.to_vec();
     if includes.is_empty() {
         for proto in protos {

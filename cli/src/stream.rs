@@ -58,18 +58,22 @@ impl Message for Raw {
     }
 }
 
-/// Where a stream's requests come from: the JSON values of a text, or the lines of standard
-/// input as they are typed (blank lines skipped).
+/// Where a stream's requests come from: the JSON values of a text, or those of standard input
+/// as they are typed (each sent once complete: one per line, or spread over several).
 #[derive(Debug)]
 pub enum Requests {
     /// Parsed up front from the argument or a file, in order.
     Given(std::vec::IntoIter<DynamicMessage>),
-    /// Read one line at a time.
+    /// Read a line at a time.
     Stdin {
         /// The input's lines.
         lines: Lines<BufReader<Stdin>>,
-        /// The method the lines are requests of.
+        /// The method the values are requests of.
         method: MethodDescriptor,
+        /// Input read but not yet a whole JSON value.
+        pending: String,
+        /// Values complete but not yet asked for.
+        ready: std::collections::VecDeque<serde_json::Value>,
     },
 }
 
@@ -85,11 +89,13 @@ impl Requests {
         Ok(Requests::Given(messages.into_iter()))
     }
 
-    /// The lines of standard input, each one request of `method`.
+    /// The JSON values of standard input, each one request of `method`.
     pub fn stdin(method: &MethodDescriptor) -> Requests {
         Requests::Stdin {
             lines: BufReader::new(tokio::io::stdin()).lines(),
             method: method.clone(),
+            pending: String::new(),
+            ready: std::collections::VecDeque::new(),
         }
     }
 
@@ -97,16 +103,53 @@ impl Requests {
     pub async fn next(&mut self) -> Result<Option<DynamicMessage>, CliError> {
         match self {
             Requests::Given(messages) => Ok(messages.next()),
-            Requests::Stdin { lines, method } => loop {
-                let Some(line) = lines.next_line().await.map_err(other)? else {
-                    return Ok(None);
-                };
-                if !line.trim().is_empty() {
-                    return parse_request(method, &line).map(Some);
+            Requests::Stdin {
+                lines,
+                method,
+                pending,
+                ready,
+            } => loop {
+                if let Some(value) = ready.pop_front() {
+                    return parse_request(method, &value.to_string()).map(Some);
                 }
+                let Some(line) = lines.next_line().await.map_err(other)? else {
+                    return match pending.trim().is_empty() {
+                        true => Ok(None),
+                        false => Err(other(format!("the input ends inside a JSON value: {pending}"))),
+                    };
+                };
+                pending.push_str(&line);
+                pending.push('\n');
+                take_values(pending, ready)?;
             },
         }
     }
+}
+
+/// Moves the complete JSON values at the front of `pending` to `ready`, leaving a value not
+/// yet complete (one that spans lines) in `pending`.
+fn take_values(
+    pending: &mut String,
+    ready: &mut std::collections::VecDeque<serde_json::Value>,
+) -> Result<(), CliError> {
+    let mut values = serde_json::Deserializer::from_str(pending).into_iter::<serde_json::Value>();
+    let mut taken = 0;
+    loop {
+        match values.next() {
+            Some(Ok(value)) => {
+                ready.push_back(value);
+                taken = values.byte_offset();
+            }
+            Some(Err(err)) if err.is_eof() => break,
+            Some(Err(err)) => return Err(other(format!("the requests are not JSON values: {err}"))),
+            None => {
+                taken = pending.len();
+                break;
+            }
+        }
+    }
+    pending.drain(..taken);
+    Ok(())
 }
 
 /// Makes a streaming call of `method`: `request` is the first (server streaming: the only)

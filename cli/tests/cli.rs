@@ -269,11 +269,22 @@ async fn streams(addr: &str, framing: Framing, schema: &[&str]) {
     assert_eq!(out.status.code(), Some(66), "UNKNOWN");
     assert!(String::from_utf8_lossy(&out.stderr).contains("search failed"));
 
-    // Client and bidi streams: one request per line of standard input (blank lines skipped),
-    // or each JSON value of the argument.
+    // A server stream takes one request, and says so.
+    let out = frpc(call("capture.EchoService/Search", Some("{} {}")), None).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("takes one request, not 2"), "{err}");
+
+    // Client and bidi streams: each JSON value of standard input (blank lines skipped, a value
+    // over several lines, several on a line), or of the argument.
     let stdin = "{\"Message\":\"a\"}\n\n{\"Message\":\"b\"}\n{}\n";
     let out = frpc(call("capture.EchoService/Upload", None), Some(stdin)).await;
     assert_eq!(messages(&out), ["got 3"]);
+    let pretty = "{\n  \"Message\": \"a\"\n}\n{} {}\n";
+    let out = frpc(call("capture.EchoService/Upload", None), Some(pretty)).await;
+    assert_eq!(messages(&out), ["got 3"]);
+    let out = frpc(call("capture.EchoService/Upload", None), Some("{\"Message\":")).await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ends inside a JSON value"));
     let out = frpc(call("capture.EchoService/Upload", Some(r#"{} {}"#)), None).await;
     assert_eq!(messages(&out), ["got 2"]);
     let out = frpc(call("capture.EchoService/EchoStream", None), Some(stdin)).await;

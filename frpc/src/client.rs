@@ -144,7 +144,11 @@ impl Client {
         let handshake = crate::tls::TlsConnector::from(tls).connect(name, stream);
         let tls = match tokio::time::timeout(config.connect_timeout, handshake).await {
             Ok(result) => result?,
-            Err(_) => return Err(Error::Timeout(config.connect_timeout)),
+            Err(_) => {
+                let why = format!("no TLS handshake within {:?}", config.connect_timeout);
+                let source = std::io::Error::new(std::io::ErrorKind::TimedOut, why);
+                return Err(Error::Connect { addr: peer, source });
+            }
         };
         let (read, write) = tokio::io::split(tls);
         // Takeover is not offered over TLS: no way to join the halves back.
@@ -340,14 +344,19 @@ impl Client {
     /// The file descriptors of every service the server serves, through the reflection
     /// extension (`docs/extensions.md` §13): an encoded `google.protobuf.FileDescriptorSet`, in
     /// which a file may repeat (keep the first of a name). `Ok(None)` when the server does not
-    /// reflect (a Go fRPC server, extensions off on either side). Waits for negotiation first;
-    /// bounded by the handle's timeout when it has one.
+    /// reflect (a Go fRPC server, extensions off on either side); the connection's error when
+    /// it closed before the server answered anything (not a Frisbee peer, the other framing,
+    /// TLS on one side only). Waits for negotiation first; bounded by the handle's timeout when
+    /// it has one.
     pub async fn reflect(&self) -> Result<Option<Bytes>, Error> {
         let ask = async {
             if !self.negotiated().await
                 || self.handle.calls.negotiation().accepted() & ext::EXT_REFLECTION == 0
             {
-                return Ok(None);
+                return match self.is_closed() {
+                    true => Err(self.closed_error()),
+                    false => Ok(None),
+                };
             }
             let answer = self.handle.calls.expect_reflection();
             self.handle

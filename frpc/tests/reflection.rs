@@ -185,3 +185,20 @@ async fn operation_numbers_follow_the_sets() {
     let set = frpc::codegen::prost_types::FileDescriptorSet::decode(answer).unwrap();
     assert_eq!(set.file.len(), 1);
 }
+
+/// A peer that closes without answering anything (not a Frisbee peer, the other framing, TLS
+/// on its side only) is the connection's error, with its hints, not "no reflection".
+#[tokio::test]
+async fn a_peer_that_closes_at_once_is_an_error_not_no_reflection() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            drop(stream);
+        }
+    });
+    let client = frpc::Client::connect(addr).await.unwrap();
+    let err = client.reflect().await.unwrap_err();
+    assert!(matches!(err, frpc::Error::ConnectionClosed { .. }), "{err}");
+    assert!(err.to_string().contains("before sending a valid packet"), "{err}");
+}

@@ -102,3 +102,23 @@ async fn wrong_server_name_is_refused() {
     let err = result.map(|_| ()).unwrap_err();
     assert!(err.to_string().to_lowercase().contains("certificate"), "{err}");
 }
+
+/// A server that accepts and never answers the handshake: the connect fails within
+/// `connect_timeout`, saying it was the handshake (not a call's timeout).
+#[tokio::test]
+async fn a_silent_handshake_fails_within_the_connect_timeout() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        std::future::pending::<()>().await;
+        drop(stream);
+    });
+    let config = ClientConfig::default().connect_timeout(Duration::from_millis(200));
+    let err = Client::connect_tls(addr, "localhost", certs().client, config)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(err.to_string().contains("no TLS handshake within 200ms"), "{err}");
+    held.abort();
+}
