@@ -54,6 +54,38 @@ async fn unary_calls_reply_and_map_every_status_code() {
     }
 }
 
+/// gRPC reflection answers in `v1alpha` too (clients older than `v1` speak only it): the
+/// service list holds the served service.
+#[tokio::test]
+async fn reflection_answers_v1alpha_clients() {
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    let (addr, _events) = start().await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut answers = client
+        .server_reflection_info(futures_util::stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = answers.message().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("not a service list: {answer:?}");
+    };
+    let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"benchmark.BenchmarkService"), "{names:?}");
+}
+
 /// A panicking unary handler is INTERNAL, as on fRPC (not a reset stream), and the connection
 /// serves the next call.
 #[tokio::test]

@@ -82,10 +82,12 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
         samples(text, metric, &labels).map(|(_, value)| value).sum()
     };
     // The server records a stream once its handler's future is done, just after the stream's
-    // end went out: the client may see the end first, so scrape until both are in.
+    // end went out (or once the handler is dropped: the client cancelled it): the client may
+    // see the end first, so scrape until all three are in.
     let streams_recorded = |text: &str| {
-        let recorded = |method| count_in(text, "rpc_server_requests", method, 0) == 1.0;
-        recorded("Search") && recorded("Upload")
+        let recorded = |method, code| count_in(text, "rpc_server_requests", method, code) == 1.0;
+        let cancelled = frpc::Code::Cancelled as u8;
+        recorded("Search", 0) && recorded("Upload", 0) && recorded("EchoStream", cancelled)
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let text = loop {
@@ -164,6 +166,17 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     );
     assert_eq!(
         count("rpc_client_responses_per_rpc_sum", "EchoStream", cancelled),
+        1.0,
+        "{text}"
+    );
+    // The server books the stream the client cancelled as CANCELLED too, with what it carried.
+    assert_eq!(
+        count("rpc_server_requests", "EchoStream", cancelled),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        count("rpc_server_requests_per_rpc_sum", "EchoStream", cancelled),
         1.0,
         "{text}"
     );

@@ -110,8 +110,9 @@ pub struct GrpcServer {
     grace: Duration,
     /// The distinct descriptor sets the services embed (frpc-codegen's `FILE_DESCRIPTOR_SET`).
     descriptors: Vec<&'static [u8]>,
-    /// `grpc.reflection.v1` over them (tonic-reflection), once a service has descriptors.
-    reflection: Option<Reflection>,
+    /// `grpc.reflection.v1` and `v1alpha` over them (tonic-reflection), once a service has
+    /// descriptors.
+    reflection: Option<Reflections>,
 }
 
 /// A layer of a standalone server's stack, kept to rebuild the stack when another is added.
@@ -124,8 +125,16 @@ type Reflection = tower::util::BoxCloneSyncService<
     Infallible,
 >;
 
-/// The path prefix of server reflection's one method.
+/// Server reflection in both versions clients speak (grpcurl tries `v1`, then `v1alpha`).
+#[derive(Clone)]
+struct Reflections {
+    v1: Reflection,
+    v1alpha: Reflection,
+}
+
+/// The path prefixes of server reflection's one method, in each version.
 const REFLECTION: &str = "/grpc.reflection.v1.ServerReflection/";
+const REFLECTION_V1ALPHA: &str = "/grpc.reflection.v1alpha.ServerReflection/";
 
 impl std::fmt::Debug for GrpcServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -327,9 +336,13 @@ impl GrpcServer {
         closed: CancellationToken,
         signals: Signals,
     ) -> http::Response<tonic::body::Body> {
-        if let Some(reflection) = &self.reflection
-            && request.uri().path().starts_with(REFLECTION)
-        {
+        let path = request.uri().path();
+        let reflection = self.reflection.as_ref().and_then(|r| match path {
+            _ if path.starts_with(REFLECTION) => Some(&r.v1),
+            _ if path.starts_with(REFLECTION_V1ALPHA) => Some(&r.v1alpha),
+            _ => None,
+        });
+        if let Some(reflection) = reflection {
             let mut reflection = reflection.clone();
             return match tower::ServiceExt::ready(&mut reflection).await {
                 Ok(ready) => match tower::Service::call(ready, request).await {
@@ -373,16 +386,24 @@ impl GrpcServer {
     }
 }
 
-/// Server reflection over `descriptors`; `None` (and a warning) if tonic-reflection refuses
-/// them.
-fn reflection(descriptors: &[&'static [u8]]) -> Option<Reflection> {
-    let builder = descriptors
-        .iter()
-        .fold(tonic_reflection::server::Builder::configure(), |builder, set| {
-            builder.register_encoded_file_descriptor_set(set)
-        });
-    match builder.build_v1() {
-        Ok(service) => Some(tower::util::BoxCloneSyncService::new(service)),
+/// Server reflection over `descriptors`, `v1` and `v1alpha`; `None` (and a warning) if
+/// tonic-reflection refuses them.
+fn reflection(descriptors: &[&'static [u8]]) -> Option<Reflections> {
+    let builder = || {
+        descriptors
+            .iter()
+            .fold(tonic_reflection::server::Builder::configure(), |builder, set| {
+                builder.register_encoded_file_descriptor_set(set)
+            })
+    };
+    let built = builder()
+        .build_v1()
+        .and_then(|v1| Ok((v1, builder().build_v1alpha()?)));
+    match built {
+        Ok((v1, v1alpha)) => Some(Reflections {
+            v1: tower::util::BoxCloneSyncService::new(v1),
+            v1alpha: tower::util::BoxCloneSyncService::new(v1alpha),
+        }),
         Err(err) => {
             tracing::warn!(error = %err, "gRPC reflection is off: the descriptors do not load");
             None

@@ -23,7 +23,9 @@
 //! the calls whose code is not `"0"`. A Prometheus exporter writes the names with underscores
 //! (`rpc_server_requests`, `rpc_server_duration_count`, `rpc_service="demo.Greeter"`).
 //!
-//! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`).
+//! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`), on both
+//! sides: the server books a call whose handler was dropped unanswered as `CANCELLED` (the
+//! client cancelled it, its connection closed), or `DEADLINE_EXCEEDED` past its deadline.
 //!
 //! Each layer asks the recorder for the handles of a label set (method and status code) once
 //! and keeps them, so a call costs a read lock and a hash lookup rather than a registry
@@ -152,32 +154,68 @@ where
     }
 
     fn call(&mut self, request: CallRequest) -> Self::Future {
-        let (service, method) = (request.service(), request.method());
-        let counts = request.message_counts();
-        let handles = self.handles.clone();
-        let started = Instant::now();
+        let mut call = ServerCall {
+            service: request.service(),
+            method: request.method(),
+            counts: request.message_counts(),
+            handles: Some(self.handles.clone()),
+            started: Instant::now(),
+            deadline: request.context().deadline(),
+        };
         let answer = self.inner.call(request);
         Box::pin(async move {
             let result = answer.await.map_err(|error| status_from_error(error.into()));
-            let code = match &result {
+            call.record(match &result {
                 Ok(_) => Code::Ok,
                 Err(status) => status.code(),
-            };
-            let seconds = started.elapsed().as_secs_f64();
-            let key = (service, method, code as u8);
-            handles.with(
-                key,
-                || labels(service, method, code),
-                |handles, names| {
-                    handles.call(seconds);
-                    if let Some(counts) = counts {
-                        handles.messages(names, [counts.received(), counts.sent()]);
-                    }
-                },
-            );
+            });
             // The status itself, so the layers above and the client see what the handler said.
             result.map_err(|status| Box::new(status) as BoxError)
         })
+    }
+}
+
+/// A call the server layer has yet to record: recorded with its code once answered, or if
+/// dropped unanswered (its handler dropped) as `DEADLINE_EXCEEDED` past its deadline, else
+/// `CANCELLED` (the client cancelled it, its connection closed).
+struct ServerCall {
+    service: &'static str,
+    method: &'static str,
+    counts: Option<Arc<MessageCounts>>,
+    /// `None` once recorded.
+    handles: Option<Arc<Cache<ServerKey>>>,
+    started: Instant,
+    deadline: Option<Instant>,
+}
+
+impl ServerCall {
+    fn record(&mut self, code: Code) {
+        let Some(handles) = self.handles.take() else {
+            return;
+        };
+        let (service, method) = (self.service, self.method);
+        let seconds = self.started.elapsed().as_secs_f64();
+        let counts = &self.counts;
+        handles.with(
+            (service, method, code as u8),
+            || labels(service, method, code),
+            |handles, names| {
+                handles.call(seconds);
+                if let Some(counts) = counts {
+                    handles.messages(names, [counts.received(), counts.sent()]);
+                }
+            },
+        );
+    }
+}
+
+impl Drop for ServerCall {
+    fn drop(&mut self) {
+        let code = match self.deadline {
+            Some(deadline) if Instant::now() >= deadline => Code::DeadlineExceeded,
+            _ => Code::Cancelled,
+        };
+        self.record(code);
     }
 }
 
