@@ -38,7 +38,8 @@ pub fn parse_request(method: &MethodDescriptor, text: &str) -> Result<DynamicMes
     Ok(message)
 }
 
-/// A message as one line of proto3 JSON (default values included, as grpcurl prints them).
+/// A message as one line of proto3 JSON, default values included (as `grpcurl -emit-defaults`
+/// prints them: a reply shows every field the server sent, which polyglot always sends).
 pub fn to_json(message: &DynamicMessage) -> String {
     let options = SerializeOptions::new().skip_default_fields(false);
     let mut out = serde_json::Serializer::new(Vec::new());

@@ -202,12 +202,14 @@ pub async fn call(
                 Ok::<(), CliError>(())
             };
             tokio::pin!(send, receive);
-            // The server may end the stream before the requests run out: then it is over.
+            // The server may end the stream before the requests run out: then it is over. A
+            // request that cannot be sent (bad input) ends the request stream as the input's
+            // end would: the replies to those sent before it are printed, then its error.
             tokio::select! {
                 received = &mut receive => received,
                 sent = &mut send => {
-                    sent?;
-                    receive.await
+                    let received = receive.await;
+                    sent.and(received)
                 }
             }
         }

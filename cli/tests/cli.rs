@@ -299,6 +299,15 @@ async fn streams(addr: &str, framing: Framing, schema: &[&str]) {
     .await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a valid `capture.Data`"));
+
+    // Bad input half-way through a bidi stream: the replies to the requests before it are
+    // printed, then the error.
+    let input = "{\"Message\":\"a\"}\nnot json\n";
+    let out = frpc(call("capture.EchoService/EchoStream", None), Some(input)).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not JSON values"), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1, "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
