@@ -183,7 +183,8 @@ pub async fn list(connect: &Connect, schema: &Schema) -> Result<String, CliError
     Ok(names.join("\n"))
 }
 
-/// `frpc describe`: a service's methods (kind, types, operation number) or a message's fields.
+/// `frpc describe`: a service's methods (kind, types, operation number), one method, a
+/// message's fields (its oneofs and `optional`s as declared) or an enum's values.
 pub async fn describe(connect: &Connect, schema: &Schema, name: &str) -> Result<String, CliError> {
     let client = connect.client().await?;
     let pool = schema.pool(&client).await?;
@@ -191,30 +192,72 @@ pub async fn describe(connect: &Connect, schema: &Schema, name: &str) -> Result<
     if let Some(service) = pool.get_service_by_name(name) {
         let mut out = format!("service {} {{\n", service.full_name());
         for m in service.methods() {
-            let stream = |yes: bool| if yes { "stream " } else { "" };
-            out.push_str(&format!(
-                "  rpc {}({}{}) returns ({}{}); // operation {}, {}\n",
-                m.name(),
-                stream(m.is_client_streaming()),
-                m.input().full_name(),
-                stream(m.is_server_streaming()),
-                m.output().full_name(),
-                pool.operation(&m),
-                schema::kind(&m),
-            ));
+            out.push_str(&format!("  {}\n", rpc_line(&pool, &m)));
         }
         out.push('}');
         return Ok(out);
     }
     if let Some(message) = pool.get_message_by_name(name) {
-        let mut out = format!("message {} {{\n", message.full_name());
-        for f in message.fields() {
-            out.push_str(&format!("  {} {} = {};\n", field_type(&f), f.name(), f.number()));
+        return Ok(describe_message(&message));
+    }
+    if let Some(enumeration) = pool.get_enum_by_name(name) {
+        let mut out = format!("enum {} {{\n", enumeration.full_name());
+        // In declaration order, which is what polyglot numbers values by.
+        for value in &enumeration.enum_descriptor_proto().value {
+            out.push_str(&format!("  {} = {};\n", value.name(), value.number()));
         }
         out.push('}');
         return Ok(out);
     }
-    Err(other(format!("no service or message `{name}` in the schema")))
+    if let Ok(method) = schema::method(&pool, name) {
+        return Ok(rpc_line(&pool, &method));
+    }
+    Err(other(format!(
+        "no service, method, message or enum `{name}` in the schema"
+    )))
+}
+
+/// A method as a .proto declares it, with its operation number and kind.
+fn rpc_line(pool: &Described, m: &MethodDescriptor) -> String {
+    let stream = |yes: bool| if yes { "stream " } else { "" };
+    format!(
+        "rpc {}({}{}) returns ({}{}); // operation {}, {}",
+        m.name(),
+        stream(m.is_client_streaming()),
+        m.input().full_name(),
+        stream(m.is_server_streaming()),
+        m.output().full_name(),
+        pool.operation(m),
+        schema::kind(m),
+    )
+}
+
+/// A message's fields as its .proto declares them: the members of each oneof inside it (at
+/// the place of its first member), proto3 `optional` fields marked.
+fn describe_message(message: &prost_reflect::MessageDescriptor) -> String {
+    let mut out = format!("message {} {{\n", message.full_name());
+    let mut oneofs_done = Vec::new();
+    for f in message.fields() {
+        let line =
+            |f: &prost_reflect::FieldDescriptor| format!("{} {} = {};", field_type(f), f.name(), f.number());
+        match f.containing_oneof().filter(|o| !o.is_synthetic()) {
+            Some(oneof) if oneofs_done.contains(&oneof.name().to_string()) => {}
+            Some(oneof) => {
+                out.push_str(&format!("  oneof {} {{\n", oneof.name()));
+                for member in oneof.fields() {
+                    out.push_str(&format!("    {}\n", line(&member)));
+                }
+                out.push_str("  }\n");
+                oneofs_done.push(oneof.name().to_string());
+            }
+            None if f.field_descriptor_proto().proto3_optional() => {
+                out.push_str(&format!("  optional {}\n", line(&f)));
+            }
+            None => out.push_str(&format!("  {}\n", line(&f))),
+        }
+    }
+    out.push('}');
+    out
 }
 
 /// A field's type as a .proto writes it (`repeated string`, `map<string, double>`,

@@ -609,3 +609,57 @@ async fn calls_reach_servers_that_number_across_files() {
     assert!(text.contains("// operation 12, unary"), "{text}");
     assert!(text.contains("// operation 13, server streaming"), "{text}");
 }
+
+/// Serves `twosvc.A` (kitchen.proto's messages come with its reflection): nothing is called.
+struct Quiet;
+
+impl frpc_codegen_tests::default::twosvc::A for Quiet {
+    async fn a1(
+        &self,
+        _: &frpc::Context,
+        request: frpc_codegen_tests::kitchen::Inner,
+    ) -> Result<frpc_codegen_tests::kitchen::Inner, frpc::Status> {
+        Ok(request)
+    }
+    async fn a2(
+        &self,
+        _: &frpc::Context,
+        _: frpc::Streaming<frpc_codegen_tests::kitchen::Inner>,
+    ) -> Result<(), frpc::Status> {
+        Ok(())
+    }
+}
+
+/// `describe` shows a message's oneofs and `optional`s as declared, an enum's values and one
+/// method.
+#[tokio::test(flavor = "multi_thread")]
+async fn describe_messages_enums_and_methods() {
+    let server = frpc::Server::builder()
+        .add_service(frpc_codegen_tests::default::twosvc::AServer::new(Quiet))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    tokio::spawn(server.serve());
+    let describe = |name: &str| frpc(args(&["describe", &addr, name]), None);
+
+    let text = stdout(&describe("kitchen.Extras").await);
+    assert!(text.contains("  optional int32 maybe_int = 1;\n"), "{text}");
+    assert!(
+        text.contains("  oneof pick {\n    kitchen.Inner p_inner = 10;\n    int64 p_int = 11;\n"),
+        "{text}"
+    );
+    let text = stdout(&describe("kitchen.Sparse").await);
+    assert_eq!(
+        text.trim(),
+        "enum kitchen.Sparse {\n  ZERO = 0;\n  FIVE = 5;\n  TWO = 2;\n}"
+    );
+    let text = stdout(&describe("twosvc.A/A1").await);
+    assert_eq!(
+        text.trim(),
+        "rpc A1(kitchen.Inner) returns (kitchen.Inner); // operation 10, unary"
+    );
+    let out = describe("kitchen.Nope").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no service, method, message or enum"));
+}
