@@ -178,10 +178,20 @@ impl Decoder for PacketCodec {
             None if src.is_empty() => Ok(None),
             None => Err(FrameError::Io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
-                format!("connection closed inside a packet ({} bytes unparsed)", src.len()),
+                format!(
+                    "connection closed inside a packet ({} bytes unparsed{})",
+                    src.len(),
+                    hint(src)
+                ),
             ))),
         }
     }
+}
+
+/// `; <what the bytes look like>` when the unparsed bytes a peer left are plainly not Frisbee
+/// (HTTP, a TLS alert), else nothing.
+fn hint(src: &[u8]) -> String {
+    crate::error::looks_like(src).map_or_else(String::new, |hint| format!("; {hint}"))
 }
 
 impl Encoder<Packet> for PacketCodec {
@@ -325,9 +335,10 @@ impl Decoder for FrameCodec {
             None => Err(FrameError::Io(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 format!(
-                    "connection closed inside a packet ({} bytes unparsed, {} left to skip)",
+                    "connection closed inside a packet ({} bytes unparsed, {} left to skip{})",
                     src.len(),
-                    self.skipping
+                    self.skipping,
+                    hint(src)
                 ),
             ))),
         }

@@ -4,12 +4,18 @@
 /// (`GE`T, `PO`ST, `PU`T, `HE`AD, `DE`LETE, `OP`TIONS, `PA`TCH, `HT`TP/1.1, TLS's `16 03`)
 /// are a peer that is no Frisbee peer at all; anything else is likely the legacy framing.
 fn magic_hint(magic: u16) -> &'static str {
-    match &magic.to_be_bytes() {
+    looks_like(&magic.to_be_bytes()).unwrap_or("is the peer using the legacy framing?")
+}
+
+/// What a peer whose bytes start with `start` speaks, when it is plainly not Frisbee: HTTP, or
+/// TLS (a handshake, or the alert a TLS server answers plain bytes with).
+pub(crate) fn looks_like(start: &[u8]) -> Option<&'static str> {
+    match start.get(..2)? {
         b"GE" | b"PO" | b"PU" | b"HE" | b"DE" | b"OP" | b"PA" | b"HT" | b"PR" => {
-            "this looks like HTTP: the peer is not a Frisbee peer"
+            Some("this looks like HTTP: the peer is not a Frisbee peer")
         }
-        [0x16, 0x03] => "this looks like TLS: the peer expects a TLS handshake",
-        _ => "is the peer using the legacy framing?",
+        [0x15 | 0x16, 0x03] => Some("this looks like TLS: the peer expects a TLS connection"),
+        _ => None,
     }
 }
 
@@ -138,6 +144,7 @@ mod tests {
         assert!(text(*b"GE").contains("this looks like HTTP"), "{}", text(*b"GE"));
         assert!(text(*b"HT").contains("this looks like HTTP"));
         assert!(text([0x16, 0x03]).contains("this looks like TLS"));
+        assert!(text([0x15, 0x03]).contains("this looks like TLS"));
         assert!(text([0, 0]).contains("legacy framing"), "{}", text([0, 0]));
     }
 }

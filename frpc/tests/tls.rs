@@ -81,6 +81,10 @@ async fn plain_client_against_tls_server_fails_clearly() {
         matches!(result, Err(Error::ConnectionClosed { .. })),
         "{result:?}"
     );
+    // The TLS server's alert says what it is: the hint is TLS, not the other framing.
+    let err = result.unwrap_err().to_string();
+    assert!(err.contains("this looks like TLS"), "{err}");
+    assert!(!err.contains("Framing::Legacy"), "{err}");
 }
 
 #[tokio::test]

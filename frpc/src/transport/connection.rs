@@ -795,7 +795,8 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
 /// valid packet (a frisbee-go v0.11 peer drops a legacy header at once; a v0.10 peer's packets
 /// fail our magic check).
 fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
-    if parsed_any {
+    // The codec already said what the peer plainly is (HTTP, TLS): no framing would help.
+    if parsed_any || reason.contains("this looks like") {
         return reason;
     }
     let (ours, other) = match conn.codec.framing() {
