@@ -228,3 +228,18 @@ pub mod server_only {
 }
 
 pub use default::*;
+
+/// A client of `addr` that offers protobuf or not, once the server answered: its messages
+/// travel in protobuf exactly when `protobuf` is set (for the tests over both encodings).
+pub async fn client_in(addr: std::net::SocketAddr, protobuf: bool) -> frpc::Client {
+    let mut config = frpc::ClientConfig::default();
+    config.protobuf = protobuf;
+    let client = frpc::Client::connect_with(addr, config).await.expect("connects");
+    client.negotiated().await;
+    assert_eq!(
+        client.protobuf_accepted(),
+        protobuf,
+        "protobuf negotiated as asked"
+    );
+    client
+}

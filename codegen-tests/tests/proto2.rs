@@ -4,7 +4,7 @@
 //! message over TCP in each.
 
 use frpc::codegen::{Bytes, Message};
-use frpc::{ClientConfig, Context, Status};
+use frpc::{Context, Status};
 use frpc_codegen_tests::default::two::{Inner, Level, Req, Two, TwoClient, TwoServer};
 
 fn full() -> Req {
@@ -78,11 +78,7 @@ async fn calls_carry_proto2_messages_in_both_encodings() {
     let addr = server.local_addr();
     let serving = tokio::spawn(server.serve());
     for protobuf in [true, false] {
-        let mut config = ClientConfig::default();
-        config.protobuf = protobuf;
-        let raw = frpc::Client::connect_with(addr, config).await.unwrap();
-        raw.negotiated().await;
-        assert_eq!(raw.protobuf_accepted(), protobuf);
+        let raw = frpc_codegen_tests::client_in(addr, protobuf).await;
         let client = TwoClient::new(raw);
         assert_eq!(client.echo(full()).await.unwrap(), full(), "protobuf: {protobuf}");
         assert_eq!(client.echo(Req::default()).await.unwrap(), Req::default());

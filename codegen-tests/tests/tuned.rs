@@ -4,7 +4,7 @@
 //! matches a non-message is refused. (`disable_comments` is checked in tests/comments.rs.)
 
 use frpc::codegen::{Bytes, Message};
-use frpc::{ClientConfig, Context, Status, StreamSender};
+use frpc::{Context, Status, StreamSender};
 use frpc_codegen_tests::default::kitchen as plain;
 use frpc_codegen_tests::tuned::kitchen::{self as tuned, edge};
 use frpc_codegen_tests::tuned::twosvc::{B, BClient, BServer};
@@ -133,11 +133,7 @@ async fn boxed_messages_travel_over_tcp_in_both_encodings() {
     let addr = server.local_addr();
     let serving = tokio::spawn(server.serve());
     for protobuf in [false, true] {
-        let mut config = ClientConfig::default();
-        config.protobuf = protobuf;
-        let raw = frpc::Client::connect_with(addr, config).await.unwrap();
-        raw.negotiated().await;
-        assert_eq!(raw.protobuf_accepted(), protobuf);
+        let raw = frpc_codegen_tests::client_in(addr, protobuf).await;
         let client = BClient::new(raw);
 
         assert_eq!(client.b1(()).await.unwrap(), edge(1));

@@ -4,7 +4,7 @@
 //! encodings over TCP.
 
 use frpc::codegen::prost_types::{Duration, Timestamp};
-use frpc::{ClientConfig, Context, Status, StreamSender};
+use frpc::{Context, Status, StreamSender};
 use frpc_codegen_tests::twosvc::{Clock, ClockClient, ClockServer};
 
 struct Fixed;
@@ -53,11 +53,7 @@ async fn well_known_requests_and_responses_keep_protobuf_on() {
     let addr = server.local_addr();
     let serving = tokio::spawn(server.serve());
     for protobuf in [true, false] {
-        let mut config = ClientConfig::default();
-        config.protobuf = protobuf;
-        let raw = frpc::Client::connect_with(addr, config).await.unwrap();
-        raw.negotiated().await;
-        assert_eq!(raw.protobuf_accepted(), protobuf);
+        let raw = frpc_codegen_tests::client_in(addr, protobuf).await;
         let clock = ClockClient::new(raw);
 
         assert_eq!(clock.now(()).await.unwrap(), NOW);
