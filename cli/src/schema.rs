@@ -81,10 +81,12 @@ impl std::ops::Deref for Described {
     }
 }
 
-/// The operation numbers of a REFLECTION answer: its field 1000 (docs/extensions.md §13),
-/// which a plain `FileDescriptorSet` reader skips.
+/// A REFLECTION answer (docs/extensions.md §13): a `FileDescriptorSet`, whose files are
+/// field 1, and the operation numbers of frpc servers that send them, field 1000.
 #[derive(Clone, PartialEq, prost::Message)]
-struct ReflectedOperations {
+struct Reflected {
+    #[prost(message, repeated, tag = "1")]
+    file: Vec<prost_types::FileDescriptorProto>,
     #[prost(message, repeated, tag = "1000")]
     operations: Vec<ReflectedOperation>,
 }
@@ -104,18 +106,17 @@ struct ReflectedOperation {
 /// and, from frpc servers that send them, the methods' operation numbers.
 pub fn from_reflection(bytes: &[u8]) -> Result<Described, SchemaError> {
     use prost::Message as _;
-    let bad = |e: prost::DecodeError| SchemaError::Descriptors(e.to_string());
-    let set = prost_types::FileDescriptorSet::decode(bytes).map_err(bad)?;
+    let answer = Reflected::decode(bytes).map_err(|e| SchemaError::Descriptors(e.to_string()))?;
     let mut seen = std::collections::HashSet::new();
-    let file = set
+    let file = answer
         .file
         .into_iter()
         .filter(|f| seen.insert(f.name().to_string()))
         .collect();
     let pool = DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet { file })
         .map_err(|e| SchemaError::Descriptors(e.to_string()))?;
-    let ops = ReflectedOperations::decode(bytes).map_err(bad)?.operations;
-    let ops = ops
+    let ops = answer
+        .operations
         .into_iter()
         .filter_map(|o| Some((o.method, u16::try_from(o.op).ok()?)))
         .collect();

@@ -282,3 +282,42 @@ async fn a_slow_but_moving_reply_is_not_idle() {
     assert!(!client.is_closed());
     drop(server.await.unwrap());
 }
+
+/// A client whose runtime shut down (a client kept in a static and used by several
+/// `#[tokio::test]`s, each with its runtime): its connection's tasks are gone with that
+/// runtime, so its calls from another runtime fail at once, saying why, instead of waiting
+/// forever. (Not in `lone_caller.rs`: its runtimes beside that file's thread-local tracing
+/// subscriber made a test there miss an event now and then, under load.)
+#[test]
+fn a_client_whose_runtime_shut_down_fails_its_calls_at_once() {
+    let serving = tokio::runtime::Runtime::new().unwrap();
+    let server = serving.block_on(start(config(frpc::Concurrency::PerRpc)));
+    let first = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = first.block_on(async {
+        let client = Client::connect(server.addr).await.unwrap();
+        assert_eq!(call(&client, ECHO, "first").await.unwrap().value, "first");
+        client
+    });
+    drop(first);
+
+    let second = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let result = second.block_on(async {
+        // Bounded, so a regression fails the test instead of hanging it.
+        tokio::time::timeout(Duration::from_secs(10), call(&client, ECHO, "second")).await
+    });
+    let err = result.expect("the call fails at once").unwrap_err();
+    assert_eq!(err.code(), frpc::Code::Unavailable, "{err}");
+    assert!(
+        err.to_string()
+            .contains("runtime that ran the connection shut down"),
+        "{err}"
+    );
+    assert!(client.is_closed());
+    drop(serving);
+}

@@ -331,18 +331,16 @@ impl<H: Handlers> ServerDispatch<H> {
             Some(state) => {
                 // Boxed: few calls have a deadline, and its timer would enlarge every call's
                 // future.
-                let result = Box::pin(until_closed(conn, guarded(&mut *slot, state)))
+                Box::pin(until_closed(conn, guarded(&mut *slot, state)))
                     .instrument(call.span.clone())
                     .await
-                    .flatten();
-                // A handler its deadline or a CANCEL ended is dropped now.
-                slot.release();
-                result
+                    .flatten()
             }
         };
+        // A handler its deadline, a CANCEL or the connection's end ended is dropped now (a
+        // finished one is already gone).
+        slot.release();
         let Some(result) = result else {
-            // A handler the connection's end (or a CANCEL) ended is dropped now.
-            slot.release();
             return;
         };
         let ext = self.reply_ext(&call);
@@ -754,8 +752,7 @@ fn poll_once(call: &mut UnarySlot) -> Option<Result<Encoded, Status>> {
     }
 }
 
-/// Runs a unary call and queues its reply under the request's id and operation.
-/// Runs a spawned handler until it finishes or its connection closes (`None`: the handler is
+/// Runs a pending handler until it finishes or its connection closes (`None`: the handler is
 /// dropped, as a CANCEL drops it, since no reply can reach the client any more). Polled
 /// handler first: a result that is there wins.
 async fn until_closed<T>(conn: &Connection, handler: impl Future<Output = T>) -> Option<T> {
