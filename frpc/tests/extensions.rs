@@ -24,7 +24,7 @@ fn text(value: &str) -> Text {
     Text { value: value.into() }
 }
 
-/// Operations: echo 10, fail 11, hang 12, events 13, chat 14.
+/// Operations: echo 10, fail 11, hang 12, events 13, chat 14, tally 15.
 #[frpc::service(package = "ext")]
 pub trait Probe {
     /// Echoes the request; the reply lists the request metadata (`key=value;` in order) and
@@ -48,6 +48,14 @@ pub trait Probe {
         inbound: frpc::Streaming<Text>,
         outbound: frpc::StreamSender<Text>,
     ) -> Result<(), frpc::Status>;
+    /// Bidi: echoes each message and returns at the end of the request stream, reporting
+    /// `InputEnded` then; reports when it starts and when it is dropped.
+    async fn tally(
+        &self,
+        ctx: &frpc::Context,
+        inbound: frpc::Streaming<Text>,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status>;
 }
 
 /// What the handlers report to the test.
@@ -63,6 +71,8 @@ enum Event {
     CtxCancelled,
     /// A task the handler spawned got this error from `send` on the stream.
     SendFailed(Error),
+    /// The handler read the end of its request stream.
+    InputEnded,
 }
 
 struct Svc {
@@ -169,6 +179,24 @@ impl Probe for Svc {
         }
         // The client ended its side: wait for more work that never comes.
         std::future::pending().await
+    }
+
+    async fn tally(
+        &self,
+        ctx: &frpc::Context,
+        mut inbound: frpc::Streaming<Text>,
+        outbound: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status> {
+        let _guard = DropGuard(self.events.clone());
+        let _ = self.events.send(Event::Started {
+            deadline: ctx.deadline(),
+            metadata: ctx.metadata().clone(),
+        });
+        while let Some(message) = inbound.message().await? {
+            outbound.send(message).await?;
+        }
+        let _ = self.events.send(Event::InputEnded);
+        Ok(())
     }
 }
 
@@ -419,6 +447,69 @@ async fn dropping_a_server_stream_stops_its_handler_within_100_ms() {
         }
         assert_eq!(probe.echo(text("after")).await.unwrap().value, "after|");
     }
+}
+
+/// Dropping a whole bidi call cancels it: the server's handler is dropped without reading the
+/// end of its request stream (an `EOF` ahead of the `CANCEL` let it finish as if the client
+/// were done, and the server's metrics booked the call OK). A split sender dropped alone, or
+/// a call to a server without extensions, still ends the request stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_bidi_call_cancels_rather_than_ends_its_requests() {
+    for framing in FRAMINGS {
+        for extensions in [true, false] {
+            let mut running = serve(framing, Concurrency::PerRpc, extensions).await;
+            let probe = ProbeClient::new(connect(&running, framing).await);
+            let case = format!("{framing:?}, extensions {extensions}");
+
+            let mut call = probe.tally().await.unwrap();
+            call.send(text("one")).await.unwrap();
+            assert_eq!(call.message().await.unwrap().unwrap().value, "one");
+            assert!(matches!(running.next().await, Event::Started { .. }));
+            drop(call);
+            let ended = matches!(running.next().await, Event::InputEnded);
+            assert_eq!(ended, !extensions, "{case}: dropping the whole call");
+            if ended {
+                assert!(matches!(running.next().await, Event::Dropped), "{case}");
+            }
+
+            let (sender, mut responses) = probe.tally().await.unwrap().split();
+            assert!(matches!(running.next().await, Event::Started { .. }));
+            drop(sender);
+            assert!(responses.message().await.unwrap().is_none(), "{case}");
+            assert!(matches!(running.next().await, Event::InputEnded), "{case}: split");
+            assert!(matches!(running.next().await, Event::Dropped), "{case}");
+        }
+    }
+}
+
+/// The bytes behind the test above: a dropped bidi call puts a `CANCEL` on the wire right
+/// after its last request, with no `EOF` ahead of it (which a server may act on first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_bidi_call_sends_cancel_and_no_eof() {
+    let spec = Spec::load();
+    let offer = spec.bytes(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 01 ff"]);
+    let accept = spec.bytes(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 0f"]);
+    let cancel_stream = spec.bytes(&["00 0f 00 03 ff ff 00 00 00 04 00 02 00 01"]);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+        assert_eq!(wire_hex(&next(&mut raw).await), offer);
+        raw.get_mut().write_all(&unhex(&accept)).await.unwrap();
+        let _open = next(&mut raw).await;
+        let request = next(&mut raw).await;
+        assert_eq!(request.id, 1);
+        assert_eq!(wire_hex(&next(&mut raw).await), cancel_stream);
+    });
+    let client = frpc::Client::connect_with(addr, client_config(Framing::Frisbee))
+        .await
+        .unwrap();
+    assert!(client.negotiated().await);
+    let mut call = ProbeClient::new(client.clone()).tally().await.unwrap();
+    call.send(text("one")).await.unwrap();
+    drop(call);
+    peer.await.unwrap();
 }
 
 /// Without extensions (a server that does not take them) a dropped stream's handler keeps

@@ -78,6 +78,8 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
 pub struct RequestSender<Req> {
     pub(super) sender: StreamSender<Req>,
     pub(super) closed: bool,
+    /// Still part of an unsplit call, so it drops with the receiving half.
+    joined: bool,
 }
 
 impl<Req> fmt::Debug for RequestSender<Req> {
@@ -94,6 +96,7 @@ impl<Req: Message> RequestSender<Req> {
         RequestSender {
             sender,
             closed: false,
+            joined: true,
         }
     }
 
@@ -127,8 +130,11 @@ impl<Req: Message> RequestSender<Req> {
 }
 
 impl<Req> Drop for RequestSender<Req> {
+    /// Ends the request stream, unless the whole call goes and cancels the stream: an `EOF`
+    /// ahead of the `CANCEL` would let the server's handler finish as if the call were done.
     fn drop(&mut self) {
-        if !self.closed {
+        let cancelled_instead = self.joined && self.sender.cancels_on_drop();
+        if !self.closed && !cancelled_instead {
             self.sender.eof_detached();
         }
     }
@@ -172,7 +178,8 @@ impl<Req: Message, Resp: Message> ClientStreamingCall<Req, Resp> {
     /// Splits the call into its sending half and its response, which can live in different
     /// tasks. The response comes once the request stream ends: [`RequestSender::close`], or
     /// the sender dropped.
-    pub fn split(self) -> (RequestSender<Req>, ClientStreamingResponse<Resp>) {
+    pub fn split(mut self) -> (RequestSender<Req>, ClientStreamingResponse<Resp>) {
+        self.sender.joined = false;
         (
             self.sender,
             ClientStreamingResponse {
@@ -254,7 +261,8 @@ impl<Req: Message, Resp: Message> BidiCall<Req, Resp> {
     /// Splits the call into its sending and its receiving half, which can live in different
     /// tasks (tonic's habit: a task sends, the caller receives). Dropping the sender ends the
     /// request stream; dropping both ends the call.
-    pub fn split(self) -> (RequestSender<Req>, Streaming<Resp>) {
+    pub fn split(mut self) -> (RequestSender<Req>, Streaming<Resp>) {
+        self.sender.joined = false;
         (self.sender, self.inbound)
     }
 }

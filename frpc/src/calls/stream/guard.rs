@@ -67,6 +67,15 @@ impl StreamGuard {
         }
     }
 
+    /// A client stream whose peer took the cancellation extension and has not ended it yet:
+    /// dropping it sends `CANCEL`.
+    pub(super) fn cancels_on_drop(&self) -> bool {
+        self.ext.bits & ext::EXT_CANCEL != 0
+            && self.client.keep_alive.is_some()
+            && !self.finished.load(Ordering::Relaxed)
+            && !self.conn.is_closed()
+    }
+
     pub(super) fn is_cancelled(&self) -> bool {
         self.ext.cancel.as_ref().is_some_and(|state| state.is_cancelled())
     }
@@ -85,11 +94,7 @@ impl Drop for StreamGuard {
     fn drop(&mut self) {
         // A client stream dropped before the server ended it: with the cancellation extension,
         // tell the server (its handler is dropped). Sent while the table still holds the id.
-        if self.ext.bits & ext::EXT_CANCEL != 0
-            && self.client.keep_alive.is_some()
-            && !self.finished.load(Ordering::Relaxed)
-            && !self.conn.is_closed()
-        {
+        if self.cancels_on_drop() {
             let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
         }
         self.table.remove(self.id, &self.end);

@@ -140,6 +140,14 @@ impl<T> StreamSender<T> {
         }
     }
 
+    /// Whether dropping the stream's last handle tells the peer to cancel it.
+    pub(super) fn cancels_on_drop(&self) -> bool {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.guard.cancels_on_drop(),
+            Sending::Bridged(_) => false,
+        }
+    }
+
     /// Ends this side's half from a `Drop` (fRPC streams), so the peer sees the end.
     pub(super) fn eof_detached(&self) {
         if let Sending::Frpc(sender) = &self.0 {
