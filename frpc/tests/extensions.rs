@@ -512,6 +512,61 @@ async fn a_dropped_bidi_call_sends_cancel_and_no_eof() {
     peer.await.unwrap();
 }
 
+/// A client that sends past its credit gets its stream failed (RESOURCE_EXHAUSTED, `EOF`), and
+/// that is the stream's end: the handler, stuck sending for credit the client never grants,
+/// gets an error instead of sending on (beyond the client's window, after the `EOF`), and no
+/// second error and `EOF` follow once it returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_failed_for_excess_credit_sends_nothing_more() {
+    for framing in FRAMINGS {
+        let mut config = ServerConfig::default();
+        config.connection.framing = framing;
+        config.connection.stream_window = 8;
+        let mut running = serve_with(config).await;
+        let mut raw = raw_connect(running.addr, framing).await;
+        // Cancellation, status codes, flow control and open acknowledgement.
+        send(&mut raw, 1, 0xFFFF, &[1, 0, 0, 0, 0x65]).await;
+        assert_eq!(next(&mut raw).await.id, 2, "{framing:?}: ACCEPT");
+        // Open tally (operation 15) with a window of 1 for the server's messages.
+        let open = [0xfe, 0x04, 0, 0, 0, 4, 0, 0, 0, 1, 0x00, 0x09, 15];
+        send(&mut raw, 1, 2, &open).await;
+        // Far past the server's window of 8 (the handler reads two at most: its second echo
+        // waits for credit).
+        for n in 0..20 {
+            send(&mut raw, 1, 2, &encoded(&n.to_string())).await;
+        }
+        let mut on_stream = Vec::new();
+        loop {
+            let packet = next(&mut raw).await;
+            if packet.id == 1 && packet.op == 2 {
+                let eof = packet.content[..] == *b"\x06\x05\x0a\x03EOF";
+                on_stream.push(packet.content);
+                if eof {
+                    break;
+                }
+            }
+        }
+        let failure = &on_stream[on_stream.len() - 2];
+        assert_eq!(failure[..9], [0xfe, 0x03, 0, 0, 0, 1, 8, 0, 0x06], "{framing:?}");
+        assert!(matches!(running.next().await, Event::Started { .. }));
+        assert!(matches!(running.next().await, Event::Dropped), "{framing:?}");
+        // The handler is gone; a round trip behind it shows what it sent last.
+        send(&mut raw, 7, 10, &encoded("after")).await;
+        loop {
+            let packet = next(&mut raw).await;
+            if packet.id == 7 && packet.op == 10 {
+                break;
+            }
+            assert_ne!(
+                (packet.id, packet.op),
+                (1, 2),
+                "{framing:?}: sent on the failed stream: {:02x?}",
+                &packet.content[..]
+            );
+        }
+    }
+}
+
 /// Without extensions (a server that does not take them) a dropped stream's handler keeps
 /// running, as with Go: the cancellation above is the extension's doing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

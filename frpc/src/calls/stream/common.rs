@@ -30,6 +30,35 @@ pub(super) enum EndReason {
     CreditExceeded,
 }
 
+impl EndReason {
+    /// This side failed the stream (and sent the peer its error and `EOF`): it sends nothing
+    /// more on it.
+    pub(super) fn failed_here(&self) -> bool {
+        matches!(
+            self,
+            EndReason::Overflow | EndReason::TooLarge { .. } | EndReason::CreditExceeded
+        )
+    }
+
+    /// What the stream's handles report for this end of stream `id`.
+    pub(super) fn error(&self, id: u16) -> Error {
+        match self {
+            EndReason::Overflow => Error::StreamOverflow(id),
+            EndReason::TooLarge { len, max } => Error::TooLarge {
+                len: *len as usize,
+                max: *max,
+            },
+            EndReason::ConnectionClosed(reason) => Error::ConnectionClosed {
+                reason: reason.clone(),
+            },
+            EndReason::CreditExceeded => Error::Status(Status::resource_exhausted(format!(
+                "stream {id}: the peer sent more messages than its flow-control credit"
+            ))),
+            EndReason::PeerClosed => Error::closed("the peer closed the stream without EOF"),
+        }
+    }
+}
+
 /// The most credit a stream's sender may hold: a peer granting more is capped (the semaphore
 /// would panic past its own limit, which is lower on 32-bit targets).
 pub(super) const MAX_CREDIT: usize = if (u32::MAX as usize) < Semaphore::MAX_PERMITS {

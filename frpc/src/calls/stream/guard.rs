@@ -8,6 +8,7 @@ use frpc_wire::op;
 use tokio::sync::Semaphore;
 
 use crate::calls::ext;
+use crate::status::Error;
 use crate::transport::connection::Connection;
 
 use super::bytes::ByteCredit;
@@ -74,6 +75,15 @@ impl StreamGuard {
             && self.client.keep_alive.is_some()
             && !self.finished.load(Ordering::Relaxed)
             && !self.conn.is_closed()
+    }
+
+    /// The error of a stream this side failed (its peer overflowed it, say): it already sent
+    /// its error and `EOF`, so it sends nothing more.
+    pub(super) fn failed_here(&self) -> Option<Error> {
+        self.end
+            .get()
+            .filter(|reason| reason.failed_here())
+            .map(|reason| reason.error(self.id))
     }
 
     pub(super) fn is_cancelled(&self) -> bool {

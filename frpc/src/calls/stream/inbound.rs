@@ -440,19 +440,8 @@ impl<T: Message> FrpcStreaming<T> {
 
     pub(super) fn end_error(&self) -> Error {
         match self.inbound.end.get() {
-            Some(EndReason::Overflow) => Error::StreamOverflow(self.guard.id),
-            Some(EndReason::TooLarge { len, max }) => Error::TooLarge {
-                len: *len as usize,
-                max: *max,
-            },
-            Some(EndReason::ConnectionClosed(reason)) => Error::ConnectionClosed {
-                reason: reason.clone(),
-            },
-            Some(EndReason::CreditExceeded) => Error::Status(Status::resource_exhausted(format!(
-                "stream {}: the peer sent more messages than its flow-control credit",
-                self.guard.id
-            ))),
-            Some(EndReason::PeerClosed) | None => Error::closed("the peer closed the stream without EOF"),
+            Some(reason) => reason.error(self.guard.id),
+            None => Error::closed("the peer closed the stream without EOF"),
         }
     }
 }

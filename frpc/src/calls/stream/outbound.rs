@@ -284,6 +284,9 @@ impl<T: Message> FrpcSender<T> {
         if self.guard.is_cancelled() {
             return Err(Error::Cancelled);
         }
+        if let Some(err) = self.guard.failed_here() {
+            return Err(err);
+        }
         // Messages take credit; errors and `EOF` do not.
         #[cfg(feature = "metrics")]
         if credit {
@@ -352,10 +355,10 @@ impl<T: Message> FrpcSender<T> {
         {
             bytes.take(len).await;
         }
-        match self.guard.is_cancelled() {
-            true => Err(Error::Cancelled),
-            false => Ok(()),
+        if self.guard.is_cancelled() {
+            return Err(Error::Cancelled);
         }
+        self.guard.failed_here().map_or(Ok(()), Err)
     }
 
     /// [`send_packet`](Self::send_packet) within the client stream's idle timeout and the

@@ -49,7 +49,10 @@ impl StreamEnd {
     /// the client still gets DEADLINE_EXCEEDED (errors and `EOF` take no credit).
     pub(crate) async fn ensure(self, result: &Result<(), Status>, bits: u32) {
         let Some(guard) = &self.guard else { return };
-        if guard.ended.swap(true, Ordering::Relaxed) || guard.conn.is_closed() {
+        if guard.ended.swap(true, Ordering::Relaxed)
+            || guard.conn.is_closed()
+            || guard.failed_here().is_some()
+        {
             return;
         }
         if let Err(status) = result {
