@@ -128,11 +128,12 @@ pub struct ConnectionConfig {
     pub max_buffered_bytes: usize,
     /// Streams open at once on one connection; more are refused. Default: 4096.
     pub max_streams: usize,
-    /// The largest metadata block (the METADATA field of an extension header, keys, values and
-    /// their lengths) accepted from the peer, in bytes. A request or stream open over it is
-    /// answered with RESOURCE_EXHAUSTED naming the limit; a reply over it fails its call.
-    /// Parsing is linear in the block's size. Default: 8,192 (gRPC C-core's default metadata
-    /// limit; Go's gRPC allows 16 KiB). At least 1.
+    /// The largest metadata block (the METADATA field of an extension header) accepted from the
+    /// peer, in bytes, counted as HTTP/2 counts a header list: each entry's key and value plus
+    /// 32 bytes (what keeps a parsed block's memory near its size). A request or stream open
+    /// over it is answered with RESOURCE_EXHAUSTED naming the limit; a reply over it fails its
+    /// call. Parsing is linear in the block's size. Default: 8,192 (gRPC C-core's default
+    /// metadata limit, counted the same way; Go's gRPC allows 16 KiB). At least 1.
     pub max_metadata_size: usize,
     /// What decoding one of the peer's messages may cost: nesting depth and memory. Default:
     /// [`DecodeLimits::default`] (100 levels; 10 × the encoded size + 64 KiB).

@@ -270,7 +270,7 @@ pub(crate) enum HeaderError {
     Malformed(String),
     /// A METADATA field over the connection's `max_metadata_size`.
     MetadataTooLarge {
-        /// The field's length.
+        /// Its size as counted against the limit (see [`metadata_size`]).
         len: usize,
         /// The limit.
         max: usize,
@@ -283,7 +283,8 @@ impl fmt::Display for HeaderError {
             HeaderError::Malformed(reason) => f.write_str(reason),
             HeaderError::MetadataTooLarge { len, max } => write!(
                 f,
-                "metadata of {len} bytes exceeds the limit of {max} bytes (max_metadata_size)"
+                "metadata of {len} bytes (its keys and values, and {ENTRY_OVERHEAD} per entry) \
+                 exceeds the limit of {max} bytes (max_metadata_size)"
             ),
         }
     }
@@ -347,10 +348,7 @@ pub(crate) fn split(content: &Bytes, max_metadata: usize) -> Result<(Header, Byt
                     max: max_metadata,
                 });
             }
-            FIELD_METADATA => {
-                let metadata = parse_metadata(&content.slice(at..at + len));
-                header.metadata = Some(metadata.map_err(HeaderError::Malformed)?);
-            }
+            FIELD_METADATA => header.metadata = Some(parse_metadata(value, max_metadata)?),
             FIELD_OPEN => {
                 let window = Window::read(value).ok_or("extension header: bad open field")?;
                 header.open = Some(window);
@@ -361,12 +359,28 @@ pub(crate) fn split(content: &Bytes, max_metadata: usize) -> Result<(Header, Byt
     }
 }
 
+/// What each metadata entry counts against `max_metadata_size` beyond its key and value: as
+/// HTTP/2 counts a header list (RFC 9113 §6.5.2, which gRPC's limits follow). An entry's wire
+/// form takes 5 bytes more than its key and value, its parsed form some 90 (a `String` key and
+/// its place in the list): without this, a block of many empty entries would cost more than
+/// ten times its size once parsed.
+pub(crate) const ENTRY_OVERHEAD: usize = 32;
+
+/// What a metadata entry counts against `max_metadata_size` (see [`ENTRY_OVERHEAD`]).
+pub(crate) fn metadata_size(key: &str, value: &[u8]) -> usize {
+    key.len() + value.len() + ENTRY_OVERHEAD
+}
+
 /// Reads a METADATA field's entries, in time linear in its size (a key sent twice keeps its
-/// first place and its last value, as [`Metadata::insert`] would).
-fn parse_metadata(value: &Bytes) -> Result<Metadata, String> {
+/// first place and its last value, as [`Metadata::insert`] would); entries over `max` in all
+/// (counted by [`metadata_size`]) are refused. The values are copied out of `block`, which is a
+/// slice of the connection's read buffer: held by a call or stream for its whole life, a slice
+/// would keep that buffer's whole allocation (64 KiB and more) alive.
+fn parse_metadata(block: &[u8], max: usize) -> Result<Metadata, HeaderError> {
+    let value = Bytes::copy_from_slice(block);
     let mut entries: Vec<(String, Bytes)> = Vec::new();
     let mut places: HashMap<String, usize> = HashMap::new();
-    let mut at = 0;
+    let (mut at, mut size) = (0, 0);
     while at < value.len() {
         let key_len = usize::from(value[at]);
         at += 1;
@@ -379,7 +393,11 @@ fn parse_metadata(value: &Bytes) -> Result<Metadata, String> {
         let end = at.checked_add(len).filter(|end| *end <= value.len());
         let end = end.ok_or("metadata: truncated value")?;
         let entry = value.slice(at..end);
-        Metadata::check_raw(key, &entry).map_err(|err| err.to_string())?;
+        size += metadata_size(key, &entry);
+        if size > max {
+            return Err(HeaderError::MetadataTooLarge { len: size, max });
+        }
+        Metadata::check_raw(key, &entry).map_err(|err| HeaderError::Malformed(err.to_string()))?;
         match places.get(key) {
             Some(&place) => entries[place].1 = entry,
             None => {
@@ -710,6 +728,28 @@ mod tests {
         finished.cancel_on_drop().disarm();
         assert!(!finished.is_cancelled());
         assert!(!finished.token.is_cancelled());
+    }
+
+    /// Metadata values are copied out of the packet they came in: a slice would keep the
+    /// connection's read buffer alive as long as the call holds its metadata.
+    #[test]
+    fn metadata_values_do_not_share_the_packet() {
+        let mut metadata = Metadata::new();
+        metadata.insert("user", "ann").unwrap();
+        let header = Header {
+            metadata: Some(metadata),
+            ..Header::default()
+        };
+        let content = header.encode(&[0x0a; 1000]);
+        let (header, _) = split(&content, 8192).unwrap();
+        let metadata = header.metadata.unwrap();
+        let value = metadata.get("user").unwrap();
+        assert_eq!(value, "ann");
+        let packet = content.as_ptr_range();
+        assert!(
+            !packet.contains(&value.as_ptr()),
+            "the value is a slice of the packet"
+        );
     }
 
     #[test]
