@@ -291,6 +291,55 @@ async fn unread_messages_on_a_few_streams_stay_within_the_budget() {
     }
 }
 
+/// Tiny unread messages, each behind 65,000 bytes of padding (an extension packet nobody
+/// reads): a message cut from the read buffer would hold the whole chunk it came in (the
+/// budgets charge its 4 bytes), and 16 streams held 1 GiB this way (2026-11-29). Each message
+/// waits in a buffer of its own: 2,048 of them (130 MB of padding) grow the server by at most
+/// 48 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_messages_between_padding_keep_no_read_buffer_alive() {
+    let _alone = MEMORY.lock().await;
+    let message = Bytes::from(encoded("x"));
+    let pad = Bytes::from(vec![0u8; 65_000]);
+    for (framing, offer) in [
+        (Framing::Frisbee, Offer::Messages),
+        (Framing::Legacy, Offer::Bytes),
+    ] {
+        let running = serve(server_config(framing, 1024)).await;
+        let good = connect(&running, client_config(framing, 1024)).await;
+        let before = reset_peak();
+        let stream = TcpStream::connect(running.addr).await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(framing));
+        let open = offer.start(&mut raw).await;
+        for id in 1..=16 {
+            send(&mut raw, id, 2, &open).await;
+        }
+        let packets = (0..2_048u16).flat_map(|i| {
+            [
+                Packet::new(1 + i % 16, 2, message.clone()),
+                Packet::new(9, 0xFFFF, pad.clone()),
+            ]
+        });
+        let sent = flood(&mut raw, packets).await;
+        assert_eq!(sent, 4_096, "{framing:?} {offer:?}: the server kept reading");
+        assert_eq!(
+            bounded("good client", good.echo(text("ok"))).await.unwrap().value,
+            "ok",
+            "{framing:?} {offer:?}"
+        );
+        let growth = peak_memory().saturating_sub(before);
+        eprintln!(
+            "{framing:?} {offer:?}: 2,048 padded messages, peak +{} MiB",
+            growth >> 20
+        );
+        assert!(
+            growth <= 48 << 20,
+            "{framing:?} {offer:?}: the server grew by {} MiB",
+            growth >> 20
+        );
+    }
+}
+
 /// Attack 4b of issue #23: 8 connections × 4,096 streams, each opened with one message nobody
 /// reads (once +290 MiB). Streams beyond `max_open_streams` (8,192) are refused with
 /// RESOURCE_EXHAUSTED; the peak stays within their cost (about 8 KiB each: 64 MiB) + 64 MiB,

@@ -409,7 +409,7 @@ impl StreamTable {
             return None;
         }
         match route.tx.try_send(Buffered {
-            content,
+            content: detached(content),
             _budget: budget,
         }) {
             Ok(()) => {}
@@ -474,6 +474,20 @@ impl StreamTable {
             route.close_credit();
         }
         table.closed = Some(reason);
+    }
+}
+
+/// A content as it waits in a stream's buffer: one cut from the connection's read buffer gets
+/// an allocation of its own unless it is large. A slice keeps the whole allocation it was cut
+/// from alive (64 KiB and more), which the buffered-bytes budgets, charging its length, never
+/// see: 4-byte messages buffered on 16 streams, each behind 65,000 bytes the peer padded them
+/// with, held 1 GiB of one server (2026-11-29). A large content takes most of its allocation
+/// (the reader sizes one for a large packet), and copying it would cost large streams a
+/// copy of every message.
+fn detached(content: Bytes) -> Bytes {
+    match content.len() <= frpc_wire::codec::READ_RESERVE && !content.is_unique() {
+        true => Bytes::copy_from_slice(&content),
+        false => content,
     }
 }
 
