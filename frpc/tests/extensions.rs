@@ -567,6 +567,45 @@ async fn a_stream_failed_for_excess_credit_sends_nothing_more() {
     }
 }
 
+/// `max_inflight` bounds waiting unary handlers across the server: at the limit (2 here) a
+/// third connection whose call waits too is not read until one of the two ends (its handler,
+/// polled once on the reader, holds the reader's one place), while calls that finish at once
+/// are answered on any other connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_calls_across_the_server_stop_at_max_inflight() {
+    let mut config = ServerConfig::default();
+    config.max_inflight = 2;
+    let mut running = serve_with(config).await;
+    let mut hanging = Vec::new();
+    for _ in 0..3 {
+        let client = connect(&running, Framing::Frisbee).await;
+        assert!(client.negotiated().await, "a cancel ends a hanging call");
+        let probe = ProbeClient::new(client);
+        let call = probe.clone();
+        hanging.push((probe, tokio::spawn(async move { call.hang(text("")).await })));
+        assert!(matches!(running.next().await, Event::Started { .. }));
+    }
+    let quick = ProbeClient::new(connect(&running, Framing::Frisbee).await);
+    assert!(
+        quick
+            .echo(text("quick"))
+            .await
+            .unwrap()
+            .value
+            .starts_with("quick")
+    );
+    let third = hanging[2].0.clone();
+    let mut behind = tokio::spawn(async move { third.echo(text("behind")).await });
+    let waited = tokio::time::timeout(Duration::from_millis(300), &mut behind).await;
+    assert!(waited.is_err(), "the third connection is not read ({waited:?})");
+    hanging[0].1.abort();
+    let reply = tokio::time::timeout(Duration::from_secs(5), behind).await;
+    assert!(reply.unwrap().unwrap().unwrap().value.starts_with("behind"));
+    for (_, call) in hanging {
+        call.abort();
+    }
+}
+
 /// Without extensions (a server that does not take them) a dropped stream's handler keeps
 /// running, as with Go: the cancellation above is the extension's doing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -89,6 +89,8 @@ pub(crate) struct Limits {
     /// `Limited(n)`: the server-wide cap.
     global: Option<Arc<Semaphore>>,
     max_inflight_per_connection: usize,
+    /// Waiting unary handlers across every connection (`max_inflight`).
+    inflight: Arc<Semaphore>,
     /// What each connection's stream table is made of.
     connection: ConnectionConfig,
     /// Open streams across every connection.
@@ -118,6 +120,7 @@ impl Limits {
             concurrency: config.concurrency,
             global,
             max_inflight_per_connection: config.max_inflight_per_connection.max(1),
+            inflight: Arc::new(Semaphore::new(config.max_inflight.max(1))),
             connection: config.connection.clone(),
             open_streams: Arc::default(),
             max_open_streams: config.max_open_streams,
@@ -353,11 +356,11 @@ impl<H: Handlers> ServerDispatch<H> {
 
     /// Moves a pending handler to a task of its own (`PerRpc`, `Limited`), so a slow handler
     /// never holds up the calls behind it; a call of a connection with extensions is findable
-    /// by CANCEL and bounded by its deadline meanwhile. Waiting for a per-connection permit
-    /// stops the reader, which is the backpressure a flooding peer gets.
+    /// by CANCEL and bounded by its deadline meanwhile. Waiting for a permit (the connection's,
+    /// then the server's) stops the reader, which is the backpressure a flooding peer gets.
     async fn spawn_unary(&self, conn: &Arc<Connection>, call: UnaryCall, slot: &mut UnarySlot) {
         let handler = slot.take();
-        let Ok(local) = self.inflight.clone().acquire_owned().await else {
+        let Some(local) = self.inflight_permits(conn).await else {
             return;
         };
         let UnaryCall {
@@ -448,6 +451,22 @@ impl<H: Handlers> ServerDispatch<H> {
     }
 
     /// A permit of `Limited(n)`'s server-wide cap.
+    /// A waiting handler's places: one of its connection's `max_inflight_per_connection` and,
+    /// unless `Limited(n)` already caps them, one of the server's `max_inflight`. Waiting for
+    /// them is the calls' backpressure, not the peer falling silent (its PINGs wait too).
+    async fn inflight_permits(
+        &self,
+        conn: &Connection,
+    ) -> Option<(OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)> {
+        let _busy = conn.mark_busy();
+        let local = self.inflight.clone().acquire_owned().await.ok()?;
+        if self.limits.global.is_some() {
+            return Some((local, None));
+        }
+        let server = self.limits.inflight.clone().acquire_owned().await.ok()?;
+        Some((local, Some(server)))
+    }
+
     async fn global_permit(&self) -> Option<OwnedSemaphorePermit> {
         let global = self.limits.global.clone()?;
         global.acquire_owned().await.ok()
