@@ -180,6 +180,11 @@ impl Builder {
     ///   the response comes once the handler has finished the stream (so a concurrency limit
     ///   counts open streams and a timeout bounds the whole stream). A stream a layer refuses
     ///   ends at once with the layer's status.
+    /// - **Health**: the health service's `Check` calls go through the layers; its `Watch`
+    ///   streams do not (unless [`Builder::intercept_health`] makes interceptors check them:
+    ///   then they go through every layer). A balanced [`Channel`](crate::Channel) keeps a
+    ///   watch open on each of its connections for the connection's life: a concurrency limit
+    ///   would count each one as a call that never ends, and a timeout would cut it.
     /// - Under [`Concurrency::Inline`] a call waiting for readiness holds up its connection's
     ///   reader, as its handler would; with the other modes it waits in its own task.
     /// - Raw routes ([`Builder::route`]) are not layered.
@@ -232,7 +237,8 @@ impl Builder {
     /// **Health checks pass.** Calls to frpc's health service ([`crate::health`]) are not
     /// checked, so an auth interceptor does not lock out load balancers and probes (which
     /// rarely hold the token); [`Builder::intercept_health`] makes interceptors check them
-    /// too. Layers ([`Builder::layer`]) cover every call, health included. To check only one
+    /// too. Layers ([`Builder::layer`]) cover every call, health's `Check` included (its
+    /// `Watch` streams skip the layers). To check only one
     /// service's calls, put the interceptor on that service instead
     /// ([`LayeredService`](crate::LayeredService), `FooServer::new(svc).with_interceptor(..)`).
     ///
@@ -354,6 +360,7 @@ impl Builder {
         for (index, (op, _)) in self.raw.iter().enumerate() {
             claim(*op, Route::Raw(index), format!("raw route #{index}"))?;
         }
+        let unlayered = health_watch(&routes, &self.services).filter(|_| !self.intercept_health);
         // No layers: no stack, and calls take the plain path.
         let health = self.intercept_health;
         let stack = (!self.layers.is_empty()).then(|| {
@@ -394,6 +401,7 @@ impl Builder {
                 tls,
                 #[cfg(feature = "grpc")]
                 grpc,
+                unlayered,
                 routes,
                 limits: Arc::new(Limits::new(&self.config, protobuf).with_reflection(reflection)),
                 config: self.config,
@@ -526,6 +534,9 @@ struct Shared {
     #[cfg(feature = "grpc")]
     grpc: Option<crate::grpc::GrpcServer>,
     routes: IdMap<u16, Route>,
+    /// The health service's `Watch`, which skips the layers (see [`Builder::layer`]), unless
+    /// interceptors check health ([`Builder::intercept_health`]).
+    unlayered: Option<u16>,
     config: ServerConfig,
     limits: Arc<Limits>,
     connections: AtomicUsize,
@@ -1040,7 +1051,9 @@ impl Handlers for Router {
         stream: ServerStream,
         call: Option<CallInfo>,
     ) -> BoxFuture<Result<(), Status>> {
-        if let Some(stack) = &self.shared.stack {
+        if let Some(stack) = &self.shared.stack
+            && self.shared.unlayered != Some(op)
+        {
             return self.layered_streaming(stack, conn, op, stream, call);
         }
         match self.service(op) {
@@ -1079,6 +1092,25 @@ async fn drain(
         force.cancel();
         connections.wait().await;
     }
+}
+
+/// The operation of the health service's `Watch`, if the server serves health. The layers do
+/// not wrap it: a balanced channel keeps one open on each of its connections, for as long as
+/// the connection lives, so a concurrency limit would count every such channel as a call that
+/// never ends (idle channels took a server's 256 places), and a timeout would cut the watch.
+fn health_watch(routes: &IdMap<u16, Route>, services: &[Arc<dyn Service>]) -> Option<u16> {
+    #[cfg(feature = "macros")]
+    return match routes.get(&crate::health::WATCH_OP)? {
+        Route::Method { service, .. } if is_health(services[*service].name()) => {
+            Some(crate::health::WATCH_OP)
+        }
+        _ => None,
+    };
+    #[cfg(not(feature = "macros"))]
+    return {
+        let _ = (routes, services);
+        None
+    };
 }
 
 /// Whether `service` is frpc's health service, which server-wide interceptors let through

@@ -314,10 +314,12 @@ async fn balancing_follows_health() {
         server.health.set_not_serving("");
     }
     within("all out", channel.wait_connected(|n| n == 0)).await;
+    assert_eq!(channel.state(), frpc::channel::ChannelState::NotServing);
     let err = within("a call", client.whoami(Text::default()))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err}");
+    assert!(err.to_string().contains("NOT_SERVING"), "{err}");
 
     // Health checking off: the endpoint is used though it reports NOT_SERVING.
     let unchecked = Channel::balance_list([servers[0].endpoint().health_check(false)]);
@@ -349,6 +351,113 @@ async fn a_server_without_health_stays_in_the_balance() {
     assert_eq!(channel.connected_endpoints(), 1);
     servers[0].health.set_serving("");
     within("s0 back", channel.connected(2)).await;
+}
+
+/// Serves `Bare` and the health service, `layered` by the builder (server-wide layers) and
+/// `health` wrapping the health service alone.
+async fn serve_bare(
+    layered: impl FnOnce(frpc::Builder) -> frpc::Builder,
+    health: impl FnOnce(frpc::health::HealthServer) -> frpc::LayeredService,
+) -> (SocketAddr, frpc::health::HealthReporter) {
+    let (reporter, service) = frpc::health::service();
+    let bound = layered(frpc::Server::builder())
+        .add_service(NamedServer::new(Bare))
+        .add_service(health(service))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    (addr, reporter)
+}
+
+/// Waits until `channel` has seen its one server report NOT_SERVING and then SERVING: its
+/// health watch is open and followed.
+async fn watch_followed(channel: &Channel, reporter: &frpc::health::HealthReporter) {
+    within("connect", channel.connected(1)).await;
+    reporter.set_not_serving("");
+    within("out", channel.wait_connected(|n| n == 0)).await;
+    reporter.set_serving("");
+    within("back", channel.connected(1)).await;
+}
+
+/// Server-wide layers leave the channels' health watches alone: a one-place concurrency limit
+/// that sheds still has its place free for a call with two balanced channels connected (each
+/// channel's watch held it, so every call was shed and the second channel's watch too, which
+/// took its server out), and a 50 ms timeout does not cut the watches (a cut watch took the
+/// server out of the balance for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_layers_leave_the_health_watches_alone() {
+    let (addr, reporter) = serve_bare(
+        |builder| {
+            builder
+                .layer(tower::timeout::TimeoutLayer::new(Duration::from_millis(50)))
+                .layer(tower::load_shed::LoadShedLayer::new())
+                .layer(tower::limit::ConcurrencyLimitLayer::new(1))
+        },
+        frpc::LayeredService::new,
+    )
+    .await;
+    let channels = [(); 2].map(|_| Channel::balance_list([Endpoint::from(addr)]));
+    for channel in &channels {
+        watch_followed(channel, &reporter).await;
+    }
+    let direct = NamedClient::new(frpc::Client::connect(addr).await.unwrap());
+    assert_eq!(direct.whoami(Text::default()).await.unwrap().value, "bare");
+    // Past the timeout several times over: the watches are still open, the server still in.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for channel in &channels {
+        assert_eq!(channel.connected_endpoints(), 1);
+        let reply = NamedClient::new(channel.clone()).whoami(Text::default()).await;
+        assert_eq!(reply.unwrap().value, "bare");
+    }
+}
+
+/// A watch that fails (here a timeout on the health service alone cuts it every 50 ms) says
+/// nothing of the server's health: the channel keeps the server in and opens the watch again,
+/// so it still follows NOT_SERVING and SERVING.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_health_watch_cut_by_a_layer_opens_again() {
+    let (addr, reporter) = serve_bare(
+        |builder| builder,
+        |health| {
+            frpc::LayeredService::new(health)
+                .layer(tower::timeout::TimeoutLayer::new(Duration::from_millis(50)))
+        },
+    )
+    .await;
+    let channel = Channel::balance_list([quick(Endpoint::from(addr))]);
+    watch_followed(&channel, &reporter).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(channel.connected_endpoints(), 1);
+    let client = NamedClient::new(channel.clone());
+    assert_eq!(client.whoami(Text::default()).await.unwrap().value, "bare");
+    watch_followed(&channel, &reporter).await;
+}
+
+/// A balanced channel's calls keep their timeouts: a stream waiting for an endpoint that never
+/// answers (a black hole: it accepts and says nothing) times out with the channel's timeout,
+/// as a unary call does (it waited out the endpoint's connect attempt, then failed with
+/// UNAVAILABLE), and an endpoint's own `Endpoint::timeout` bounds the calls that go to it (a
+/// balanced channel dropped it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balanced_calls_keep_their_timeouts() {
+    let black_hole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hole = Channel::balance_list([Endpoint::from(black_hole.local_addr().unwrap())]);
+    let client = NamedClient::new(hole.with_timeout(Duration::from_millis(200)));
+    let err = within("unary", client.whoami(Text::default())).await.unwrap_err();
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+    let err = within("stream", client.names(Text::default())).await.unwrap_err();
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+
+    let servers = servers(1).await;
+    let endpoint = servers[0].endpoint().timeout(Duration::from_millis(200));
+    let channel = Channel::balance_list([endpoint]);
+    within("connect", channel.connected(1)).await;
+    let held = NamedClient::new(channel.clone());
+    let err = within("held", held.hold(Text::default())).await.unwrap_err();
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+    servers[0].stats.gate.add_permits(1);
 }
 
 /// A server with no health service: answers with its name.

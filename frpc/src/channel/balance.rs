@@ -169,7 +169,7 @@ impl Balanced {
             // either (every endpoint went down or was removed since the check above).
             tokio::select! {
                 reply = send(self.buffer.clone(), request) => reply.map_err(Error::from_layer),
-                () = self.all_down() => Err(Error::Unavailable("no endpoint is connected".into())),
+                () = self.all_down() => Err(self.endpoints.health.unavailable()),
             }
         };
         match limit {
@@ -201,7 +201,7 @@ impl Balanced {
                 if synced {
                     // Yield, as a one-endpoint channel does (see `single::Handle::wait_client`).
                     tokio::task::yield_now().await;
-                    return Err(Error::Unavailable("no endpoint is connected".into()));
+                    return Err(health.unavailable());
                 }
                 // An endpoint inserted just before this call (or by the first answer) may not
                 // be applied yet: have the forwarder apply everything sent so far, then look
@@ -248,7 +248,7 @@ impl Balanced {
         let start = self.endpoints.next.fetch_add(1, Ordering::Relaxed);
         (0..handles.len())
             .find_map(|i| handles[(start + i) % handles.len()].ready_client())
-            .ok_or_else(|| Error::Unavailable("no endpoint is connected".into()))
+            .ok_or_else(|| self.endpoints.health.unavailable())
     }
 }
 
@@ -373,7 +373,9 @@ impl Service<Request> for EndpointService {
         let handle = self.handle.clone();
         Box::pin(async move {
             let mut client = handle.client().await?;
-            client.set_options(request.timeout, request.metadata, None);
+            // No timeout on the channel's handle: the endpoint's own (`Endpoint::timeout`).
+            let timeout = request.timeout.or(client.timeout());
+            client.set_options(timeout, request.metadata, None);
             client.unary(request.op, request.body.into()).await
         })
     }

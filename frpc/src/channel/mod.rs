@@ -234,8 +234,10 @@ impl Channel {
     }
 
     /// A handle to the same channel whose calls time out after `timeout` (the default is the
-    /// endpoint's `ClientConfig::timeout`; none on a balanced channel): each call's deadline,
-    /// for streams their whole life, as [`Client::with_timeout`](crate::Client::with_timeout).
+    /// endpoint's `ClientConfig::timeout`, [`Endpoint::timeout`]; on a balanced channel, that
+    /// of the endpoint each call goes to): each call's deadline, waiting for a connection
+    /// included, for streams their whole life, as
+    /// [`Client::with_timeout`](crate::Client::with_timeout).
     pub fn with_timeout(&self, timeout: Duration) -> Channel {
         Channel {
             timeout: Some(timeout),
@@ -528,7 +530,20 @@ impl Caller for Channel {
     async fn stream_client(&self) -> Result<Client, Error> {
         let (mut client, timeout) = match &self.inner {
             Inner::Single(handle) => handle.client_within(self.timeout).await?,
-            Inner::Balanced(balanced) => (balanced.stream_client().await?, self.timeout),
+            Inner::Balanced(balanced) => {
+                // Waiting for an endpoint counts towards the call's timeout, as for unary calls.
+                let started = tokio::time::Instant::now();
+                let client = match self.timeout {
+                    None => balanced.stream_client().await?,
+                    Some(limit) => tokio::time::timeout(limit, balanced.stream_client())
+                        .await
+                        .map_err(|_| Error::Timeout(limit))??,
+                };
+                // No timeout on this handle: the endpoint's own (`Endpoint::timeout`).
+                let left = self.timeout.map(|limit| limit.saturating_sub(started.elapsed()));
+                let timeout = left.or(client.timeout());
+                (client, timeout)
+            }
         };
         client.set_options(timeout, self.metadata.clone(), None);
         #[cfg(feature = "metrics")]

@@ -16,7 +16,9 @@ use super::endpoint::Endpoint;
 use super::state::ChannelState;
 use crate::client::Client;
 #[cfg(feature = "macros")]
-use crate::health::{HealthClient, ServingStatus};
+use crate::health::{HealthClient, HealthWatch, ServingStatus};
+#[cfg(feature = "macros")]
+use crate::status::Code;
 use crate::status::{CloseReason, Error};
 
 /// Where a connection stands.
@@ -78,6 +80,8 @@ pub(crate) enum Start {
 pub(crate) struct Health {
     ready: AtomicUsize,
     connecting: AtomicUsize,
+    /// Connected endpoints whose server reports `NOT_SERVING`.
+    not_serving: AtomicUsize,
     /// Connected endpoints whose server accepted the protobuf extension.
     protobuf: AtomicUsize,
     pub(crate) changed: Notify,
@@ -89,10 +93,19 @@ impl Health {
     /// The state of a balanced channel with these counts.
     pub(crate) fn public(&self) -> ChannelState {
         match (self.ready(), self.connecting()) {
+            (0, 0) if self.not_serving.load(Ordering::Acquire) > 0 => ChannelState::NotServing,
             (0, 0) => ChannelState::TransientFailure("no endpoint is connected".into()),
             (0, _) => ChannelState::Connecting,
             _ => ChannelState::Ready,
         }
+    }
+
+    /// What a call gets when no endpoint is ready and none is connecting.
+    pub(crate) fn unavailable(&self) -> Error {
+        Error::Unavailable(match self.not_serving.load(Ordering::Acquire) {
+            0 => "no endpoint is connected".into(),
+            n => format!("no endpoint is serving ({n} connected, NOT_SERVING)"),
+        })
     }
 
     /// Why the last connection of any endpoint closed.
@@ -128,9 +141,10 @@ impl Health {
         // endpoint too many, never none (an endpoint going from ready to connecting must not
         // look like "nothing connected or connecting" for a moment).
         for (state, add) in [(new, true), (old, false)] {
-            let counter = match () {
+            let counter = match state {
                 _ if state.is_ready() => &self.ready,
                 _ if state.is_connecting() => &self.connecting,
+                State::NotServing(_) => &self.not_serving,
                 _ => continue,
             };
             match add {
@@ -430,33 +444,77 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
 /// Follows the whole server's `frpc::health` status on `client`, for a balanced channel's
 /// endpoint with [`Endpoint::health_check`] on: `NotServing` while the server reports
 /// `NOT_SERVING` or once the watch ends (the server is shutting down), `Ready` otherwise.
-/// Servers that did not take the extensions (Go fRPC) or serve no health are not watched.
-/// Runs until the supervisor drops it (the connection closed, or the endpoint was retired).
+/// Servers that did not take the extensions (Go fRPC) or serve no health (the open is
+/// UNIMPLEMENTED) are not watched. A watch that fails (a layer of an older server cut it, or
+/// refused it: a timeout, a full concurrency limit) says nothing of the server's health: the
+/// status stays, and the watch opens again after a pause (100 ms, doubling to 10 s while it
+/// keeps failing). Runs until the supervisor drops it (the connection closed, or the endpoint
+/// was retired).
 #[cfg(feature = "macros")]
 async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infallible {
     let watched = shared.health.is_some() && shared.endpoint.is_health_checked();
     if watched && client.extensions_accepted() {
         let health = HealthClient::new(client.clone());
-        // A stream idle timeout (`stream_idle_timeout`) ends a quiet watch: open it again.
-        while let Ok(mut watch) = health.watch("").await {
-            let ended = loop {
-                match watch.message().await {
-                    Ok(Some(reply)) => {
-                        let serving = reply != ServingStatus::NotServing;
-                        publish_serving(shared, client, serving);
-                    }
-                    Ok(None) => break true,
-                    Err(Error::Timeout(_)) => break false,
-                    Err(_) => break true,
-                }
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let end = match health.watch("").await {
+                Ok(mut watch) => follow_watch(shared, client, &mut watch, &mut pause).await,
+                Err(err) if err.code() == Code::Unimplemented => break,
+                Err(_) => WatchEnd::Failed,
             };
-            if ended {
-                publish_serving(shared, client, false);
-                break;
+            match end {
+                WatchEnd::ServerStopping => {
+                    publish_serving(shared, client, false);
+                    break;
+                }
+                WatchEnd::Idle => {}
+                WatchEnd::Failed => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LONGEST_PAUSE);
+                }
             }
         }
     }
     std::future::pending().await
+}
+
+/// The pause before a failed health watch opens again, doubling up to [`LONGEST_PAUSE`].
+#[cfg(feature = "macros")]
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+#[cfg(feature = "macros")]
+const LONGEST_PAUSE: Duration = Duration::from_secs(10);
+
+/// How a health watch ended.
+#[cfg(feature = "macros")]
+enum WatchEnd {
+    /// The server ended it: it is shutting down.
+    ServerStopping,
+    /// Quiet past the stream idle timeout (`stream_idle_timeout`): open it again at once.
+    Idle,
+    /// It failed, or could not open: open it again after a pause.
+    Failed,
+}
+
+/// Publishes each status `watch` reports until it ends; a status resets the pause before the
+/// next open.
+#[cfg(feature = "macros")]
+async fn follow_watch(
+    shared: &Shared,
+    client: &Client,
+    watch: &mut HealthWatch,
+    pause: &mut Duration,
+) -> WatchEnd {
+    loop {
+        match watch.message().await {
+            Ok(Some(reply)) => {
+                *pause = FIRST_PAUSE;
+                publish_serving(shared, client, reply != ServingStatus::NotServing);
+            }
+            Ok(None) => return WatchEnd::ServerStopping,
+            Err(Error::Timeout(_)) => return WatchEnd::Idle,
+            Err(_) => return WatchEnd::Failed,
+        }
+    }
 }
 
 /// Without the `macros` feature there is no `frpc::health`: nothing to follow.
