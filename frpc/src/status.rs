@@ -375,8 +375,10 @@ pub enum Error {
     #[error("the request stream is closed: no request can follow `close`/`close_send`")]
     RequestStreamClosed,
     /// A client layer (see [`crate::Channel::with_layer`]) failed the call: tower's
-    /// `timeout::error::Elapsed` (code `DeadlineExceeded`) or a layer's own error (code
-    /// `Unknown`).
+    /// `timeout::error::Elapsed` (code `DeadlineExceeded`), `load_shed::error::Overloaded`
+    /// (code `Unavailable`) or a layer's own error (code `Unknown`). A layer that fails with a
+    /// [`Status`] gives [`Error::Status`] instead, with its code, as a tonic interceptor's
+    /// `Status` is the call's.
     #[error("client layer: {0}")]
     Layer(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -413,6 +415,7 @@ impl Error {
             Error::Unavailable(_) | Error::ShuttingDown => Code::Unavailable,
             Error::RequestStreamClosed => Code::FailedPrecondition,
             Error::Layer(err) if err.is::<tower::timeout::error::Elapsed>() => Code::DeadlineExceeded,
+            Error::Layer(err) if err.is::<tower::load_shed::error::Overloaded>() => Code::Unavailable,
             Error::Layer(_) => Code::Unknown,
         }
     }
@@ -430,10 +433,15 @@ impl Error {
     }
 
     /// Turns what a tower stack returned into an `Error`: frpc's own errors come back as they
-    /// were, anything else (tower's timeout, a custom layer's error) is [`Error::Layer`].
+    /// were, a layer's [`Status`] as [`Error::Status`], anything else (tower's timeout, a
+    /// custom layer's error) is [`Error::Layer`].
     pub(crate) fn from_layer(err: Box<dyn std::error::Error + Send + Sync>) -> Error {
-        match err.downcast::<Error>() {
-            Ok(err) => *err,
+        let err = match err.downcast::<Error>() {
+            Ok(err) => return *err,
+            Err(other) => other,
+        };
+        match err.downcast::<Status>() {
+            Ok(status) => Error::Status(*status),
             Err(other) => Error::Layer(other),
         }
     }

@@ -159,6 +159,38 @@ async fn timeout_layer_fails_slow_calls_with_deadline_exceeded() {
     assert_eq!(client.whoami(Text::default()).await.unwrap().value, "a");
 }
 
+/// Client layers' errors keep their codes, as with tonic: a layer failing with a `Status` fails
+/// the call with that status (its code was UNKNOWN), and tower's load shedding is UNAVAILABLE.
+#[tokio::test]
+async fn client_layer_errors_keep_their_codes() {
+    let server = TestServer::start("a", "127.0.0.1:0").await;
+    let channel = server.endpoint().connect().await.unwrap();
+    let refuse = tower::service_fn(|_: frpc::channel::Request| async {
+        Err::<frpc::channel::Reply, _>(frpc::Status::unauthenticated("no token"))
+    });
+    let refusing = channel.with_layer(tower::layer::layer_fn(move |_| refuse));
+    let err = NamedClient::new(refusing)
+        .whoami(Text::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err}");
+    assert_eq!(err.status().map(|status| status.message()), Some("no token"));
+
+    // One call held in a one-place limit: the next is shed.
+    let shedding = channel.with_layer(ServiceBuilder::new().load_shed().concurrency_limit(1));
+    let client = NamedClient::new(shedding);
+    let held = tokio::spawn({
+        let client = client.clone();
+        async move { client.hold(Text::default()).await }
+    });
+    within("held", server.stats.wait_active(1)).await;
+    let err = client.whoami(Text::default()).await.unwrap_err();
+    assert!(matches!(err, Error::Layer(_)), "{err:?}");
+    assert_eq!(err.code(), Code::Unavailable, "{err}");
+    server.stats.gate.add_permits(1);
+    assert_eq!(held.await.unwrap().unwrap().value, "a");
+}
+
 #[tokio::test]
 async fn concurrency_limit_layer_bounds_calls_in_flight() {
     for limit in [1, 3] {
