@@ -235,6 +235,49 @@ async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
     assert_eq!(events.recv().await.unwrap(), "hang cancelled");
 }
 
+/// On a shared port the gRPC face's calls take the server's places like fRPC calls: with
+/// `Concurrency::Limited(1)`, a hanging gRPC call holds the one place, so a gRPC call and an
+/// fRPC call behind it wait (here past their deadlines: they ran at once), and once the hang is
+/// cancelled calls are answered again.
+#[tokio::test]
+async fn grpc_calls_take_the_servers_places() {
+    let (svc, mut events) = Svc::new();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .concurrency(frpc::Concurrency::Limited(1))
+        .add_service(fpb::BenchmarkServiceServer::new(svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut grpc_client = client(addr).await;
+    let mut hanging = grpc_client.clone();
+    let hang = tokio::spawn(async move { hanging.benchmark(request("hang")).await });
+    assert_eq!(events.recv().await.unwrap(), "hang false");
+
+    let mut behind = request("echo:behind");
+    behind.set_timeout(Duration::from_millis(300));
+    let status = grpc_client.benchmark(behind).await.unwrap_err();
+    // The server's DEADLINE_EXCEEDED, or tonic's own timer first (CANCELLED).
+    let timed_out = [tonic::Code::DeadlineExceeded, tonic::Code::Cancelled];
+    assert!(timed_out.contains(&status.code()), "{status:?}");
+    let frpc_client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
+    let frpc_behind = frpc_client.with_timeout(Duration::from_millis(300));
+    let err = frpc_behind
+        .benchmark(fpb::Request {
+            message: "echo:behind".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), frpc::Code::DeadlineExceeded, "{err}");
+
+    hang.abort();
+    assert_eq!(events.recv().await.unwrap(), "hang cancelled");
+    let reply = grpc_client.benchmark(request("echo:after")).await.unwrap();
+    assert_eq!(reply.into_inner().message, "echo:after");
+}
+
 #[tokio::test]
 async fn server_interceptors_and_layers_check_grpc_calls_too() {
     let bound = frpc::Server::builder()

@@ -376,6 +376,50 @@ async fn grpc_and_frpc_clients_stream_from_one_port_at_the_same_time() {
     tokio::join!(frpc_side, grpc_side);
 }
 
+/// On a shared port gRPC streams count in the server's `max_open_streams` with fRPC's: at the
+/// limit (2), a third stream is RESOURCE_EXHAUSTED from either face, and once one ends another
+/// opens.
+#[tokio::test]
+async fn grpc_streams_count_in_the_servers_open_streams() {
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .config(frpc::ServerConfig::default().max_open_streams(2))
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let grpc_client = client(addr).await;
+    let mut hanging = Vec::new();
+    for _ in 0..2 {
+        let mut client = grpc_client.clone();
+        hanging.push(tokio::spawn(async move { client.count(count(1, "hang")).await }));
+        assert_eq!(events.recv().await.unwrap(), "count hang false");
+    }
+    let status = grpc_client.clone().count(count(1, "")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("max_open_streams 2"), "{status:?}");
+    let frpc_client = fpb::StreamsClient::connect(addr).await.unwrap();
+    let request = fpb::CountRequest {
+        n: 1,
+        mode: String::new(),
+    };
+    let err = frpc_client.count(request.clone()).await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::ResourceExhausted, "{err}");
+
+    hanging.remove(0).abort();
+    assert_eq!(events.recv().await.unwrap(), "count cancelled");
+    let replies = grpc_client
+        .clone()
+        .count(count(3, ""))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(drain(replies).await.0, [0, 1, 2]);
+}
+
 #[tokio::test]
 async fn layers_and_interceptors_apply_on_a_standalone_grpc_server() {
     let (tx, _events) = mpsc::unbounded_channel();

@@ -373,17 +373,19 @@ impl Builder {
         });
         // The protobuf extension only where every service reads it.
         let protobuf = self.services.iter().all(|service| service.protobuf());
+        let reflection = reflection(&self.services);
+        let limits = Arc::new(Limits::new(&self.config, protobuf).with_reflection(reflection));
         #[cfg(feature = "grpc")]
         let grpc = self.grpc.then(|| {
             let max = self.config.connection.max_content_length as usize;
             let face = crate::grpc::GrpcServer::new()
                 .max_decoding_message_size(max)
-                .with_stack(stack.clone(), self.config.connection.decode);
+                .with_stack(stack.clone(), self.config.connection.decode)
+                .with_gate(limits.grpc_gate());
             self.services
                 .iter()
                 .fold(face, |face, service| face.add_shared(service.clone()))
         });
-        let reflection = reflection(&self.services);
         #[cfg(feature = "tls")]
         let tls = self.tls;
         // A shared port over TLS advertises ALPN `h2`, which gRPC clients require.
@@ -403,7 +405,7 @@ impl Builder {
                 grpc,
                 unlayered,
                 routes,
-                limits: Arc::new(Limits::new(&self.config, protobuf).with_reflection(reflection)),
+                limits,
                 config: self.config,
                 connections: AtomicUsize::new(0),
             }),

@@ -131,6 +131,16 @@ impl Limits {
         }
     }
 
+    /// What the gRPC face on the server's port applies of these limits to its calls.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn grpc_gate(&self) -> crate::grpc::gate::Gate {
+        crate::grpc::gate::Gate {
+            unary: Some(self.global.clone().unwrap_or_else(|| self.inflight.clone())),
+            streams: Some((self.open_streams.clone(), self.max_open_streams)),
+            per_connection: Some(u32::try_from(self.connection.max_streams).unwrap_or(u32::MAX)),
+        }
+    }
+
     /// The limits with `reflection`, the encoded descriptors of the server's services, as the
     /// answer to reflection requests.
     pub(crate) fn with_reflection(self, reflection: Bytes) -> Limits {

@@ -26,6 +26,7 @@ use crate::middleware::{CallRequest, Stack};
 use crate::status::{Code, Status};
 use crate::types::{BoxFuture, MethodKind};
 
+use super::gate::Gate;
 use super::stream::{REPLY_BUFFER, Replies, from_tonic, requests};
 use super::{
     Route, Signals, grpc_health_reply, parse_timeout, request_metadata, response_metadata, to_tonic,
@@ -38,6 +39,8 @@ pub(super) struct Call {
     pub(super) stack: Option<Stack>,
     pub(super) peer: SocketAddr,
     pub(super) limits: DecodeLimits,
+    /// The fRPC server's call limits (a shared port).
+    pub(super) gate: Gate,
     /// Fires when the connection closes.
     pub(super) closed: CancellationToken,
     pub(super) signals: Signals,
@@ -90,7 +93,13 @@ impl Call {
         // A dropped call (the client reset the stream, the connection closed) cancels the
         // context that tasks spawned by the handler hold.
         let guard = state.cancel_on_drop();
-        let result = within_deadline(self.unary_handler(ctx, body), state.clone()).await;
+        let (gate, handler) = (self.gate.clone(), self.unary_handler(ctx, body));
+        // Waiting for a place counts towards the deadline, as the handler's own wait does.
+        let handler: Handler<Bytes> = Box::pin(async move {
+            let _place = gate.unary().await;
+            handler.await
+        });
+        let result = within_deadline(handler, state.clone()).await;
         guard.disarm();
         let result = match result {
             Ok(reply) if self.route.grpc_health => grpc_health_reply(reply),
@@ -112,6 +121,7 @@ impl Call {
         messages: tonic::Streaming<Bytes>,
         state: Arc<CallState>,
     ) -> Result<tonic::Response<Replies>, tonic::Status> {
+        let place = self.gate.stream().map_err(|status| to_tonic(&status, None))?;
         let (source, starved) = match kind {
             // Its one request is read here, as for a unary call: a missing or oversize one is
             // answered before the handler runs.
@@ -135,7 +145,11 @@ impl Call {
             headers: headers.clone(),
         });
         let handler = self.streaming_handler(ctx, stream);
-        let handler: Handler<()> = Box::pin(within_deadline(handler, state.clone()));
+        let state_for_handler = state.clone();
+        let handler: Handler<()> = Box::pin(async move {
+            let _place = place;
+            within_deadline(handler, state_for_handler).await
+        });
         let mut replies = Replies::streaming(rx, handler, state, starved);
         let metadata = replies.headers(&headers).await?;
         let mut response = tonic::Response::new(replies);

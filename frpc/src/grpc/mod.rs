@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::metadata::{KeyAndValueRef, MetadataMap};
 
+use self::gate::Gate;
 use crate::calls::codec::MARKER;
 use crate::config::DecodeLimits;
 use crate::metadata::Metadata;
@@ -51,6 +52,7 @@ use crate::status::{Code, Error, Status};
 
 mod body;
 mod call;
+pub(crate) mod gate;
 mod shutdown;
 mod stream;
 
@@ -113,6 +115,8 @@ pub struct GrpcServer {
     /// `grpc.reflection.v1` and `v1alpha` over them (tonic-reflection), once a service has
     /// descriptors.
     reflection: Option<Reflections>,
+    /// The fRPC server's call limits, on a shared port.
+    gate: Gate,
 }
 
 /// A layer of a standalone server's stack, kept to rebuild the stack when another is added.
@@ -163,6 +167,7 @@ impl GrpcServer {
             grace: crate::config::ServerConfig::default().shutdown_grace,
             descriptors: Vec::new(),
             reflection: None,
+            gate: Gate::default(),
         }
     }
 
@@ -249,6 +254,12 @@ impl GrpcServer {
         self
     }
 
+    /// Applies the fRPC server's call limits to this face's calls (a shared port).
+    pub(crate) fn with_gate(mut self, gate: Gate) -> GrpcServer {
+        self.gate = gate;
+        self
+    }
+
     /// How many methods are routed.
     pub fn routes(&self) -> usize {
         self.routes.len()
@@ -301,6 +312,7 @@ impl GrpcServer {
         let closed = CancellationToken::new();
         let on_close = closed.clone().drop_guard();
         let call_signals = signals.clone();
+        let per_connection = self.gate.per_connection;
         let service = hyper::service::service_fn(move |request| {
             let server = server.clone();
             let (closed, signals) = (closed.child_token(), call_signals.clone());
@@ -308,7 +320,10 @@ impl GrpcServer {
         });
         async move {
             let _on_close = on_close;
-            let builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            if let Some(streams) = per_connection {
+                builder.max_concurrent_streams(streams);
+            }
             let connection = builder.serve_connection(TokioIo::new(io), service);
             tokio::pin!(connection);
             let result = tokio::select! {
@@ -371,6 +386,7 @@ impl GrpcServer {
             stack: self.stack.clone(),
             peer,
             limits: self.limits,
+            gate: self.gate.clone(),
             closed,
             signals,
         };
