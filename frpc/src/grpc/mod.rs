@@ -496,10 +496,15 @@ fn request_metadata(map: &MetadataMap) -> Metadata {
     metadata
 }
 
-/// The handler's response metadata as gRPC headers (or trailers).
+/// frpc metadata as gRPC headers (or trailers): a handler's response, a `GrpcChannel`'s
+/// request. Keys gRPC reserves (`grpc-*`, `content-type`, `te`) are left out: a handler's
+/// `grpc-encoding` made grpcio fail the call.
 fn response_metadata(metadata: &Metadata) -> MetadataMap {
     let mut map = MetadataMap::new();
     for (key, value) in metadata.iter() {
+        if key.starts_with("grpc-") || matches!(key, "content-type" | "te") {
+            continue;
+        }
         if key.ends_with("-bin") {
             if let Ok(key) = tonic::metadata::BinaryMetadataKey::from_bytes(key.as_bytes()) {
                 map.append_bin(key, tonic::metadata::BinaryMetadataValue::from_bytes(value));
@@ -621,8 +626,14 @@ mod tests {
         assert_eq!(metadata.get("x-user"), Some("ada"));
         assert_eq!(metadata.get_bin("x-trace-bin"), Some(&[0u8, 255][..]));
         assert!(!metadata.contains_key("grpc-timeout"));
+        let mut metadata = metadata;
+        metadata.insert("grpc-encoding", "gzip").unwrap();
         let back = response_metadata(&metadata);
         assert_eq!(back.get("x-user").unwrap(), "ada");
+        assert!(
+            back.get("grpc-encoding").is_none(),
+            "gRPC's own keys are left out"
+        );
         assert_eq!(
             back.get_bin("x-trace-bin").unwrap().to_bytes().unwrap().as_ref(),
             &[0, 255]
