@@ -514,8 +514,9 @@ async fn a_dropped_bidi_call_sends_cancel_and_no_eof() {
 
 /// A client that sends past its credit gets its stream failed (RESOURCE_EXHAUSTED, `EOF`), and
 /// that is the stream's end: the handler, stuck sending for credit the client never grants,
-/// gets an error instead of sending on (beyond the client's window, after the `EOF`), and no
-/// second error and `EOF` follow once it returns.
+/// gets an error instead of sending on (beyond the client's window, after the `EOF`), no
+/// second error and `EOF` follow once it returns, and what it reads of its buffer after that
+/// gives no credit back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_failed_for_excess_credit_sends_nothing_more() {
     for framing in FRAMINGS {
@@ -563,6 +564,8 @@ async fn a_stream_failed_for_excess_credit_sends_nothing_more() {
                 "{framing:?}: sent on the failed stream: {:02x?}",
                 &packet.content[..]
             );
+            let credit_for_it = (packet.id, packet.op) == (4, 0xFFFF) && packet.content[..2] == [0, 1];
+            assert!(!credit_for_it, "{framing:?}: credit for the failed stream");
         }
     }
 }

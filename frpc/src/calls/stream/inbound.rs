@@ -299,11 +299,16 @@ impl<T: Message> FrpcStreaming<T> {
         self.give_back();
     }
 
-    /// Sends the peer the credit of what the consumer read since the last grant.
+    /// Sends the peer the credit of what the consumer read since the last grant; nothing once
+    /// the stream ended (this side failed it, say: what is left in its buffer is read, but
+    /// the peer may send nothing more).
     fn give_back(&mut self) {
         let Some((credit, _)) = &self.inbound.recv else {
             return;
         };
+        if self.inbound.end.get().is_some() {
+            return;
+        }
         let messages = std::mem::take(&mut self.unacked);
         let bytes = std::mem::take(&mut self.unacked_bytes);
         // Counted before the grant leaves, so the peer's next message finds it.
@@ -478,8 +483,8 @@ impl<T> Drop for FrpcStreaming<T> {
         let Some((credit, _)) = &self.inbound.recv else {
             return;
         };
-        if Arc::strong_count(&self.guard) == 1 {
-            return; // the whole stream goes: nothing more to grant
+        if Arc::strong_count(&self.guard) == 1 || self.inbound.end.get().is_some() {
+            return; // the whole stream goes, or it ended: nothing more to grant
         }
         self.inbound.rx.close();
         let is_data = |content: &Bytes| !content.is_empty() && !is_control(content);
