@@ -85,7 +85,7 @@ enum Command {
         json: bool,
     },
     /// Checks a server's health (frpc's health service): prints SERVING, NOT_SERVING, … and
-    /// exits 0 only when serving (2 when not).
+    /// exits 0 only when serving (4 when not, as grpc_health_probe).
     Health {
         #[command(flatten)]
         connect: ConnectArgs,
@@ -283,7 +283,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Outcome::Done | Outcome::Healthy(true)) => ExitCode::SUCCESS,
-        Ok(Outcome::Healthy(false)) => ExitCode::from(2),
+        // grpc_health_probe's "unhealthy" (2 is clap's usage error).
+        Ok(Outcome::Healthy(false)) => ExitCode::from(4),
         Err(err) => {
             eprintln!("{err}");
             ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(1))

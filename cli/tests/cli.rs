@@ -212,7 +212,7 @@ async fn health_check_and_watch() {
     let out = frpc(args(&["health", &addr, "down.Service"]), None).await;
     assert_eq!(
         (out.status.code(), String::from_utf8_lossy(&out.stdout).trim()),
-        (Some(2), "NOT_SERVING")
+        (Some(4), "NOT_SERVING")
     );
     let out = frpc(args(&["health", &addr, "nobody.Here"]), None).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "SERVICE_UNKNOWN");
