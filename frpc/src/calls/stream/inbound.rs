@@ -356,7 +356,12 @@ impl<T: Message> FrpcStreaming<T> {
                         self.finish();
                         return Poll::Ready(Err(self.end_error()));
                     }
-                    Poll::Pending => return self.poll_idle(cx),
+                    Poll::Pending => {
+                        // Parked on an empty buffer: the reader hands the next message over
+                        // as it is (see `table::detached`).
+                        self.inbound.parked.store(true, Ordering::Release);
+                        return self.poll_idle(cx);
+                    }
                 }
             },
         };
