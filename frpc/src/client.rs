@@ -191,18 +191,19 @@ impl Client {
     ///     let server = frpc::Server::builder().add_service(GreeterServer::new(Hello)).build()?;
     ///     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     ///     tokio::spawn(server.serve_io(server_end));
-    ///     let client = frpc::Client::from_io(client_end, frpc::ClientConfig::default());
+    ///     let client = frpc::Client::from_io(client_end, frpc::ClientConfig::default())?;
     ///     let reply = GreeterClient::new(client).greet(Text { value: "in memory".into() }).await?;
     ///     assert_eq!(reply.value, "in memory");
     ///     Ok(())
     /// }
     /// ```
-    pub fn from_io<T>(io: T, config: ClientConfig) -> Client
+    pub fn from_io<T>(io: T, config: ClientConfig) -> Result<Client, Error>
     where
         T: AsyncRead + AsyncWrite + Send + 'static,
     {
+        config.check().map_err(Error::Config)?;
         let (read, write) = tokio::io::split(io);
-        Client::start(read, write, None, NO_PEER_ADDR, config)
+        Ok(Client::start(read, write, None, NO_PEER_ADDR, config))
     }
 
     /// Connects to a server listening on the Unix domain socket at `path` (see
@@ -213,6 +214,7 @@ impl Client {
         path: impl AsRef<std::path::Path>,
         config: ClientConfig,
     ) -> Result<Client, Error> {
+        config.check().map_err(Error::Config)?;
         let stream = tokio::net::UnixStream::connect(path).await?;
         let (read, write) = stream.into_split();
         Ok(Client::start(read, write, None, NO_PEER_ADDR, config))
@@ -632,9 +634,6 @@ impl Client {
     /// fail; other clones of this client see a closed connection.
     pub async fn into_raw(self) -> Result<(TcpStream, BytesMut), Error> {
         let conn = &self.handle.conn;
-        if !conn.can_hand_back() {
-            return Err(Error::closed("takeover is not available over TLS"));
-        }
         let take = conn.request_handback()?;
         conn.close(CloseReason::Local("connection taken over".into()));
         take.await

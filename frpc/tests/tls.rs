@@ -69,6 +69,44 @@ async fn unary_and_streaming_over_tls() {
     assert!(client.into_raw().await.is_err(), "no takeover over TLS");
 }
 
+/// A server requiring a client certificate, and a client without one: TLS 1.3 finishes the
+/// client's side of the handshake first, so the connect succeeds and the first call fails with
+/// the server's alert, and only that: no advice to try the other framing, which the error once
+/// ended with.
+#[tokio::test]
+async fn a_missing_client_certificate_is_a_tls_error_not_a_framing_hint() {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let der = cert.cert.der().clone();
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(der.clone()).unwrap();
+    let roots = Arc::new(roots);
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .unwrap();
+    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(vec![der], key)
+        .unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let addr = tls_server(Arc::new(server)).await;
+    let err = match Client::connect_tls(addr, "localhost", Arc::new(client), ClientConfig::default()).await {
+        Ok(client) => call(&client, ECHO, "x").await.unwrap_err(),
+        Err(err) => err,
+    };
+    let text = err.to_string();
+    assert!(text.contains("Certificate"), "{text}");
+    assert!(!text.contains("framing"), "{text}");
+}
+
 #[tokio::test]
 async fn plain_client_against_tls_server_fails_clearly() {
     let certs = certs();

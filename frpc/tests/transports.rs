@@ -21,7 +21,7 @@ async fn in_memory_duplex_pipe_carries_calls_and_streams() {
     let server = server();
     let (client_end, server_end) = tokio::io::duplex(16 * 1024);
     let serving = tokio::spawn(server.serve_io(server_end));
-    let client = Client::from_io(client_end, ClientConfig::default());
+    let client = Client::from_io(client_end, ClientConfig::default()).unwrap();
     assert_eq!(client.peer_addr(), "0.0.0.0:0".parse().unwrap());
     assert_eq!(call(&client, ECHO, "pipe").await.unwrap(), Text::new("pipe"));
     assert_eq!(server.connections(), 1);
@@ -47,6 +47,37 @@ async fn in_memory_duplex_pipe_carries_calls_and_streams() {
     client.close();
     serving.await.unwrap();
     assert_eq!(server.connections(), 0);
+}
+
+/// Takeover is TCP only, and a stream that is not refuses it up front: a handler's
+/// `take_connection` fails (the call gets the error) and the connection goes on, where it once
+/// returned `Ok` and then closed the connection; `into_raw` says why. An invalid configuration
+/// is refused as `connect` refuses it (a zero ping interval made the heartbeat panic).
+#[tokio::test]
+async fn takeover_and_bad_configs_are_refused_on_other_streams() {
+    let server = server();
+    let (client_end, server_end) = tokio::io::duplex(16 * 1024);
+    tokio::spawn(server.serve_io(server_end));
+    let client = Client::from_io(client_end, ClientConfig::default()).unwrap();
+    let err = call(&client, UPGRADE, "raw").await.unwrap_err();
+    assert!(err.to_string().contains("takeover is TCP only"), "{err}");
+    assert_eq!(
+        call(&client, ECHO, "still here").await.unwrap(),
+        Text::new("still here")
+    );
+    let err = client.into_raw().await.unwrap_err();
+    assert!(err.to_string().contains("takeover is TCP only"), "{err}");
+
+    let mut bad = ClientConfig::default();
+    bad.connection.ping_interval = std::time::Duration::ZERO;
+    let (client_end, _server_end) = tokio::io::duplex(1024);
+    let err = Client::from_io(client_end, bad.clone()).unwrap_err();
+    assert!(err.to_string().contains("ping_interval"), "{err}");
+    #[cfg(unix)]
+    {
+        let err = Client::connect_unix(socket_path(), bad).await.unwrap_err();
+        assert!(err.to_string().contains("ping_interval"), "{err}");
+    }
 }
 
 #[tokio::test]

@@ -523,7 +523,7 @@ impl Connection {
         self.reader_signal.wake();
     }
 
-    /// Whether the socket can be handed back at all (not over TLS).
+    /// Whether the socket can be handed back at all (a plain TCP connection).
     pub(crate) fn can_hand_back(&self) -> bool {
         self.handback.available()
     }
@@ -532,6 +532,10 @@ impl Connection {
     /// is closed (by whoever started the takeover, when its last reply is queued) the writer
     /// flushes, and the returned future resolves to the socket and the unparsed bytes.
     pub(crate) fn request_handback(&self) -> Result<TakeConnection, Error> {
+        if !self.can_hand_back() {
+            // Refused before anything stops: the connection goes on as it was.
+            return Err(Error::Config(NO_TAKEOVER.into()));
+        }
         let take = self.handback.request()?;
         self.stop_reading();
         Ok(take)
@@ -772,10 +776,12 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
             }
             Some(Err(err)) => {
                 tracing::debug!(peer = %conn.peer, error = %err, "closing connection on read error");
+                // A TLS failure (an alert, a certificate refused) says all there is to say.
+                let hinted = parsed_any || is_tls_failure(&err);
                 conn.close(CloseReason::ReadFailed(framing_hint(
                     &conn,
                     err.to_string(),
-                    parsed_any,
+                    hinted,
                 )));
                 break;
             }
@@ -791,11 +797,29 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
     frames.into_parts()
 }
 
+/// Whether a read failed in TLS (an alert from the peer, say a client certificate it required
+/// and did not get, which TLS 1.3 reports at the first read rather than at the handshake).
+fn is_tls_failure(err: &frpc_wire::FrameError) -> bool {
+    #[cfg(feature = "tls")]
+    if let frpc_wire::FrameError::Io(io) = err {
+        return io
+            .get_ref()
+            .is_some_and(|inner| inner.is::<tokio_rustls::rustls::Error>());
+    }
+    let _ = err;
+    false
+}
+
+/// Why a connection cannot be taken over.
+pub(crate) const NO_TAKEOVER: &str =
+    "connection takeover is TCP only: this connection is over TLS, a Unix socket or another stream";
+
 /// Adds to why a connection ended a hint at a framing mismatch when the peer never sent one
 /// valid packet (a frisbee-go v0.11 peer drops a legacy header at once; a v0.10 peer's packets
 /// fail our magic check).
 fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
     // The codec already said what the peer plainly is (HTTP, TLS): no framing would help.
+    // (`parsed_any`: a valid packet came, or the failure was one no framing explains.)
     if parsed_any || reason.contains("this looks like") {
         return reason;
     }

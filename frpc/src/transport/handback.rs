@@ -85,9 +85,7 @@ impl Handback {
             (Err(_), _) => Err(std::io::Error::other(
                 "the connection failed before it could be taken over",
             )),
-            (_, None) => Err(std::io::Error::other(
-                "connection takeover is not available over TLS",
-            )),
+            (_, None) => Err(std::io::Error::other(super::connection::NO_TAKEOVER)),
         };
         if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(raw);
