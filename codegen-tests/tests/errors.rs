@@ -36,6 +36,19 @@ fn unsupported_type_names_the_field() {
     );
 }
 
+/// A map whose value type is unsupported names the map field (it named the map entry's
+/// `value` field, `bad.MapOfAny.value`).
+#[test]
+fn unsupported_map_value_names_the_map_field() {
+    let err = compile("bad/map_any.proto").unwrap_err();
+    assert!(matches!(err, frpc_codegen::Error::Unsupported(_)), "{err:?}");
+    let err = err.to_string();
+    assert!(
+        err.contains("the value of map field `bad.MapOfAny.slots` has type `google.protobuf.Any`"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_group_is_refused_as_a_group() {
     let err = compile("bad/group.proto").unwrap_err();
@@ -199,4 +212,14 @@ fn bad_builder_options_name_the_option() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("extern_path(\"kitchen.Inner\""), "{err}");
+    // A Rust side that is not a path is refused too (prost-build panicked on it).
+    let err = frpc_codegen::configure()
+        .extern_path(".kitchen.Inner", "not a path!")
+        .generate(&kitchen, &[proto_dir()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("extern_path(\".kitchen.Inner\", \"not a path!\"): the Rust path is not a path"),
+        "{err}"
+    );
 }

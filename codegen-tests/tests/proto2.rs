@@ -5,7 +5,7 @@
 
 use frpc::codegen::{Bytes, Message};
 use frpc::{Context, Status};
-use frpc_codegen_tests::default::two::{Inner, Level, Req, Two, TwoClient, TwoServer};
+use frpc_codegen_tests::default::two::{Inner, Level, Req, Tag, Two, TwoClient, TwoServer};
 
 fn full() -> Req {
     Req {
@@ -50,6 +50,27 @@ fn protobuf_bytes_are_prosts() {
     );
     // Defaults are what prost's accessors give for unset optional fields.
     assert_eq!((Req::default().note(), Req::default().big()), ("hi", -1));
+}
+
+/// A message of required strings and bytes only: prost's bytes, empty values written, and no
+/// part of it handed over on its own (it owns none).
+#[test]
+fn required_strings_alone_are_written_into_the_buffer() {
+    assert!(!Tag::PROTOBUF_OWNED_PARTS);
+    for m in [
+        Tag::default(),
+        Tag {
+            label: "l".into(),
+            raw: vec![7],
+        },
+    ] {
+        let mut ours = Vec::new();
+        m.encode_protobuf(&mut ours);
+        assert_eq!(ours, frpc::codegen::prost::Message::encode_to_vec(&m), "{m:?}");
+    }
+    let mut empty = Vec::new();
+    Tag::default().encode_protobuf(&mut empty);
+    assert_eq!(empty, [0x0a, 0, 0x12, 0]);
 }
 
 #[test]

@@ -119,6 +119,11 @@ impl ExternPaths {
             if out.paths.iter().any(|(p, _)| p == proto) {
                 return Err(format!("extern_path(\"{proto}\", ..) is given twice"));
             }
+            if let Err(err) = syn::parse_str::<syn::Path>(rust) {
+                return Err(format!(
+                    "extern_path(\"{proto}\", \"{rust}\"): the Rust path is not a path: {err}"
+                ));
+            }
             out.paths.push((proto.clone(), rust.clone()));
         }
         Ok(out)

@@ -301,8 +301,15 @@ impl FileCx<'_> {
             if let Some((key, value)) = self.index.map_entries.get(f.type_name()) {
                 // prost resolves a map's types with the entry's field names ("key"/"value")
                 // under the parent message, which matters for `bytes(...)` matchers.
-                let k = self.codec(fq_message, key, fq_message)?;
-                let v = self.codec(fq_message, value, fq_message)?;
+                // An unsupported key or value names the map field, not the entry's.
+                let in_map = |side: &FieldDescriptorProto, what: &str| {
+                    self.codec(fq_message, side, fq_message).map_err(|err| match err {
+                        Error::Unsupported(_) => unsupported_in_map(fq_message, f.name(), what, side),
+                        other => other,
+                    })
+                };
+                let k = in_map(key, "key")?;
+                let v = in_map(value, "value")?;
                 return Ok(Shape::Map(k, v));
             }
             return Ok(Shape::Repeated(self.codec(fq_message, f, fq_message)?));
@@ -506,16 +513,24 @@ fn well_known(type_name: &str) -> Option<Result<Codec, ()>> {
 }
 
 fn unsupported(owner: &str, f: &FieldDescriptorProto) -> Error {
+    unsupported_named(&format!("field `{}.{}`", &owner[1..], f.name()), f)
+}
+
+/// [`unsupported`] for the key or value (`what`) of map field `map` of `owner`.
+fn unsupported_in_map(owner: &str, map: &str, what: &str, side: &FieldDescriptorProto) -> Error {
+    unsupported_named(&format!("the {what} of map field `{}.{map}`", &owner[1..]), side)
+}
+
+/// `field` (what to call it) has a type frpc cannot encode.
+fn unsupported_named(field: &str, f: &FieldDescriptorProto) -> Error {
     let ty = if f.type_name().is_empty() {
         "group".to_string()
     } else {
         f.type_name()[1..].to_string()
     };
     Error::Unsupported(format!(
-        "field `{}.{}` has type `{ty}`, which frpc cannot encode (supported well-known types: \
-         Timestamp, Duration, Empty and the wrapper types)",
-        &owner[1..],
-        f.name()
+        "{field} has type `{ty}`, which frpc cannot encode (supported well-known types: \
+         Timestamp, Duration, Empty and the wrapper types)"
     ))
 }
 

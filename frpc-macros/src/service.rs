@@ -124,8 +124,7 @@ pub(crate) fn expand(args: &Args, item: &syn::ItemTrait) -> syn::Result<TokenStr
     // The trait's own visibility, for the trait, its server, client and operation numbers.
     let vis = &item.vis;
     let tokens = service_prelude_free(&svc, true, true, quote!(#vis));
-    // Only compiles against the frpc series this frpc-macros was built for (empty until the
-    // runtime defines the marker).
+    // Only compiles against the frpc series this frpc-macros was built for.
     let version = frpc_codegen::emit::version_check();
     errors.finish(quote! {
         #version

@@ -47,7 +47,10 @@ pub fn protobuf_encoder(msg: &Message) -> Option<TokenStream> {
 /// Rust-first ones, which prost encodes).
 pub fn protobuf_into_parts(msg: &Message) -> Option<TokenStream> {
     let fields = numbered_fields(msg)?;
-    let given = |f: &Field| match &f.shape {
+    // What hands a field's own buffer over as a part. A proto2 `required` string or bytes is
+    // written into the buffer: it is written even empty, which the part functions skip.
+    let given = |f: &Field, p: &ProtoField| match &f.shape {
+        Shape::Value(_) if p.required => None,
         Shape::Value(Codec::Str) | Shape::Optional(Codec::Str) => Some(quote!(string_into_parts)),
         Shape::Value(Codec::ByteBuf) | Shape::Optional(Codec::ByteBuf) => Some(quote!(bytes_into_parts)),
         Shape::Optional(Codec::Message(_)) | Shape::Message(Codec::Message(_)) => {
@@ -55,17 +58,13 @@ pub fn protobuf_into_parts(msg: &Message) -> Option<TokenStream> {
         }
         _ => None,
     };
-    if !fields.iter().any(|(f, _)| given(f).is_some()) {
+    if !fields.iter().any(|(f, p)| given(f, p).is_some()) {
         return None;
     }
     let encodes = fields.iter().map(|(f, p)| {
         let name = ident(&f.ident);
         let tag = Literal::u32_unsuffixed(p.number);
-        match (&f.shape, given(f)) {
-            (Shape::Value(_), Some(_)) if p.required => {
-                let (_, encode) = field(msg, f, p);
-                quote!({ let buf = parts.buf_mut(); #encode })
-            }
+        match (&f.shape, given(f, p)) {
             (Shape::Value(_), Some(into)) => quote! {
                 if !self.#name.is_empty() {
                     ::frpc::codegen::pb::#into(#tag, ::core::mem::take(&mut self.#name), parts);
@@ -82,9 +81,10 @@ pub fn protobuf_into_parts(msg: &Message) -> Option<TokenStream> {
             }
         }
     });
-    let own = fields
-        .iter()
-        .any(|(f, _)| matches!(&f.shape, Shape::Value(c) | Shape::Optional(c) if matches!(c, Codec::Str | Codec::ByteBuf)));
+    let own = fields.iter().any(|(f, p)| {
+        given(f, p).is_some()
+            && matches!(&f.shape, Shape::Value(c) | Shape::Optional(c) if matches!(c, Codec::Str | Codec::ByteBuf))
+    });
     let constant = match own {
         true => quote!(true),
         false => fields
