@@ -56,7 +56,7 @@ fn protobuf_bytes_are_prosts() {
 /// part of it handed over on its own (it owns none).
 #[test]
 fn required_strings_alone_are_written_into_the_buffer() {
-    assert!(!Tag::PROTOBUF_OWNED_PARTS);
+    const { assert!(!Tag::PROTOBUF_OWNED_PARTS) };
     for m in [
         Tag::default(),
         Tag {
