@@ -5,7 +5,9 @@
 
 use frpc::codegen::{Bytes, Message};
 use frpc::{Context, Status};
-use frpc_codegen_tests::default::two::{Inner, Level, Req, Tag, Two, TwoClient, TwoServer};
+use frpc_codegen_tests::default::two::{
+    Inner, Level, Req, T, Tag, Tee, TeeClient, TeeServer, Two, TwoClient, TwoServer,
+};
 
 fn full() -> Req {
     Req {
@@ -105,4 +107,30 @@ async fn calls_carry_proto2_messages_in_both_encodings() {
         assert_eq!(client.echo(Req::default()).await.unwrap(), Req::default());
     }
     serving.abort();
+}
+
+struct Mirror;
+
+impl Tee for Mirror {
+    async fn r#do(&self, _: &Context, request: T) -> Result<T, Status> {
+        Ok(request)
+    }
+}
+
+/// A message named `T`, like the generated server's and client's type parameter, is served and
+/// called (it resolved to the parameter: the generated code did not compile).
+#[tokio::test]
+async fn a_message_named_t_is_served_and_called() {
+    let bound = frpc::Server::builder()
+        .add_service(TeeServer::new(Mirror))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let client = TeeClient::connect(addr).await.unwrap();
+    let t = T {
+        a: Some("tee".into()),
+    };
+    assert_eq!(client.r#do(t.clone()).await.unwrap(), t);
 }

@@ -242,7 +242,7 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
             .map(|m| {
                 let op = op_lit(m);
                 let f = ident(&m.rust_name);
-                let input = path(&m.input);
+                let input = message_path(&m.input);
                 quote! {
                     #op => #run(ctx, request, #extra move |ctx, req: #input| async move {
                         #trait_name::#f(&*svc, &ctx, req).await
@@ -260,7 +260,7 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
         .map(|m| {
             let op = op_lit(m);
             let f = ident(&m.rust_name);
-            let input = path(&m.input);
+            let input = message_path(&m.input);
             match m.kind {
                 MethodKind::ServerStreaming => quote! {
                     #op => ::frpc::codegen::server_streaming(ctx, stream, move |ctx, req: #input, out| async move {
@@ -337,7 +337,7 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
     let protobuf = types
         .into_iter()
         .map(|ty| {
-            let ty = path(ty);
+            let ty = message_path(ty);
             quote!(<#ty as ::frpc::codegen::Message>::PROTOBUF)
         })
         .reduce(|all, next| quote!(#all && #next))
@@ -457,8 +457,8 @@ fn trait_method(s: &Service, m: &Method, default_stub: bool) -> TokenStream {
         format!(" `{}` ({}).", m.proto_name, kind_str(m.kind)),
     );
     let f = ident(&m.rust_name);
-    let input = path(&m.input);
-    let output = path(&m.output);
+    let input = message_path(&m.input);
+    let output = message_path(&m.output);
     let (args, names, ok) = match m.kind {
         MethodKind::Unary => (quote!(request: #input), quote!(request), quote!(#output)),
         MethodKind::ServerStreaming => (
@@ -560,8 +560,8 @@ fn client_tokens(s: &Service, service_attributes: &ServiceAttributes) -> TokenSt
         doc.extend(self_convention(&f));
         let f = ident(&f);
         let op = op_lit(m);
-        let input = path(&m.input);
-        let output = path(&m.output);
+        let input = message_path(&m.input);
+        let output = message_path(&m.output);
         // gRPC's path of the method, for clients that call gRPC servers.
         let grpc_path = format!("/{full_name}/{name}");
         match m.kind {
@@ -688,5 +688,15 @@ mod tests {
         let mut listed: Vec<String> = CLIENT_OWN.iter().map(|name| name.to_string()).collect();
         listed.sort();
         assert_eq!(own, listed);
+    }
+}
+
+/// A request or response type's path where the server's and client's impls use it: a message
+/// named `T` (or `T<..>`) would be their type parameter there, so it is named `self::T`, the
+/// module's item (a proto `message T`, or a Rust-first `struct T`).
+fn message_path(ty: &str) -> TokenStream {
+    match ty == "T" || ty.starts_with("T<") {
+        true => path(&format!("self::{ty}")),
+        false => path(ty),
     }
 }
