@@ -653,6 +653,16 @@ fn client_tokens(s: &Service, service_attributes: &ServiceAttributes) -> TokenSt
     }
 }
 
+/// A request or response type's path where the server's and client's impls use it: a message
+/// named `T` (or `T<..>`) would be their type parameter there, so it is named `self::T`, the
+/// module's item (a proto `message T`, or a Rust-first `struct T`).
+fn message_path(ty: &str) -> TokenStream {
+    match ty == "T" || ty.starts_with("T<") {
+        true => path(&format!("self::{ty}")),
+        false => path(ty),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -688,15 +698,5 @@ mod tests {
         let mut listed: Vec<String> = CLIENT_OWN.iter().map(|name| name.to_string()).collect();
         listed.sort();
         assert_eq!(own, listed);
-    }
-}
-
-/// A request or response type's path where the server's and client's impls use it: a message
-/// named `T` (or `T<..>`) would be their type parameter there, so it is named `self::T`, the
-/// module's item (a proto `message T`, or a Rust-first `struct T`).
-fn message_path(ty: &str) -> TokenStream {
-    match ty == "T" || ty.starts_with("T<") {
-        true => path(&format!("self::{ty}")),
-        false => path(ty),
     }
 }
