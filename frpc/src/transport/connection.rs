@@ -534,7 +534,7 @@ impl Connection {
     pub(crate) fn request_handback(&self) -> Result<TakeConnection, Error> {
         if !self.can_hand_back() {
             // Refused before anything stops: the connection goes on as it was.
-            return Err(Error::Config(NO_TAKEOVER.into()));
+            return Err(Error::Config(super::handback::NO_TAKEOVER.into()));
         }
         let take = self.handback.request()?;
         self.stop_reading();
@@ -809,10 +809,6 @@ fn is_tls_failure(err: &frpc_wire::FrameError) -> bool {
     let _ = err;
     false
 }
-
-/// Why a connection cannot be taken over.
-pub(crate) const NO_TAKEOVER: &str =
-    "connection takeover is TCP only: this connection is over TLS, a Unix socket or another stream";
 
 /// Adds to why a connection ended a hint at a framing mismatch when the peer never sent one
 /// valid packet (a frisbee-go v0.11 peer drops a legacy header at once; a v0.10 peer's packets

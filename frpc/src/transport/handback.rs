@@ -15,6 +15,10 @@ use tokio::sync::oneshot;
 
 use crate::status::Error;
 
+/// Why a connection cannot be taken over.
+pub(crate) const NO_TAKEOVER: &str =
+    "connection takeover is TCP only: this connection is over TLS, a Unix socket or another stream";
+
 /// The socket and the bytes read from it that no packet consumed.
 pub(crate) type RawConnection = std::io::Result<(TcpStream, BytesMut)>;
 
@@ -85,7 +89,7 @@ impl Handback {
             (Err(_), _) => Err(std::io::Error::other(
                 "the connection failed before it could be taken over",
             )),
-            (_, None) => Err(std::io::Error::other(super::connection::NO_TAKEOVER)),
+            (_, None) => Err(std::io::Error::other(NO_TAKEOVER)),
         };
         if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(raw);
