@@ -312,14 +312,19 @@ pub async fn run_go_client(
     }
 }
 
-/// The capture behaviour (`frpc_examples::capture`), plus one Go never shows: an Upload whose
+/// The capture behaviour (`frpc_examples::capture`), plus two Go never shows: an Upload whose
 /// first message is `early` is answered at once (`Response { message: "early" }`) without
-/// reading the rest, so the client's later messages reach a finished stream.
+/// reading the rest, so the client's later messages reach a finished stream; and an Echo of
+/// `slow-*` is answered after 300 ms (calls that are still running when a test shuts the
+/// server down).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct InteropService;
 
 impl pb::EchoService for InteropService {
     async fn echo(&self, ctx: &Context, request: pb::Request) -> Result<pb::Response, Status> {
+        if request.message.starts_with("slow-") {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
         CaptureService.echo(ctx, request).await
     }
 

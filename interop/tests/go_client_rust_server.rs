@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use frpc::Framing;
-use frpc_interop::{RustServer, frisbee_version, other, run_go_client};
+use frpc_examples::capture::pb;
+use frpc_interop::{InteropService, RustServer, frisbee_version, other, run_go_client};
+use tokio::sync::{mpsc, oneshot};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -109,5 +111,42 @@ async fn all_scenarios_on_one_server() {
                 "{step} missing:\n{report}"
             );
         }
+    }
+}
+
+/// A graceful shutdown while a Go client's calls run (five `slow-*` echoes, 300 ms each): every
+/// reply reaches it. The server once closed right behind its last replies, and frisbee-go's
+/// client, which waits for a reply and for the connection's end at once, lost most of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_shutdown_delivers_the_replies_of_running_calls() {
+    for framing in [Framing::Legacy, Framing::Frisbee] {
+        let (entered, mut calls) = mpsc::unbounded_channel();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = frpc::Server::builder()
+            .framing(framing)
+            .interceptor(move |_: &frpc::CallRequest| {
+                let _ = entered.send(());
+                Ok(())
+            })
+            .add_service(pb::EchoServiceServer::new(InteropService))
+            .build()
+            .unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = tokio::spawn(async move {
+            let signal = async {
+                let _ = stopped.await;
+            };
+            server.serve_listener_with_shutdown(listener, signal).await
+        });
+        let go = tokio::spawn(run_go_client(framing, addr, "shutdown-slow", TIMEOUT));
+        for _ in 0..5 {
+            calls.recv().await.expect("the server lives");
+        }
+        stop.send(()).unwrap();
+        let run = go.await.unwrap();
+        assert!(run.success, "{framing:?}: {}", run.report);
+        assert!(run.report.contains("PASS shutdown-slow"), "{}", run.report);
+        serving.await.unwrap().unwrap();
     }
 }

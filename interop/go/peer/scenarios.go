@@ -32,6 +32,9 @@ var extraScenarios = map[string]scenario{
 	// Needs a server whose Upload answers a first message "early" at once (the Rust interop
 	// server does; the Go capture server reads to the end).
 	"upload-early": withClient(scenarioUploadEarly),
+	// Needs a server that answers `slow-*` echoes slowly and shuts down gracefully while they
+	// run (the Rust interop test does).
+	"shutdown-slow": withClient(scenarioShutdownSlow),
 }
 
 func scenarioNames() []string {
@@ -402,6 +405,38 @@ func scenarioUploadEarly(_ Config, c *Client) error {
 	}
 	if err = st.Send(&Data{Message: "still open"}); err != nil {
 		return fmt.Errorf("Upload(early): the server closed the finished stream: %w", err)
+	}
+	return nil
+}
+
+// scenarioShutdownSlow makes five calls at once that the server answers slowly while it shuts
+// down gracefully: every reply must arrive. This client waits for a reply and for the
+// connection's end at once, so a server that closes right behind its last replies loses them.
+func scenarioShutdownSlow(_ Config, c *Client) error {
+	const n = 5
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if err := echoOnce(c, fmt.Sprintf("slow-%d", i)); err != nil {
+				errs <- err
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	var first error
+	for err := range errs {
+		if first == nil {
+			first = err
+		}
+		failed++
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d replies lost at the server's shutdown; first: %w", failed, n, first)
 	}
 	return nil
 }
