@@ -252,31 +252,35 @@ func scenarioEchoStream(_ Config, c *Client) error {
 
 func scenarioConcurrent(_ Config, c *Client) error {
 	const n = 1000
+	if failed, first := echoAtOnce(c, n, "call"); failed > 0 {
+		return fmt.Errorf("%d of %d concurrent calls failed; first: %w", failed, n, first)
+	}
+	return nil
+}
+
+// echoAtOnce makes n echo calls at once (messages prefix-0 … prefix-(n-1)) and reports how
+// many failed, and the first failure.
+func echoAtOnce(c *Client, n int, prefix string) (failed int, first error) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			if err := echoOnce(c, fmt.Sprintf("call-%d", i)); err != nil {
+			if err := echoOnce(c, fmt.Sprintf("%s-%d", prefix, i)); err != nil {
 				errs <- err
 			}
 		}(i)
 	}
 	wg.Wait()
 	close(errs)
-	failed := 0
-	var first error
 	for err := range errs {
 		if first == nil {
 			first = err
 		}
 		failed++
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d concurrent calls failed; first: %w", failed, n, first)
-	}
-	return nil
+	return failed, first
 }
 
 func bigString(size int) string {
@@ -414,28 +418,7 @@ func scenarioUploadEarly(_ Config, c *Client) error {
 // connection's end at once, so a server that closes right behind its last replies loses them.
 func scenarioShutdownSlow(_ Config, c *Client) error {
 	const n = 5
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if err := echoOnce(c, fmt.Sprintf("slow-%d", i)); err != nil {
-				errs <- err
-			}
-		}(i)
-	}
-	wg.Wait()
-	close(errs)
-	failed := 0
-	var first error
-	for err := range errs {
-		if first == nil {
-			first = err
-		}
-		failed++
-	}
-	if failed > 0 {
+	if failed, first := echoAtOnce(c, n, "slow"); failed > 0 {
 		return fmt.Errorf("%d of %d replies lost at the server's shutdown; first: %w", failed, n, first)
 	}
 	return nil
