@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::calls::stream::{reserve_open_stream, too_many_open_streams};
 use crate::status::Status;
 
 /// The limits a shared port's gRPC calls share with its fRPC calls.
@@ -36,12 +37,9 @@ impl Gate {
         let Some((open, max)) = &self.streams else {
             return Ok(None);
         };
-        let reserve = |now: usize| (now < *max).then_some(now + 1);
-        match open.fetch_update(Ordering::AcqRel, Ordering::Acquire, reserve) {
-            Ok(_) => Ok(Some(OpenStream(open.clone()))),
-            Err(_) => Err(Status::resource_exhausted(format!(
-                "too many open streams on this server (max_open_streams {max})"
-            ))),
+        match reserve_open_stream(open, *max) {
+            true => Ok(Some(OpenStream(open.clone()))),
+            false => Err(Status::resource_exhausted(too_many_open_streams(*max))),
         }
     }
 }

@@ -82,3 +82,4 @@ pub use self::inbound::Streaming;
 pub use self::outbound::StreamSender;
 pub use self::server::ServerStream;
 pub(crate) use self::table::StreamTable;
+pub(crate) use self::table::{reserve_open_stream, too_many_open_streams};

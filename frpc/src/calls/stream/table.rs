@@ -280,20 +280,12 @@ impl StreamTable {
         }
         // Reserved here, atomically: readers of several connections open streams at once, and
         // a check apart from the count would let each of them pass at the limit.
-        let reserve = |open: usize| (open < self.max_total).then_some(open + 1);
-        if self
-            .gauge
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, reserve)
-            .is_err()
-        {
+        if !reserve_open_stream(&self.gauge, self.max_total) {
             tracing::warn!(
                 limit = self.max_total,
                 "refusing a stream over the server's limit"
             );
-            return Err(Error::closed(format!(
-                "too many open streams on this server (max_open_streams {})",
-                self.max_total
-            )));
+            return Err(Error::closed(too_many_open_streams(self.max_total)));
         }
         Ok(())
     }
@@ -524,6 +516,20 @@ impl Arena {
         self.0.extend_from_slice(&content);
         self.0.split().freeze()
     }
+}
+
+/// Counts one more open stream in `gauge` unless it holds `max` already (a server's
+/// `max_open_streams`, which its gRPC face's streams count in too); whether it did.
+pub(crate) fn reserve_open_stream(gauge: &AtomicUsize, max: usize) -> bool {
+    let reserve = |open: usize| (open < max).then_some(open + 1);
+    gauge
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, reserve)
+        .is_ok()
+}
+
+/// Why a stream beyond a server's `max_open_streams` is refused.
+pub(crate) fn too_many_open_streams(max: usize) -> String {
+    format!("too many open streams on this server (max_open_streams {max})")
 }
 
 /// Adds `messages` of credit, capped at [`MAX_CREDIT`] in all.
