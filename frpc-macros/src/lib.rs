@@ -132,6 +132,10 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 ///     -> Result<(), frpc::Status>;                                                                // bidi
 /// ```
 ///
+/// `In` and `Out` are messages taken and returned by value: a reference, a tuple, or a
+/// standard type (`String`, `Vec<M>`, `Option<M>`, integers) is refused at the type, since an
+/// RPC's request and response are one message each (wrap lists and scalars in a struct).
+///
 /// ```
 /// use frpc::{Context, Status};
 ///

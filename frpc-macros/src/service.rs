@@ -259,6 +259,10 @@ fn signature(sig: &Signature) -> syn::Result<(MethodKind, String, String, TokenS
         Some(out) => out,
         None => ok,
     };
+    let mut errors = Errors::default();
+    errors.ok(message_type(input, "request"));
+    errors.ok(message_type(output, "response"));
+    errors.finish(())?;
     let mut checks = Vec::new();
     if let Type::Reference(r) = ctx {
         checks.push(same_type(&r.elem, |s| quote_spanned!(s=> ::frpc::Context)));
@@ -322,6 +326,62 @@ fn ok_type(sig: &Signature, streams_out: bool) -> syn::Result<&Type> {
             format!("a service method must return {expected}"),
         )),
     }
+}
+
+/// Refuses, at the type, request and response types that are never messages: references,
+/// slices, tuples, and the standard library's scalars and containers. Without this, rustc
+/// reports each place the generated code needs a message (5-9 identical errors at the
+/// attribute); other types that are not messages still get those, each saying what a
+/// message is (`Message`'s `on_unimplemented`).
+fn message_type(ty: &Type, role: &str) -> syn::Result<()> {
+    let ty = match ty {
+        Type::Group(g) => &*g.elem,
+        Type::Paren(p) => &*p.elem,
+        ty => ty,
+    };
+    let what = match ty {
+        Type::Path(_) => match last_ident(ty) {
+            Some((name, _)) if is_std_path(ty) && NOT_MESSAGES.contains(&name.as_str()) => {
+                format!("`{name}`")
+            }
+            _ => return Ok(()),
+        },
+        Type::Tuple(t) if t.elems.is_empty() => return Ok(()), // `()` is the empty message
+        Type::Reference(_) => {
+            return Err(syn::Error::new_spanned(
+                ty,
+                format!("a {role} is a message passed by value: write the message type without `&`"),
+            ));
+        }
+        Type::Tuple(_) => "a tuple".to_string(),
+        Type::Slice(_) | Type::Array(_) => "a slice or array".to_string(),
+        _ => "this type".to_string(),
+    };
+    Err(syn::Error::new_spanned(
+        ty,
+        format!(
+            "{what} is not a message: a {role} is one message type, a struct with \
+             `#[derive(frpc::Message)]` (put scalars and lists in its fields: \
+             `struct Items {{ items: Vec<Item> }}`)"
+        ),
+    ))
+}
+
+/// Standard types that are never messages (by the last path segment).
+const NOT_MESSAGES: &[&str] = &[
+    "String", "str", "Vec", "VecDeque", "Option", "Box", "Arc", "Rc", "HashMap", "BTreeMap",
+    "HashSet", "BTreeSet", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8",
+    "i16", "i32", "i64", "i128", "isize", "f32", "f64",
+];
+
+/// Whether a path names the standard library's item: a lone name (the prelude's), or one
+/// under `std`, `core` or `alloc`. A user's `my::Vec` is left to the type checker.
+fn is_std_path(ty: &Type) -> bool {
+    let Type::Path(p) = ty else { return false };
+    let segments = &p.path.segments;
+    p.qself.is_none()
+        && (segments.len() == 1
+            || matches!(segments[0].ident.to_string().as_str(), "std" | "core" | "alloc"))
 }
 
 /// The `T` of `Wrapper<T>` (by the last path segment: `frpc::Streaming<T>`, `Streaming<T>`).

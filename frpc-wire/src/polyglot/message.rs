@@ -23,6 +23,12 @@ use crate::parts::Parts;
 /// `#[derive(frpc::Message)]` types marked `#[frpc(protobuf)]` (prost messages too), and
 /// prost-types' `Timestamp` and `Duration` (feature `prost-types`). A type without one (any other Rust-first message) is sent in polyglot
 /// even on such connections, which receivers tell apart by the first byte.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an frpc message",
+    label = "not an frpc message",
+    note = "a message is a struct with `#[derive(frpc::Message)]`, or a type frpc-codegen generated from a .proto",
+    note = "a field whose type is a derived enum needs `#[frpc(enumeration)]`"
+)]
 pub trait Message: Default {
     /// Exact encoded size of the fields (without the `08 00` flags prefix).
     fn fields_len(&self) -> usize;
