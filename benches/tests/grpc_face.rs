@@ -350,3 +350,33 @@ async fn replies_over_the_sending_limit_are_out_of_range() {
     assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
     assert!(status.message().contains("too large"), "{}", status.message());
 }
+
+/// On a shared port replies are held to the server's `max_content_length` on both faces, as
+/// requests are: a reply over it fails its call (gRPC: OUT_OF_RANGE, as tonic's server
+/// answers; fRPC: RESOURCE_EXHAUSTED), and the connection goes on.
+#[tokio::test]
+async fn a_shared_port_holds_grpc_replies_to_max_content_length() {
+    let mut config = frpc::ServerConfig::default();
+    config.connection.max_content_length = 1024;
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .config(config)
+        .add_service(fpb::BenchmarkServiceServer::new(Svc::new().0))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut grpc_client = client(addr).await;
+    let status = grpc_client.benchmark(request("grow:2000")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+    let reply = grpc_client.benchmark(request("grow:900")).await.unwrap();
+    assert_eq!(reply.into_inner().message.len(), 900);
+
+    let frpc_client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
+    let grow = |text: &str| fpb::Request { message: text.into() };
+    let err = frpc_client.benchmark(grow("grow:2000")).await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::ResourceExhausted, "{err}");
+    let reply = frpc_client.benchmark(grow("grow:900")).await.unwrap();
+    assert_eq!(reply.message.len(), 900);
+}

@@ -378,8 +378,10 @@ impl Builder {
         #[cfg(feature = "grpc")]
         let grpc = self.grpc.then(|| {
             let max = self.config.connection.max_content_length as usize;
+            // Both directions, as on the fRPC face (a reply over it fails its call).
             let face = crate::grpc::GrpcServer::new()
                 .max_decoding_message_size(max)
+                .max_encoding_message_size(max)
                 .with_stack(stack.clone(), self.config.connection.decode)
                 .with_gate(limits.grpc_gate());
             self.services

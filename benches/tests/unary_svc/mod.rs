@@ -71,7 +71,13 @@ impl fpb::BenchmarkService for Svc {
             "meta" => Ok(echo_metadata(ctx)),
             "deadline" | "hang" => self.hang(ctx, text).await,
             "panic" => panic!("on purpose"),
-            _ => Ok(fpb::Response { message: text }),
+            _ => match text.strip_prefix("grow:") {
+                // A reply of that many bytes.
+                Some(n) => Ok(fpb::Response {
+                    message: "x".repeat(n.parse().unwrap()),
+                }),
+                None => Ok(fpb::Response { message: text }),
+            },
         }
     }
 

@@ -476,10 +476,18 @@ fn is_reserved(key: &str) -> bool {
 }
 
 /// The caller's metadata of a gRPC request, as frpc metadata; entries frpc cannot carry
-/// (reserved keys, invalid text) are skipped.
+/// (reserved keys, invalid text) are skipped. A key sent more than once keeps its first
+/// value, what tonic's `MetadataMap::get` returns (frpc metadata holds one value per key).
 fn request_metadata(map: &MetadataMap) -> Metadata {
     let mut metadata = Metadata::new();
     for entry in map.iter() {
+        let key = match entry {
+            KeyAndValueRef::Ascii(key, _) => key.as_str(),
+            KeyAndValueRef::Binary(key, _) => key.as_str(),
+        };
+        if metadata.contains_key(key) {
+            continue;
+        }
         // Insertion checks keys and values; an entry it refuses is not the handler's concern.
         let _ = match entry {
             KeyAndValueRef::Ascii(key, value) if !is_reserved(key.as_str()) => match value.to_str() {
@@ -611,6 +619,15 @@ mod tests {
         for bad in ["", "S", "123456789S", "1x", "-1S", "1.5S", "é"] {
             assert_eq!(parse_timeout(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_repeated_request_header_keeps_its_first_value_as_tonic_reads_it() {
+        let mut map = MetadataMap::new();
+        map.append("x-user", "ada".parse().unwrap());
+        map.append("x-user", "bob".parse().unwrap());
+        assert_eq!(map.get("x-user").unwrap(), "ada");
+        assert_eq!(request_metadata(&map).get("x-user"), Some("ada"));
     }
 
     #[test]
