@@ -177,6 +177,15 @@ async fn grpcurl_lists_and_calls_through_reflection() {
     .await;
     assert!(ok, "{err}");
     assert!(out.contains(r#""Message": "echo:reflected""#), "{out}");
+
+    // Health is reflected under the name the gRPC face serves it by, and callable so.
+    let (ok, out, err) = grpcurl(&["-plaintext", &addr, "list"]).await;
+    assert!(ok, "{err}");
+    assert!(out.lines().any(|l| l == "grpc.health.v1.Health"), "{out}");
+    let data = r#"{"service":"benchmark.BenchmarkService"}"#;
+    let (ok, out, err) = grpcurl(&["-plaintext", "-d", data, &addr, "grpc.health.v1.Health/Check"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains(r#""status": "NOT_SERVING""#), "{out}");
 }
 
 mod streams_svc;

@@ -217,6 +217,17 @@ async fn health_check_and_watch() {
     let out = frpc(args(&["health", &addr, "nobody.Here"]), None).await;
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "SERVICE_UNKNOWN");
 
+    // Health is in the reflection answer beside the server's own service, and callable by
+    // name through it (its operation numbers, 0xFF00 and 0xFF01, come with the answer).
+    let out = frpc(args(&["list", &addr]), None).await;
+    assert_eq!(stdout(&out).trim(), "capture.EchoService\nfrpc.health.v1.Health");
+    let check = ["call", &addr, "frpc.health.v1.Health/Check"];
+    let out = frpc(args(&check), Some(r#"{"service":"down.Service"}"#)).await;
+    assert_eq!(json(&out)["status"], "NOT_SERVING", "{}", stdout(&out));
+    let out = frpc(args(&["describe", &addr, "frpc.health.v1.Health"]), None).await;
+    let text = stdout(&out);
+    assert!(text.contains("// operation 65281, server streaming"), "{text}");
+
     // --watch prints the status, then each change, as it happens.
     let mut child = Command::new(env!("CARGO_BIN_EXE_frpc"))
         .args(["health", &addr, "capture.EchoService", "--watch"])

@@ -369,9 +369,9 @@ fn message_type(ty: &Type, role: &str) -> syn::Result<()> {
 
 /// Standard types that are never messages (by the last path segment).
 const NOT_MESSAGES: &[&str] = &[
-    "String", "str", "Vec", "VecDeque", "Option", "Box", "Arc", "Rc", "HashMap", "BTreeMap",
-    "HashSet", "BTreeSet", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8",
-    "i16", "i32", "i64", "i128", "isize", "f32", "f64",
+    "String", "str", "Vec", "VecDeque", "Option", "Box", "Arc", "Rc", "HashMap", "BTreeMap", "HashSet",
+    "BTreeSet", "bool", "char", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64",
+    "i128", "isize", "f32", "f64",
 ];
 
 /// Whether a path names the standard library's item: a lone name (the prelude's), or one
@@ -380,8 +380,7 @@ fn is_std_path(ty: &Type) -> bool {
     let Type::Path(p) = ty else { return false };
     let segments = &p.path.segments;
     p.qself.is_none()
-        && (segments.len() == 1
-            || matches!(segments[0].ident.to_string().as_str(), "std" | "core" | "alloc"))
+        && (segments.len() == 1 || matches!(segments[0].ident.to_string().as_str(), "std" | "core" | "alloc"))
 }
 
 /// The `T` of `Wrapper<T>` (by the last path segment: `frpc::Streaming<T>`, `Streaming<T>`).

@@ -58,6 +58,8 @@
 //! }
 //! ```
 
+pub(crate) mod descriptor;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -409,6 +411,12 @@ impl Service for HealthServer {
         codegen::server_streaming(ctx, stream, move |ctx, request: HealthCheckRequest, out| {
             watch_status(statuses, ctx, request.service, out)
         })
+    }
+
+    /// The health .proto, so a server that reflects its services lists health too (one whose
+    /// other services have no descriptors offers no reflection: see `server.rs`).
+    fn file_descriptor_set(&self) -> &'static [u8] {
+        descriptor::frpc_set()
     }
 
     /// Both messages have a protobuf encoding (`#[frpc(protobuf)]`), so health keeps a

@@ -1147,7 +1147,15 @@ fn is_health(service: &str) -> bool {
 /// descriptor sets of its services, concatenated, which is itself an encoded
 /// `FileDescriptorSet` (protobuf appends repeated fields); services of one package share a set.
 /// Then the operation number of each of their methods, in field 1000.
+///
+/// The health service has a descriptor, but alone it makes no answer: a server whose own
+/// services have none (Rust-first ones) offers no reflection, so clients ask for `.proto`
+/// files rather than find only health.
 fn reflection(services: &[Arc<dyn crate::service::Service>]) -> Bytes {
+    let described = |s: &&Arc<dyn crate::service::Service>| !s.file_descriptor_set().is_empty();
+    if services.iter().filter(described).all(|s| is_health(s.name())) {
+        return Bytes::new();
+    }
     let mut sets: Vec<&'static [u8]> = Vec::new();
     for set in services.iter().map(|s| s.file_descriptor_set()) {
         if !set.is_empty() && !sets.contains(&set) {

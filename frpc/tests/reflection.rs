@@ -128,6 +128,53 @@ async fn client_reflects_every_service() {
     assert_eq!(second.unwrap().as_deref(), Some(&expected[..]));
 }
 
+/// The health service is reflected beside services with descriptors (its file, then its
+/// operations 0xFF00 and 0xFF01), but alone makes no answer: a server of Rust-first services
+/// answers as it would without health, so clients ask for `.proto` files.
+#[tokio::test]
+async fn health_is_reflected_only_beside_described_services() {
+    use prost::Message as _;
+    let (_, health) = frpc::health::service();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::Server::builder()
+        .add_service(Described("a.A", A_PROTO))
+        .add_service(health)
+        .build()
+        .unwrap();
+    tokio::spawn(async move { server.serve_listener(listener).await });
+    let client = frpc::Client::connect(addr).await.unwrap();
+    let answer = client.reflect().await.unwrap().unwrap();
+    let set = frpc::codegen::prost_types::FileDescriptorSet::decode(answer.clone()).unwrap();
+    let files: Vec<_> = set.file.iter().map(|f| f.name().to_string()).collect();
+    assert_eq!(files, ["a.proto", "frpc/health/v1/health.proto"]);
+    let check = unhex("c2 3e 21 0a 1b"); // 33 bytes: `frpc.health.v1.Health.Check`, 0xFF00
+    assert!(
+        answer.windows(check.len()).any(|w| w == check),
+        "Check's operation follows"
+    );
+    assert!(answer.ends_with(&unhex("10 81 fe 03")), "then Watch's: 0xFF01");
+
+    let rust_only = serve(ServerConfig::default(), vec![Described("r.Rust", &[])]).await;
+    let without_health = frpc::Client::connect(rust_only)
+        .await
+        .unwrap()
+        .reflect()
+        .await
+        .unwrap();
+    let (_, health) = frpc::health::service();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::Server::builder()
+        .add_service(Described("r.Rust", &[]))
+        .add_service(health)
+        .build()
+        .unwrap();
+    tokio::spawn(async move { server.serve_listener(listener).await });
+    let client = frpc::Client::connect(addr).await.unwrap();
+    assert_eq!(client.reflect().await.unwrap(), without_health);
+}
+
 /// No reflection without the extension, on either side: `Ok(None)` at once, nothing sent.
 #[tokio::test]
 async fn no_reflection_without_the_extension() {

@@ -195,10 +195,19 @@ impl GrpcServer {
                 routes.insert(format!("/{name}/{}", method.name), route);
             }
         }
-        let set = service.file_descriptor_set();
+        // Health is reflected under the name it is served by here, and only beside services
+        // with descriptors of their own (as on the fRPC face).
+        let set = match service.name() == FRPC_HEALTH {
+            true => crate::health::descriptor::grpc_set(),
+            false => service.file_descriptor_set(),
+        };
         if !set.is_empty() && !self.descriptors.contains(&set) {
             self.descriptors.push(set);
-            self.reflection = reflection(&self.descriptors);
+            let health = crate::health::descriptor::grpc_set();
+            self.reflection = match self.descriptors.iter().any(|d| *d != health) {
+                true => reflection(&self.descriptors),
+                false => None,
+            };
         }
         self
     }
