@@ -82,4 +82,5 @@ pub use self::inbound::Streaming;
 pub use self::outbound::StreamSender;
 pub use self::server::ServerStream;
 pub(crate) use self::table::StreamTable;
+#[cfg(feature = "grpc")]
 pub(crate) use self::table::{reserve_open_stream, too_many_open_streams};
