@@ -337,7 +337,9 @@ pub enum Concurrency {
     /// A connection's RPCs run one after another, in order, on its own task (Go's concurrency 1):
     /// the lowest latency when a client keeps one call in flight.
     Inline,
-    /// A task per RPC, at most this many at once across all connections of the server.
+    /// A task per RPC, at most this many at once across all connections of the server. A call
+    /// beyond the cap waits for a place in arrival order, where its client can still cancel it
+    /// and its deadline still ends it (a plain peer's call waits on its connection's reader).
     Limited(usize),
 }
 
@@ -384,7 +386,8 @@ pub struct ServerConfig {
     /// handlers finish at once. A waiting call costs about 3 KiB before its request and what
     /// its handler holds (measured with 1-byte requests: 112 connections × 4,096 calls held
     /// 1.2 GiB when only the per-connection limit applied), so the default bounds that to
-    /// about 48 MiB. `Concurrency::Limited(n)` caps them at n already; `Inline` handlers wait on
+    /// about 48 MiB. `Concurrency::Limited(n)` caps running handlers at n, and its calls waiting for
+    /// a place count here; `Inline` handlers wait on
     /// their connection's reader, one per connection. Streams are counted by
     /// `max_open_streams`. Default: 16,384. At least 1.
     pub max_inflight: usize,

@@ -78,36 +78,88 @@ async fn limited_runs_at_most_n_handlers_at_once() {
     assert_eq!(state.gated_max_running.load(Ordering::SeqCst), CAP);
 }
 
-/// A call that waits for one of Limited's permits holds its connection's reader (the cap's
-/// backpressure), so the peer's PINGs go unread meanwhile: that is not the peer falling silent,
-/// and the connection outlives its idle timeout many times over. Both calls then succeed.
+/// A plain peer's call (no extensions: it cannot cancel) that waits for one of Limited's
+/// permits holds its connection's reader (the cap's backpressure), so the peer's PINGs go
+/// unread meanwhile: that is not the peer falling silent, and the connection outlives its idle
+/// timeout many times over. An frpc peer's waiting call leaves the reader reading. Both calls
+/// then succeed, either way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_waiting_for_a_limited_permit_keeps_its_connection() {
-    let idle = Duration::from_millis(400);
-    let mut server_config = config(Concurrency::Limited(1));
-    server_config.connection.idle_timeout = idle;
-    server_config.connection.ping_interval = idle / 4;
-    let server = start(server_config).await;
-    let mut client_config = frpc::ClientConfig::default();
-    client_config.connection.idle_timeout = idle;
-    client_config.connection.ping_interval = idle / 4;
-    let client = Client::connect_with(server.addr, client_config).await.unwrap();
+    for extensions in [false, true] {
+        let idle = Duration::from_millis(400);
+        let mut server_config = config(Concurrency::Limited(1));
+        server_config.connection.idle_timeout = idle;
+        server_config.connection.ping_interval = idle / 4;
+        let server = start(server_config).await;
+        let mut client_config = frpc::ClientConfig::default().extensions(extensions);
+        client_config.connection.idle_timeout = idle;
+        client_config.connection.ping_interval = idle / 4;
+        let client = Client::connect_with(server.addr, client_config).await.unwrap();
 
+        let running = tokio::spawn({
+            let client = client.clone();
+            async move { call(&client, GATED, "running").await }
+        });
+        gated_started(&server, 1).await;
+        let waiting = tokio::spawn({
+            let client = client.clone();
+            async move { call(&client, ECHO, "waiting").await }
+        });
+        // Five idle timeouts pass while the second call waits for the first one's permit.
+        tokio::time::sleep(idle * 5).await;
+        assert!(!client.is_closed(), "{extensions}: {:?}", client.close_reason());
+        server.service.state.gate.add_permits(1);
+        assert_eq!(running.await.unwrap().unwrap().value, "running");
+        assert_eq!(waiting.await.unwrap().unwrap().value, "waiting");
+    }
+}
+
+/// With Limited(n) at its cap, a call from an frpc peer waits for its place without holding
+/// the reader: the connection's other packets are read meanwhile (a reflection request is
+/// answered), a cancelled call leaves the queue and a call whose deadline passed is answered
+/// DEADLINE_EXCEEDED, neither ever running, and the call behind them gets the freed place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_waiting_for_a_limited_place_can_be_cancelled_and_time_out() {
+    let server = start(config(Concurrency::Limited(1))).await;
+    let state = server.service.state.clone();
+    let client = Client::connect(server.addr).await.unwrap();
+    // Calls made before the server's answer to the offer go plain: no deadline, no CANCEL.
+    assert_eq!(client.negotiation().await, frpc::Negotiated::Extensions);
     let running = tokio::spawn({
         let client = client.clone();
         async move { call(&client, GATED, "running").await }
     });
     gated_started(&server, 1).await;
-    let waiting = tokio::spawn({
+
+    let cancelled = tokio::spawn({
         let client = client.clone();
-        async move { call(&client, ECHO, "waiting").await }
+        async move { call(&client, GATED, "cancelled").await }
     });
-    // Five idle timeouts pass while the second call waits for the first one's permit.
-    tokio::time::sleep(idle * 5).await;
-    assert!(!client.is_closed(), "{:?}", client.close_reason());
-    server.service.state.gate.add_permits(1);
+    let timed = client.with_timeout(Duration::from_millis(200));
+    let err = call(&timed, GATED, "timed out").await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::DeadlineExceeded, "{err}");
+    cancelled.abort();
+    assert!(cancelled.await.unwrap_err().is_cancelled());
+    // The reader reads on: the CANCEL sent before this request was read before its answer.
+    let answer = tokio::time::timeout(Duration::from_secs(10), client.reflect()).await;
+    assert!(
+        answer
+            .expect("the reader is not held by the waiting calls")
+            .is_ok()
+    );
+
+    let behind = tokio::spawn({
+        let client = client.clone();
+        async move { call(&client, ECHO, "behind").await }
+    });
+    state.gate.add_permits(1);
     assert_eq!(running.await.unwrap().unwrap().value, "running");
-    assert_eq!(waiting.await.unwrap().unwrap().value, "waiting");
+    assert_eq!(behind.await.unwrap().unwrap().value, "behind");
+    assert_eq!(
+        state.gated_started.load(Ordering::SeqCst),
+        1,
+        "neither the cancelled nor the timed-out call ran"
+    );
 }
 
 /// Tells its test, by being dropped, that a handler holding it was dropped.

@@ -255,17 +255,24 @@ impl<H: Handlers> ServerDispatch<H> {
     /// `Limited(n)`'s server-wide cap first, or whose extension header must be read (its
     /// deadline, its metadata). A header that does not parse is answered with its error.
     async fn unary(&self, conn: &Arc<Connection>, packet: Packet, service: usize, slot: &mut UnarySlot) {
-        let permit = match self.limits.concurrency {
-            Concurrency::Limited(_) => {
-                // The reader reads nothing while it waits (the cap's backpressure), the
-                // peer's PINGs included: that is not the peer falling silent.
-                let _busy = conn.mark_busy();
-                match self.global_permit().await {
-                    Some(permit) => Some(permit),
-                    None => return,
+        let permit = match &self.limits.global {
+            Some(global) => match global.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) if self.extensions() != 0 => {
+                    return self.wait_for_place(conn, packet, service, slot).await;
                 }
-            }
-            _ => None,
+                Err(_) => {
+                    // A plain peer cannot cancel: the reader reads nothing while it waits
+                    // (the cap's backpressure), the peer's PINGs included: that is not the
+                    // peer falling silent.
+                    let _busy = conn.mark_busy();
+                    match global.clone().acquire_owned().await {
+                        Ok(permit) => Some(permit),
+                        Err(_) => return,
+                    }
+                }
+            },
+            None => None,
         };
         let (id, op) = (packet.id, packet.op);
         let span = self.rpc_span(&packet);
@@ -315,6 +322,76 @@ impl<H: Handlers> ServerDispatch<H> {
             }
             None => Some(Started::Pending(call)),
         }
+    }
+
+    /// `Limited(n)` at its cap, on a connection with extensions: the call waits for its place
+    /// in a task of its own, where CANCEL finds it and its deadline ends it, while the reader
+    /// goes on (PINGs, CANCELs, the calls behind it, which queue behind it for the cap).
+    /// Waiting calls take the places pending handlers take, the connection's
+    /// `max_inflight_per_connection` and the server's `max_inflight`, so a flood still stops
+    /// the reader.
+    async fn wait_for_place(
+        &self,
+        conn: &Arc<Connection>,
+        packet: Packet,
+        service: usize,
+        slot: &mut UnarySlot,
+    ) {
+        let (id, op, bits) = (packet.id, packet.op, self.extensions());
+        let span = self.rpc_span(&packet);
+        let (state, content) = match call_state(conn, packet.content) {
+            Ok(parts) => parts,
+            Err(status) => return send_reply(conn, id, op, Err(status), Some((None, bits))).await,
+        };
+        let Some(places) = self.waiting_places(conn).await else {
+            return;
+        };
+        let key = call_key(op, id);
+        let state = state.unwrap_or_else(|| self.registry.state(key));
+        // Made (not polled) here, so the request is decoded on the reader as any other's.
+        let info = CallInfo::State(state.clone());
+        self.handlers.unary(conn, op, service, content, Some(info), slot);
+        let handler = slot.take();
+        self.registry.insert(key, state.clone());
+        let (registry, conn) = (self.registry.clone(), conn.clone());
+        let global = self
+            .limits
+            .global
+            .clone()
+            .expect("only Limited(n) waits for a place");
+        let job = async move {
+            let run = async move {
+                let permit = global.acquire_owned().await.ok();
+                let reply = handler.await?;
+                Ok((reply, permit))
+            };
+            let result = until_closed(&conn, guarded(run, &state)).await.flatten();
+            registry.finish(key, Some(&state));
+            let Some(result) = result else {
+                return;
+            };
+            // The place is held until the reply is queued, as a call that found one at once.
+            let (result, _permit) = match result {
+                Ok((reply, permit)) => (Ok(reply), Some(permit)),
+                Err(status) => (Err(status), None),
+            };
+            let response = state.take_response();
+            send_reply(&conn, id, op, result, Some((response, bits))).await;
+            drop(places);
+        };
+        self.rpcs.spawn(job.instrument(span));
+    }
+
+    /// The places a call waiting for `Limited(n)`'s cap holds: one of its connection's
+    /// `max_inflight_per_connection` and one of the server's `max_inflight`.
+    async fn waiting_places(
+        &self,
+        conn: &Connection,
+    ) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let _busy = conn.mark_busy();
+        let local = self.inflight.clone().acquire_owned().await.ok()?;
+        let server = self.limits.inflight.clone().acquire_owned().await.ok()?;
+        Some((local, server))
     }
 
     /// Finishes a unary call [`ServerDispatch::start_unary`] left.
@@ -475,11 +552,6 @@ impl<H: Handlers> ServerDispatch<H> {
         }
         let server = self.limits.inflight.clone().acquire_owned().await.ok()?;
         Some((local, Some(server)))
-    }
-
-    async fn global_permit(&self) -> Option<OwnedSemaphorePermit> {
-        let global = self.limits.global.clone()?;
-        global.acquire_owned().await.ok()
     }
 
     async fn raw(&self, conn: &Arc<Connection>, packet: Packet) {
