@@ -400,17 +400,22 @@ impl Client {
             calls.answered().await;
             calls.negotiation().resolved().await;
         };
+        let answered_nothing = |within: Duration| Error::Connect {
+            addr: self.peer_addr(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the server answered nothing within {within:?}"),
+            ),
+        };
         tokio::select! {
             biased;
             () = works => Ok(()),
-            () = self.closed() => Err(self.closed_error()),
-            () = tokio::time::sleep(limit) => Err(Error::Connect {
-                addr: self.peer_addr(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("the server answered nothing within {limit:?}"),
-                ),
-            }),
+            // An idle timeout shorter than `limit` closes a black hole first: the same failure.
+            () = self.closed() => match self.close_reason() {
+                Some(CloseReason::Idle(idle)) => Err(answered_nothing(idle)),
+                _ => Err(self.closed_error()),
+            },
+            () = tokio::time::sleep(limit) => Err(answered_nothing(limit)),
         }
     }
 

@@ -929,7 +929,13 @@ async fn run_connection<R, W>(
         }
     }
     conn.close(CloseReason::Local("server shut down".into()));
-    let _ = tasks.writer.await;
+    // The writer flushes what is queued (for at most 5 s to a peer that does not read), but
+    // not past the grace: the shutdown then ends at once.
+    let mut writer = tasks.writer;
+    tokio::select! {
+        _ = &mut writer => {}
+        _ = force.cancelled() => writer.abort(),
+    }
 }
 
 /// How long a connection that answered calls during a graceful shutdown stays open after its

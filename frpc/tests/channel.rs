@@ -433,6 +433,24 @@ async fn connect_fails_for_connections_that_do_not_work() {
             started.elapsed()
         );
     }
+    // An idle timeout shorter than the connect timeout closes the black hole first: the same
+    // error, at the idle timeout.
+    let mut config = frpc::ClientConfig::default().connect_timeout(Duration::from_secs(10));
+    config.connection.idle_timeout = Duration::from_millis(300);
+    config.connection.ping_interval = Duration::from_millis(100);
+    let started = Instant::now();
+    let err = within("black hole", Endpoint::from(addr).client_config(config).connect())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Connect { source, .. } if source.kind() == std::io::ErrorKind::TimedOut),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     holder.abort();
 }
 

@@ -331,3 +331,88 @@ async fn a_framing_mismatch_is_named_in_the_error() {
         assert!(text.contains("other framing") && text.contains(other), "{text}");
     }
 }
+
+/// A raw peer that sends `calls` echo requests of `size` bytes on a socket with a small receive
+/// buffer, then neither reads nor sends anything: the server's replies stick in the socket
+/// buffers and its write queue. Returns the socket (held open, unread).
+async fn silent_peer_with_stuck_replies(addr: SocketAddr, calls: u16, size: usize) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let content = frpc::codegen::Message::to_polyglot(&Text::new("x".repeat(size)));
+    let mut framed =
+        tokio_util::codec::FramedWrite::new(&mut stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+    for id in 0..calls {
+        let packet = frpc::wire::Packet::new(id, ECHO, content.clone());
+        futures_util::SinkExt::send(&mut framed, packet).await.unwrap();
+    }
+    drop(framed);
+    stream
+}
+
+/// A server config that notices a silent peer within half a second.
+fn quick_idle() -> ServerConfig {
+    let mut config = ServerConfig::default();
+    config.connection.idle_timeout = Duration::from_millis(300);
+    config.connection.ping_interval = Duration::from_millis(100);
+    config
+}
+
+/// A peer that stops reading and then falls silent is dropped after the idle timeout, even
+/// with the server's replies stuck behind its full socket buffer (they kept the connection
+/// open for good). Both concurrency modes that answer on the reader and in tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_peer_with_replies_stuck_in_its_socket_is_dropped() {
+    for concurrency in [frpc::Concurrency::PerRpc, frpc::Concurrency::Inline] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = Server::builder()
+            .config(quick_idle().concurrency(concurrency))
+            .add_service(TestService::default())
+            .build()
+            .unwrap();
+        let serving = server.clone();
+        tokio::spawn(async move { serving.serve_listener(listener).await });
+        let peer = silent_peer_with_stuck_replies(addr, 8, 1 << 20).await;
+        assert!(
+            eventually(|| server.connections() == 0).await,
+            "{concurrency:?}: the silent peer's connection is still open"
+        );
+        drop(peer);
+    }
+}
+
+/// A graceful shutdown ends within its grace however stuck a connection's replies are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_shutdown_ends_within_its_grace_despite_stuck_replies() {
+    let mut config = ServerConfig::default();
+    config.shutdown_grace = Duration::from_millis(300);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::builder()
+        .config(config)
+        .add_service(TestService::default())
+        .build()
+        .unwrap();
+    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = stop.clone();
+    let serving = tokio::spawn(async move {
+        server
+            .serve_listener_with_shutdown(listener, async move { signal.notified().await })
+            .await
+    });
+    // The peer keeps the connection alive with PINGs, so only the grace can end it.
+    let mut peer = silent_peer_with_stuck_replies(addr, 8, 1 << 20).await;
+    let pinging = tokio::spawn(async move {
+        while peer.write_all(&PING).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    stop.notify_one();
+    let ended = tokio::time::timeout(Duration::from_secs(5), serving).await;
+    assert!(
+        ended.is_ok(),
+        "the shutdown is still running 5 s after a 300 ms grace"
+    );
+    pinging.abort();
+}

@@ -212,7 +212,12 @@ impl Connection {
                 let mut unfinished = CloseIfDropped(Some(writer_conn.clone()));
                 let conn = writer_conn;
                 let keep = || conn.handback.requested();
-                match writer.run(queue, &conn.closed, keep).await {
+                // A peer that sent nothing for the idle timeout reads nothing either.
+                let flush_limit = || match conn.close_reason.get() {
+                    Some(CloseReason::Idle(_)) => Duration::ZERO,
+                    _ => super::writer::CLOSE_FLUSH_TIMEOUT,
+                };
+                match writer.run(queue, &conn.closed, keep, flush_limit).await {
                     Ok(Some(write)) => conn.handback.complete(write, parts_rx, join).await,
                     Ok(None) => conn.handback.abandon(),
                     Err(err) => {

@@ -36,6 +36,8 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use bytes::{Buf, Bytes, BytesMut};
 use frpc_wire::{Framing, Header, Packet, op};
 
@@ -60,7 +62,7 @@ const DIRECT_MAX: usize = 256 * 1024;
 /// The writer stops batching once this much is buffered.
 const BATCH_LIMIT: usize = 64 * 1024;
 /// How long a closing connection may spend flushing what is still queued (Go: 5 s).
-const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CLOSE_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A packet on its way out: a [`Packet`], or one whose content is a chain of parts ([`Encoded`]
 /// as [`frpc_wire::Parts`] leaves it: an encoded message whose large `bytes` fields stay in
@@ -233,13 +235,19 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
     /// Writes batches of queued packets until `closed` fires or a write fails; then flushes what
     /// is still queued (leaving heartbeats out when `keep` says the socket is handed back) and
     /// returns the write half when `keep` is true, or shuts it down.
+    ///
+    /// Once `closed` fires, the batch being written and the flush get `flush_limit()` between
+    /// them (a peer that sent nothing for the idle timeout gets none): a peer that stopped
+    /// reading otherwise held the task, the socket and the server's shutdown for good.
     pub(crate) async fn run(
         &self,
         mut queue: mpsc::Receiver<Outgoing>,
         closed: &CancellationToken,
         keep: impl FnOnce() -> bool,
+        flush_limit: impl Fn() -> Duration,
     ) -> Result<Option<W>, std::io::Error> {
         let mut buf = BytesMut::with_capacity(BATCH_LIMIT);
+        let mut close_deadline = None;
         loop {
             let first = tokio::select! {
                 biased;
@@ -251,11 +259,27 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
                 _ = closed.cancelled() => break,
             };
             let Some(mut out) = self.check_out() else { break };
-            let written = self.write_batch(&mut out, first, &mut queue, &mut buf).await;
+            let outcome = {
+                let batch = self.write_batch(&mut out, first, &mut queue, &mut buf);
+                until_closed(batch, closed, &flush_limit).await
+            };
+            let written = match outcome {
+                Batch::Written(written) => written,
+                Batch::Closed(written, deadline) => {
+                    close_deadline = Some(deadline);
+                    written
+                }
+                // Given up: the write half is not put back, so `finish` has none.
+                Batch::GivenUp => return Ok(None),
+            };
             self.check_in(out, written.is_ok());
             written?;
+            if close_deadline.is_some() {
+                break;
+            }
         }
-        Ok(self.finish(queue, buf, keep()).await)
+        let deadline = close_deadline.unwrap_or_else(|| Instant::now() + flush_limit());
+        Ok(self.finish(queue, buf, keep(), deadline).await)
     }
 
     /// Writes what the direct path left (if anything), then `first` and the packets queued
@@ -336,8 +360,14 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
     }
 
     /// Closing: flushes the rest of a direct write and what was queued before the close (a
-    /// closing status reply, say), for at most [`CLOSE_FLUSH_TIMEOUT`].
-    async fn finish(&self, mut queue: mpsc::Receiver<Outgoing>, mut buf: BytesMut, keep: bool) -> Option<W> {
+    /// closing status reply, say), until `deadline`.
+    async fn finish(
+        &self,
+        mut queue: mpsc::Receiver<Outgoing>,
+        mut buf: BytesMut,
+        keep: bool,
+        deadline: Instant,
+    ) -> Option<W> {
         let (mut write, rest, rest_parts) = {
             let mut side = self.lock_side();
             let write = side.write.take()?;
@@ -360,12 +390,48 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             write.write_all(&buf).await?;
             write.flush().await
         };
-        let _ = tokio::time::timeout(CLOSE_FLUSH_TIMEOUT, flush).await;
+        let _ = tokio::time::timeout_at(deadline, flush).await;
         if keep {
             return Some(write);
         }
         let _ = write.shutdown().await;
         None
+    }
+}
+
+/// What came of a batch raced against the connection's close.
+enum Batch {
+    /// Written (or failed) before any close.
+    Written(std::io::Result<()>),
+    /// The close came first; the batch was finished (or failed) within the flush limit, which
+    /// ends at the deadline.
+    Closed(std::io::Result<()>, Instant),
+    /// The close came first and the flush limit passed with the batch unwritten.
+    GivenUp,
+}
+
+/// Writes `batch` until `closed` fires, then for at most `flush_limit()` more.
+async fn until_closed(
+    batch: impl Future<Output = std::io::Result<()>>,
+    closed: &CancellationToken,
+    flush_limit: &impl Fn() -> Duration,
+) -> Batch {
+    tokio::pin!(batch);
+    // Polled once first: a batch the socket takes at once (nearly all) never waits on the
+    // close, whose wait registers with the token.
+    if let Poll::Ready(written) = futures_util::poll!(&mut batch) {
+        return Batch::Written(written);
+    }
+    tokio::select! {
+        biased;
+        written = &mut batch => Batch::Written(written),
+        _ = closed.cancelled() => {
+            let deadline = Instant::now() + flush_limit();
+            match tokio::time::timeout_at(deadline, &mut batch).await {
+                Ok(written) => Batch::Closed(written, deadline),
+                Err(_) => Batch::GivenUp,
+            }
+        }
     }
 }
 
