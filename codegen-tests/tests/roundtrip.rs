@@ -485,6 +485,32 @@ fn sparse_lists_fit_the_protobuf_budget_and_floods_do_not() {
     assert!(err.to_string().contains("more than the"), "{err}");
 }
 
+/// A newer schema's unknown fields pass the protobuf budget's walk as prost's decode skips
+/// them, groups included (proto2 `group`, wire types 3 and 4: a grpcurl request with one was
+/// refused as "malformed protobuf"), in the message and in a nested row.
+#[test]
+fn unknown_groups_pass_the_protobuf_budget() {
+    use frpc::codegen::ProtobufBudget;
+    let limits = frpc::DecodeLimits::default();
+    let table = Table {
+        rows: vec![Row {
+            a: "x".into(),
+            ..Default::default()
+        }],
+        ids: vec![7],
+    };
+    let mut bytes = Vec::new();
+    table.encode_protobuf(&mut bytes);
+    // Group 99 holding `x = 1`, at the end of the table; group 50 (empty) inside its row.
+    bytes.extend_from_slice(&[0x9b, 0x06, 0x08, 0x01, 0x9c, 0x06]);
+    assert_eq!(bytes[0], 0x0a, "the row comes first, its length in one byte");
+    bytes.splice(2..2, [0x93, 0x03, 0x94, 0x03]);
+    bytes[1] += 4;
+    let mut budget = ProtobufBudget::new(limits.memory_budget(bytes.len()), limits.max_depth);
+    Table::protobuf_cost(&bytes, &mut budget).unwrap();
+    assert_eq!(Table::decode_protobuf(Bytes::from(bytes)).unwrap(), table);
+}
+
 /// proto3 `optional`: absent is `00`, present is the value.
 #[test]
 fn optional_fields() {

@@ -73,6 +73,10 @@ pub enum Value<'a> {
 
 /// Walks the fields of one encoded message, calling `field(number, value)` for each. Input that
 /// is not protobuf fails with [`DecodeError::Protobuf`] (prost would refuse it too).
+///
+/// Groups (wire types 3 and 4, proto2's `group` fields) are skipped, as prost skips them: no
+/// frpc message has one, so a group is an unknown field from a newer schema, which decoding
+/// drops without allocating.
 pub fn fields<'a>(
     mut buf: &'a [u8],
     mut field: impl FnMut(u32, Value<'a>) -> Result<(), DecodeError>,
@@ -99,11 +103,39 @@ pub fn fields<'a>(
                 buf = &buf[len..];
                 Value::Bytes(value)
             }
+            3 => {
+                skip_group(&mut buf, number.into(), MAX_GROUP_DEPTH)?;
+                continue;
+            }
             _ => return Err(malformed()),
         };
         field(number, value)?;
     }
     Ok(())
+}
+
+/// How deep groups may nest: prost's recursion limit.
+const MAX_GROUP_DEPTH: u32 = 100;
+
+/// Skips the fields of group `number` up to and including its end, as prost's `skip_field`
+/// does: the end must name the group, and groups nest at most `depth_left` deep.
+fn skip_group(buf: &mut &[u8], number: u64, depth_left: u32) -> Result<(), DecodeError> {
+    let depth_left = depth_left.checked_sub(1).ok_or_else(malformed)?;
+    loop {
+        let key = varint(buf)?;
+        match key & 7 {
+            0 => drop(varint(buf)?),
+            1 => *buf = buf.get(8..).ok_or_else(malformed)?,
+            5 => *buf = buf.get(4..).ok_or_else(malformed)?,
+            2 => {
+                let len = usize::try_from(varint(buf)?).map_err(|_| malformed())?;
+                *buf = buf.get(len..).ok_or_else(malformed)?;
+            }
+            3 => skip_group(buf, key >> 3, depth_left)?,
+            4 if key >> 3 == number => return Ok(()),
+            _ => return Err(malformed()),
+        }
+    }
 }
 
 /// What a vector of `n` elements of `size` bytes each costs at its peak while prost decodes it,
@@ -170,6 +202,37 @@ mod tests {
             assert!(fields(bad, |_, _| Ok(())).is_err(), "{bad:?}");
         }
         assert_eq!(packed_varints(&[0x96, 0x01, 0x05, 0x80, 0x80, 0x01]), 3);
+    }
+
+    /// A group (an unknown proto2 field from a newer schema) is skipped, as prost skips it:
+    /// the bytes Go's `proto.Marshal` writes for `{i32: 5, g: {x: 1}}` (group 99) walk as
+    /// field 3 alone. A group must end, with its own number, and nests at most 100 deep.
+    #[test]
+    fn groups_are_skipped_like_prost_skips_them() {
+        let go = [0x18, 0x05, 0x9b, 0x06, 0x08, 0x01, 0x9c, 0x06];
+        let mut seen = Vec::new();
+        fields(&go, |number, _| {
+            seen.push(number);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [3]);
+        // A group inside a group, with a length-delimited and a fixed field, then field 2.
+        let nested = [
+            0x0b, 0x13, 0x0a, 0x01, b'x', 0x14, 0x0d, 1, 2, 3, 4, 0x0c, 0x10, 0x07,
+        ];
+        let mut seen = Vec::new();
+        fields(&nested, |number, _| {
+            seen.push(number);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, [2]);
+        let deep = |levels: usize| [vec![0x0b; levels], vec![0x0c; levels]].concat();
+        assert!(fields(&deep(100), |_, _| Ok(())).is_ok());
+        for bad in [&[0x0b, 0x08, 0x01][..], &[0x0b, 0x14], &[0x0c], &deep(101)] {
+            assert!(fields(bad, |_, _| Ok(())).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
