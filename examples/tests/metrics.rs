@@ -70,6 +70,12 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     echo.send(pb::Request::default()).await.unwrap();
     echo.message().await.unwrap().unwrap();
     drop(echo);
+    // A client stream whose connection closes under it: its handler's next read fails, and
+    // the server books the call CANCELLED (the client went), not UNAVAILABLE.
+    let gone = frpc::Client::connect(addr).await.unwrap();
+    let mut upload = pb::EchoServiceClient::new(gone.clone()).upload().await.unwrap();
+    upload.send(pb::Data::default()).await.unwrap();
+    gone.close();
 
     let service = format!(
         "rpc_service=\"{}\"",
@@ -88,6 +94,7 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
         let recorded = |method, code| count_in(text, "rpc_server_requests", method, code) == 1.0;
         let cancelled = frpc::Code::Cancelled as u8;
         recorded("Search", 0) && recorded("Upload", 0) && recorded("EchoStream", cancelled)
+            && recorded("Upload", cancelled)
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let text = loop {
@@ -101,6 +108,10 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     assert_eq!(count("rpc_server_requests", "Echo", 0), 4.0, "{text}");
     assert_eq!(count("rpc_server_requests", "Testy", code), 2.0, "{text}");
     assert_eq!(count("rpc_server_requests", "Testy", 0), 0.0, "{text}");
+    let unavailable = frpc::Code::Unavailable as u8;
+    assert_eq!(count("rpc_server_requests", "Upload", unavailable), 0.0, "{text}");
+    let cancelled = frpc::Code::Cancelled as u8;
+    assert_eq!(count("rpc_server_requests", "Upload", cancelled), 1.0, "{text}");
     // The duration histogram holds the same calls (a summary by default: its `_count`).
     assert_eq!(count("rpc_server_duration_count", "Echo", 0), 4.0, "{text}");
     // The client's side of the channel's calls, with the same labels.

@@ -25,7 +25,10 @@
 //!
 //! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`), on both
 //! sides: the server books a call whose handler was dropped unanswered as `CANCELLED` (the
-//! client cancelled it, its connection closed), or `DEADLINE_EXCEEDED` past its deadline.
+//! client cancelled it, its connection closed), or `DEADLINE_EXCEEDED` past its deadline, and
+//! so too a handler that failed once its call was cancelled (a stream whose client's
+//! connection closed fails its next read or send). A handler's error with code OK is booked
+//! `UNKNOWN`, the code its client gets.
 //!
 //! Each layer asks the recorder for the handles of a label set (method and status code) once
 //! and keeps them, so a call costs a read lock and a hash lookup rather than a registry
@@ -54,7 +57,7 @@ use crate::caller::{Reply, Request};
 use crate::calls::stream::{MessageCounts, StreamObserver};
 use crate::channel::Channel;
 use crate::middleware::{BoxError, CallRequest, CallResponse, status_from_error};
-use crate::status::{Code, Error};
+use crate::status::{Code, Error, Status};
 
 mod handles;
 
@@ -162,16 +165,29 @@ where
             started: Instant::now(),
             deadline: request.context().deadline(),
         };
+        let ctx = request.context().clone();
         let answer = self.inner.call(request);
         Box::pin(async move {
             let result = answer.await.map_err(|error| status_from_error(error.into()));
             call.record(match &result {
                 Ok(_) => Code::Ok,
-                Err(status) => status.code(),
+                // A handler failing because its client went (a stream's read or send failed
+                // on the closed connection) is the client's cancel, as a dropped one is.
+                Err(_) if ctx.is_cancelled() => call.unanswered_code(),
+                Err(status) => error_code(status),
             });
             // The status itself, so the layers above and the client see what the handler said.
             result.map_err(|status| Box::new(status) as BoxError)
         })
+    }
+}
+
+/// The code a handler's error reaches its client with: an error cannot say OK, so one made
+/// with `Code::Ok` goes out as UNKNOWN, and is booked so.
+fn error_code(status: &Status) -> Code {
+    match status.code() {
+        Code::Ok => Code::Unknown,
+        code => code,
     }
 }
 
@@ -209,13 +225,20 @@ impl ServerCall {
     }
 }
 
-impl Drop for ServerCall {
-    fn drop(&mut self) {
-        let code = match self.deadline {
+impl ServerCall {
+    /// The code of a call its client gave up on: `DEADLINE_EXCEEDED` past its deadline, else
+    /// `CANCELLED`.
+    fn unanswered_code(&self) -> Code {
+        match self.deadline {
             Some(deadline) if Instant::now() >= deadline => Code::DeadlineExceeded,
             _ => Code::Cancelled,
-        };
-        self.record(code);
+        }
+    }
+}
+
+impl Drop for ServerCall {
+    fn drop(&mut self) {
+        self.record(self.unanswered_code());
     }
 }
 
@@ -374,5 +397,18 @@ fn reply_code(reply: &Reply) -> Code {
         (Some(code), _) => code,
         (None, Some(&first)) if first == frpc_wire::polyglot::Kind::Error as u8 => Code::Unknown,
         (None, _) => Code::Ok,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handler's `Err` with code OK reaches its client as UNKNOWN (`calls/server.rs` sends
+    /// no code for it), and is booked so; other codes as they are.
+    #[test]
+    fn an_error_saying_ok_is_booked_unknown() {
+        assert_eq!(error_code(&Status::with_code(Code::Ok, "m0")), Code::Unknown);
+        assert_eq!(error_code(&Status::not_found("x")), Code::NotFound);
     }
 }
