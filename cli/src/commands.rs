@@ -61,16 +61,62 @@ impl Connect {
             }
         };
         if !self.headers.is_empty() {
-            let mut metadata = Metadata::new();
-            for header in &self.headers {
-                let (key, value) = header
-                    .split_once(':')
-                    .ok_or_else(|| other(format!("header `{header}` is not `key:value`")))?;
-                metadata.insert(key.trim(), value.trim()).map_err(other)?;
-            }
-            client = client.with_metadata(metadata);
+            client = client.with_metadata(headers_metadata(&self.headers)?);
         }
         Ok(client)
+    }
+}
+
+/// `-H key:value` headers as metadata, as grpcurl reads them: keys in lower case, and a
+/// `-bin` key's value in base64 (standard or URL-safe, padded or not).
+fn headers_metadata(headers: &[String]) -> Result<Metadata, CliError> {
+    use base64::Engine as _;
+    let mut metadata = Metadata::new();
+    for header in headers {
+        let (key, value) = header
+            .split_once(':')
+            .ok_or_else(|| other(format!("header `{header}` is not `key:value`")))?;
+        let (key, value) = (key.trim().to_ascii_lowercase(), value.trim());
+        if key.ends_with("-bin") {
+            let engines = [
+                base64::engine::general_purpose::STANDARD,
+                base64::engine::general_purpose::STANDARD_NO_PAD,
+                base64::engine::general_purpose::URL_SAFE,
+                base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            ];
+            let bytes = engines
+                .iter()
+                .find_map(|engine| engine.decode(value).ok())
+                .ok_or_else(|| {
+                    other(format!(
+                        "header `{key}`: a -bin value is base64; `{value}` is not"
+                    ))
+                })?;
+            metadata.insert_bin(&key, bytes).map_err(other)?;
+        } else {
+            metadata.insert(&key, value).map_err(other)?;
+        }
+    }
+    Ok(metadata)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_read_as_grpcurl_reads_them() {
+        let headers = [
+            "User:Ann".to_string(),
+            "trace-bin: AP8=".to_string(),
+            "raw-bin:AP8".to_string(),
+        ];
+        let metadata = headers_metadata(&headers).unwrap();
+        assert_eq!(metadata.get("user"), Some("Ann"));
+        assert_eq!(metadata.get_bin("trace-bin"), Some(&[0u8, 255][..]));
+        assert_eq!(metadata.get_bin("raw-bin"), Some(&[0u8, 255][..]));
+        let err = headers_metadata(&["x-bin:@@".to_string()]).unwrap_err();
+        assert!(err.to_string().contains("base64"), "{err}");
     }
 }
 

@@ -31,13 +31,68 @@ pub(crate) fn other(err: impl std::fmt::Display) -> CliError {
 }
 
 impl From<frpc::Error> for CliError {
+    /// A call's failure exits with its code, whether the server sent it or it came about on
+    /// this side (a call's timeout is DEADLINE_EXCEEDED, 68, for a unary call and a stream
+    /// alike; a request over the size limit RESOURCE_EXHAUSTED; a connection lost mid-call
+    /// UNAVAILABLE), as grpcurl exits; what fails before any call (connecting, TLS, the
+    /// configuration) exits 1.
     fn from(err: frpc::Error) -> CliError {
-        match err.status() {
-            Some(status) => CliError::Status {
+        use frpc::Error;
+        let err = match err {
+            Error::ConnectionClosed { reason } => Error::ConnectionClosed {
+                reason: reason.map(flags_for_framings),
+            },
+            err => err,
+        };
+        match err {
+            Error::Status(status) => CliError::Status {
                 code: status.code(),
                 message: status.message().to_string(),
             },
-            None => CliError::Other(err.to_string()),
+            // Failing to reach the server (a TLS handshake's failure is an I/O error).
+            Error::Connect { .. }
+            | Error::Bind { .. }
+            | Error::Io(_)
+            | Error::Config(_)
+            | Error::Metadata(_) => CliError::Other(err.to_string()),
+            err => CliError::Status {
+                code: err.code(),
+                message: err.to_string(),
+            },
         }
+    }
+}
+
+/// The runtime's hint at a framing mismatch names `Framing::Legacy`; here the flag does it.
+fn flags_for_framings(text: String) -> String {
+    text.replace("Framing::Legacy", "--framing legacy")
+        .replace("Framing::Frisbee", "--framing frisbee")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framing_hints_name_the_flag() {
+        let reason = "peer closed the connection before sending a valid packet: ... This side uses \
+                      Framing::Frisbee (frisbee-go >= v0.11); try Framing::Legacy";
+        let err = CliError::from(frpc::Error::ConnectionClosed {
+            reason: Some(reason.into()),
+        });
+        let text = err.to_string();
+        assert!(
+            text.ends_with("uses --framing frisbee (frisbee-go >= v0.11); try --framing legacy"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn local_failures_of_a_call_exit_with_their_code() {
+        let timeout = CliError::from(frpc::Error::Timeout(std::time::Duration::from_millis(500)));
+        assert_eq!(timeout.exit_code(), 64 + 4);
+        assert!(timeout.to_string().contains("500ms"), "{timeout}");
+        let config = CliError::from(frpc::Error::Config("connect_timeout is zero".into()));
+        assert_eq!(config.exit_code(), 1);
     }
 }

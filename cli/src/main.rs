@@ -43,13 +43,14 @@ enum Command {
         #[command(flatten)]
         schema: SchemaArgs,
     },
-    /// Shows a service's methods (operation numbers included) or a message's fields.
+    /// Shows a service's methods (operation numbers included), one method, a message's fields
+    /// or an enum's values.
     Describe {
         #[command(flatten)]
         connect: ConnectArgs,
         #[command(flatten)]
         schema: SchemaArgs,
-        /// `package.Service` or `package.Message`.
+        /// `package.Service`, `package.Service/Method`, `package.Message` or `package.Enum`.
         name: String,
     },
     /// Load-tests a unary method: `-c` calls in flight until `-n` calls are made or
@@ -118,7 +119,8 @@ enum FramingArg {
 struct ConnectArgs {
     /// The server, `host:port`.
     addr: String,
-    /// Request metadata, `key:value` (repeatable).
+    /// Request metadata, `key:value` (repeatable); keys are lower-cased, and a `-bin` key's
+    /// value is base64, as grpcurl reads them.
     #[arg(short = 'H', long = "header")]
     headers: Vec<String>,
     /// Call timeout in seconds (fractions allowed); it also bounds connecting.
@@ -155,8 +157,7 @@ struct SchemaArgs {
 impl ConnectArgs {
     fn connect(&self) -> Result<Connect, CliError> {
         let timeout = match self.timeout {
-            Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-            Some(secs) => return Err(CliError::Other(format!("--timeout {secs}: give seconds above 0"))),
+            Some(secs) => Some(seconds("--timeout", secs)?),
             None => None,
         };
         Ok(Connect {
@@ -222,12 +223,7 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
             json,
         } => {
             let duration = match duration {
-                Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-                Some(secs) => {
-                    return Err(CliError::Other(format!(
-                        "--duration {secs}: give seconds above 0"
-                    )));
-                }
+                Some(secs) => Some(seconds("--duration", secs)?),
                 None => None,
             };
             if let Some(rps) = rps.filter(|r| !(r.is_finite() && *r > 0.0)) {
@@ -289,5 +285,16 @@ fn main() -> ExitCode {
             eprintln!("{err}");
             ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(1))
         }
+    }
+}
+
+/// A flag's seconds as a duration: above zero (at least a nanosecond) and at most a year.
+fn seconds(flag: &str, secs: f64) -> Result<Duration, CliError> {
+    const YEAR: f64 = 365.0 * 24.0 * 3600.0;
+    match Duration::try_from_secs_f64(secs) {
+        Ok(duration) if !duration.is_zero() && secs <= YEAR => Ok(duration),
+        _ => Err(CliError::Other(format!(
+            "{flag} {secs}: give seconds above 0 and at most a year ({YEAR})"
+        ))),
     }
 }

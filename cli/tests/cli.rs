@@ -124,6 +124,14 @@ async fn errors_print_the_code_and_set_the_exit_status() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("UNKNOWN") && err.contains("boom"), "{err}");
 
+    // Seconds out of range are a bad argument (a panic once), not a call.
+    for secs in ["1e20", "1e-12", "0", "NaN"] {
+        let call = ["call", &addr, "capture.EchoService/Echo", "{}", "--timeout", secs];
+        let out = frpc(args(&call), None).await;
+        assert_eq!(out.status.code(), Some(1), "--timeout {secs}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("give seconds above 0"));
+    }
+
     let out = frpc(args(&["call", &addr, "capture.EchoService/Nope", "{}"]), None).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("has no method `Nope`"));

@@ -93,7 +93,9 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     let streams_recorded = |text: &str| {
         let recorded = |method, code| count_in(text, "rpc_server_requests", method, code) == 1.0;
         let cancelled = frpc::Code::Cancelled as u8;
-        recorded("Search", 0) && recorded("Upload", 0) && recorded("EchoStream", cancelled)
+        recorded("Search", 0)
+            && recorded("Upload", 0)
+            && recorded("EchoStream", cancelled)
             && recorded("Upload", cancelled)
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
