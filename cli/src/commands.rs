@@ -341,7 +341,7 @@ pub const HEALTH_PATIENCE: Duration = Duration::from_secs(5);
 
 /// `frpc health`: the serving status of `service` (`""`: the whole server), handed to `print`;
 /// with `watch`, every change until the server ends the watch. Returns whether the last
-/// status was `SERVING`. The first answer must come within the timeout ([`HEALTH_PATIENCE`]
+/// status was `SERVING` (a watch the server ended while `SERVING` is an UNAVAILABLE error). The first answer must come within the timeout ([`HEALTH_PATIENCE`]
 /// by default); a watch then runs as long as the server keeps it.
 pub async fn health(
     connect: &Connect,
@@ -380,6 +380,14 @@ pub async fn health(
         while let Some(update) = updates.message().await? {
             last = update;
             print(status_name(last));
+        }
+        // The server ended the watch: it is going away (a shutdown ends watches), so a watch
+        // never ends in success; one whose last word was SERVING ends UNAVAILABLE.
+        if last == ServingStatus::Serving {
+            return Err(CliError::Status {
+                code: frpc::Code::Unavailable,
+                message: "the server ended the watch".into(),
+            });
         }
     }
     Ok(last == ServingStatus::Serving)

@@ -253,6 +253,50 @@ async fn health_check_and_watch() {
     child.wait().unwrap();
 }
 
+/// `--watch` across a graceful shutdown: the NOT_SERVING set just before it is printed and
+/// the command exits 4; a watch the server ends while SERVING exits 78 (UNAVAILABLE), never 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_health_watch_ends_with_the_server_not_in_success() {
+    for announce in [true, false] {
+        let (reporter, health) = frpc::health::service();
+        let bound = frpc::Server::builder()
+            .add_service(health)
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = bound.local_addr().to_string();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(bound.serve_with_shutdown(async {
+            let _ = stopped.await;
+        }));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_frpc"))
+            .args(["health", &addr, "--watch"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let (first, mut lines) = tokio::task::spawn_blocking(move || (lines.next().unwrap().unwrap(), lines))
+            .await
+            .unwrap();
+        assert_eq!(first, "SERVING");
+        if announce {
+            reporter.set_all_not_serving();
+        }
+        stop.send(()).unwrap();
+        let (rest, status) = tokio::task::spawn_blocking(move || {
+            let rest: Vec<String> = lines.by_ref().map(Result::unwrap).collect();
+            (rest, child.wait().unwrap())
+        })
+        .await
+        .unwrap();
+        serving.await.unwrap().unwrap();
+        match announce {
+            true => assert_eq!((rest, status.code()), (vec!["NOT_SERVING".to_string()], Some(4))),
+            false => assert_eq!((rest.len(), status.code()), (0, Some(64 + 14))),
+        }
+    }
+}
+
 /// The `Message` of each JSON line of `out`.
 fn messages(out: &Output) -> Vec<String> {
     stdout(out)

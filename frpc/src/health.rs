@@ -452,10 +452,26 @@ async fn watch_status(
     let result = async {
         loop {
             let status = *receiver.borrow_and_update();
-            out.send(HealthCheckResponse { status }).await?;
+            match out.send(HealthCheckResponse { status }).await {
+                // A change made as the shutdown began (`set_all_not_serving()` just before it)
+                // still reaches the watchers, as the stream's last message.
+                Err(Error::ShuttingDown) => {
+                    return out
+                        .send_last(HealthCheckResponse { status })
+                        .await
+                        .map_err(Status::from);
+                }
+                sent => sent?,
+            }
             tokio::select! {
                 changed = receiver.changed() => if changed.is_err() { return Ok(()) },
-                _ = watch_over(&ctx) => return Ok(()),
+                _ = watch_over(&ctx) => {
+                    if receiver.has_changed().unwrap_or(false) {
+                        let status = *receiver.borrow_and_update();
+                        out.send_last(HealthCheckResponse { status }).await?;
+                    }
+                    return Ok(());
+                }
             }
         }
     }

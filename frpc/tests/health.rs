@@ -135,6 +135,40 @@ async fn watch_ends_when_the_server_shuts_down() {
     assert!(start.elapsed() < std::time::Duration::from_secs(4));
 }
 
+/// `set_all_not_serving()` right before the shutdown (no wait between them): every watcher
+/// still gets NOT_SERVING, then the stream's end, though a stream cannot send once a shutdown
+/// began (the race lost it, or failed the stream, in most of a few runs). Twenty servers, for
+/// the race's both sides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_serving_set_just_before_a_shutdown_reaches_the_watchers() {
+    for round in 0..20 {
+        let (reporter, health_service) = health::service();
+        let bound = frpc::Server::builder()
+            .add_service(health_service)
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        let addr = bound.local_addr();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(bound.serve_with_shutdown(async {
+            let _ = stopped.await;
+        }));
+        let health = HealthClient::connect(addr).await.unwrap();
+        let mut watch = health.watch("").await.unwrap();
+        assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::Serving);
+        reporter.set_all_not_serving();
+        stop.send(()).unwrap();
+        let last = watch.message().await;
+        assert!(
+            matches!(last, Ok(Some(ServingStatus::NotServing))),
+            "round {round}: {last:?}"
+        );
+        let end = watch.message().await;
+        assert!(matches!(end, Ok(None)), "round {round}: {end:?}");
+        serving.await.unwrap().unwrap();
+    }
+}
+
 #[tokio::test]
 async fn health_operations_are_fixed_and_collisions_refused() {
     assert_eq!((health::CHECK_OP, health::WATCH_OP), (0xFF00, 0xFF01));

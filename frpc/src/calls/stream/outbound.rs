@@ -177,6 +177,16 @@ impl<T: Message> StreamSender<T> {
         }
     }
 
+    /// Sends one last message even once the server began shutting down, as a
+    /// client-streaming call's one reply goes: health's `Watch` tells its watchers the server
+    /// is going (`NOT_SERVING`) before its stream ends.
+    pub(crate) async fn send_last(&self, message: T) -> Result<(), Error> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.send_reply(message).await,
+            Sending::Bridged(sender) => sender.send(sender.encode(&message, false)).await,
+        }
+    }
+
     /// Sends one message by reference.
     pub async fn send_ref(&self, message: &T) -> Result<(), Error> {
         match &self.0 {
