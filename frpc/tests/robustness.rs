@@ -416,3 +416,54 @@ async fn a_graceful_shutdown_ends_within_its_grace_despite_stuck_replies() {
     );
     pinging.abort();
 }
+
+/// A graceful shutdown delivers every reply to a peer that reads them slowly while it keeps
+/// sending PINGs (as frpc and Go clients do), then ends the connection cleanly: the PINGs that
+/// arrive after the server stopped reading once made the kernel reset the connection at its
+/// close, throwing away the replies still on their way (a peer got 384 KB of 2 MB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_shutdown_delivers_every_reply_to_a_slow_reader_that_pings() {
+    const CALLS: u16 = 400;
+    let mut config = ServerConfig::default();
+    config.shutdown_grace = Duration::from_secs(20);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::builder()
+        .config(config)
+        .add_service(TestService::default())
+        .build()
+        .unwrap();
+    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+    let signal = stop.clone();
+    let serving = tokio::spawn(async move {
+        server
+            .serve_listener_with_shutdown(listener, async move { signal.notified().await })
+            .await
+    });
+    let peer = silent_peer_with_stuck_replies(addr, CALLS, 4096).await;
+    let (read, mut write) = peer.into_split();
+    let pinging = tokio::spawn(async move {
+        while write.write_all(&PING).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let mut packets =
+        tokio_util::codec::FramedRead::new(read, frpc::wire::PacketCodec::new(Framing::Frisbee));
+    let mut replies = 0;
+    let end = loop {
+        match futures_util::StreamExt::next(&mut packets).await {
+            None => break Ok(()),
+            Some(Ok(packet)) => replies += usize::from(packet.op == ECHO),
+            Some(Err(err)) => break Err(err),
+        }
+        if replies == 1 {
+            stop.notify_one();
+        }
+        // A slow reader: a reply (4 KiB) every 5 ms.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    pinging.abort();
+    assert!(end.is_ok(), "after {replies} replies: {end:?}");
+    assert_eq!(replies, usize::from(CALLS), "every reply, then the end");
+    serving.await.unwrap().unwrap();
+}

@@ -219,7 +219,12 @@ impl Connection {
                 };
                 match writer.run(queue, &conn.closed, keep, flush_limit).await {
                     Ok(Some(write)) => conn.handback.complete(write, parts_rx, join).await,
-                    Ok(None) => conn.handback.abandon(),
+                    Ok(None) => {
+                        conn.handback.abandon();
+                        if !flush_limit().is_zero() {
+                            linger(parts_rx).await;
+                        }
+                    }
                     Err(err) => {
                         tracing::debug!(peer = %conn.peer, error = %err, "closing connection on write error");
                         conn.close(CloseReason::WriteFailed(err.to_string()));
@@ -813,6 +818,25 @@ fn is_tls_failure(err: &frpc_wire::FrameError) -> bool {
     }
     let _ = err;
     false
+}
+
+/// How long a closed connection reads (and drops) what its peer still sends, waiting for the
+/// peer to close its side.
+const LINGER: Duration = Duration::from_secs(5);
+
+/// After a close that sent its FIN (the replies flushed), reads and drops what the peer still
+/// sends until it closes its side, for at most [`LINGER`], if the reader has stopped. Closing a
+/// socket with unread input makes the kernel reset the connection, and a reset throws away the
+/// replies still on their way to the peer: a slow-reading client, whose PINGs kept arriving
+/// after the server's reader stopped for a graceful shutdown, lost most of its replies.
+async fn linger<R: AsyncRead + Unpin>(mut parts: oneshot::Receiver<ReadParts<R>>) {
+    use tokio::io::AsyncReadExt;
+    let Ok((mut read, _)) = parts.try_recv() else {
+        return;
+    };
+    let mut scratch = vec![0u8; 4096];
+    let drained = async { while let Ok(1..) = read.read(&mut scratch).await {} };
+    let _ = tokio::time::timeout(LINGER, drained).await;
 }
 
 /// Adds to why a connection ended a hint at a framing mismatch when the peer never sent one
