@@ -36,6 +36,7 @@ setters!(ConnectionConfig {
     idle_timeout: Duration,
     nodelay: bool,
     write_queue: usize,
+    write_queue_bytes: usize,
     stream_buffer: usize,
     stream_window: u32,
     stream_window_bytes: u32,
@@ -78,8 +79,8 @@ setters!(ServerConfig {
 /// **Validity.** [`crate::Server::builder`]'s `build()` and every `Client::connect*` refuse a
 /// configuration breaking these rules with [`crate::Error::Config`] naming the field:
 /// - `ping_interval` and `idle_timeout` are above zero and at most a year;
-/// - `max_content_length`, `write_queue`, `stream_buffer`, `stream_window` and `max_streams`
-///   are at least 1; `stream_window` is at most 1,048,576.
+/// - `max_content_length`, `write_queue`, `write_queue_bytes`, `stream_buffer`,
+///   `stream_window` and `max_streams` are at least 1; `stream_window` is at most 1,048,576.
 ///
 /// The idle timeout is checked on each ping tick, so the silence that drops a peer is
 /// `idle_timeout` rounded up to a whole number of `ping_interval`s (at least one). An
@@ -100,6 +101,12 @@ pub struct ConnectionConfig {
     pub nodelay: bool,
     /// Packets queued for the writer before senders wait (backpressure). Default: 1024.
     pub write_queue: usize,
+    /// Bytes of packets queued for the writer before senders wait: what a peer that stops
+    /// reading can make this side hold in replies and stream messages, beyond the socket's
+    /// buffers (a packet larger than this goes alone, once the queue is empty). Without it, 1,024
+    /// queued messages of 1 MiB held 1 GiB for a peer that read nothing. Default: 4 MiB. At
+    /// least 1.
+    pub write_queue_bytes: usize,
     /// Messages buffered per inbound stream before it overflows, on streams without flow
     /// control (with Go peers, or extensions off). Default: 1024.
     pub stream_buffer: usize,
@@ -189,6 +196,7 @@ impl Default for ConnectionConfig {
             idle_timeout: Duration::from_secs(5),
             nodelay: true,
             write_queue: 1024,
+            write_queue_bytes: 4 << 20,
             stream_buffer: 1024,
             stream_window: 1024,
             stream_window_bytes: 1 << 20,
@@ -217,6 +225,7 @@ impl ConnectionConfig {
         }
         at_least_one("connection.max_content_length", self.max_content_length as usize)?;
         at_least_one("connection.write_queue", self.write_queue)?;
+        at_least_one("connection.write_queue_bytes", self.write_queue_bytes)?;
         at_least_one("connection.stream_buffer", self.stream_buffer)?;
         at_least_one("connection.stream_window", self.stream_window as usize)?;
         if self.stream_window > MAX_STREAM_WINDOW {

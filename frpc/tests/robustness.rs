@@ -182,6 +182,10 @@ fn broken_connection_configs() -> Vec<(&'static str, frpc::ConnectionConfig)> {
         ),
         ("write_queue", frpc::ConnectionConfig::default().write_queue(0)),
         (
+            "write_queue_bytes",
+            frpc::ConnectionConfig::default().write_queue_bytes(0),
+        ),
+        (
             "stream_buffer",
             frpc::ConnectionConfig::default().stream_buffer(0),
         ),
@@ -423,14 +427,16 @@ async fn a_graceful_shutdown_ends_within_its_grace_despite_stuck_replies() {
 /// close, throwing away the replies still on their way (a peer got 384 KB of 2 MB).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_graceful_shutdown_delivers_every_reply_to_a_slow_reader_that_pings() {
+    use std::sync::atomic::Ordering::SeqCst;
     const CALLS: u16 = 400;
+    let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut config = ServerConfig::default();
     config.shutdown_grace = Duration::from_secs(20);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = Server::builder()
         .config(config)
-        .add_service(TestService::default())
+        .add_service(BigServer::new(Replies(made.clone())))
         .build()
         .unwrap();
     let stop = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -440,30 +446,113 @@ async fn a_graceful_shutdown_delivers_every_reply_to_a_slow_reader_that_pings() 
             .serve_listener_with_shutdown(listener, async move { signal.notified().await })
             .await
     });
-    let peer = silent_peer_with_stuck_replies(addr, CALLS, 4096).await;
-    let (read, mut write) = peer.into_split();
+    let (read, mut write) = asks_for_replies(addr, CALLS, 4096).await.into_split();
     let pinging = tokio::spawn(async move {
         while write.write_all(&PING).await.is_ok() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     });
+    // Every call answered (the replies wait in the queue and the socket), then the shutdown.
+    assert!(eventually(|| made.load(SeqCst) == usize::from(CALLS)).await);
+    stop.notify_one();
     let mut packets =
         tokio_util::codec::FramedRead::new(read, frpc::wire::PacketCodec::new(Framing::Frisbee));
     let mut replies = 0;
     let end = loop {
         match futures_util::StreamExt::next(&mut packets).await {
             None => break Ok(()),
-            Some(Ok(packet)) => replies += usize::from(packet.op == ECHO),
+            Some(Ok(packet)) => replies += usize::from(packet.op == big::GET),
             Some(Err(err)) => break Err(err),
         }
-        if replies == 1 {
-            stop.notify_one();
-        }
-        // A slow reader: a reply (4 KiB) every 5 ms.
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // A slow reader: a reply (4 KiB) every 2 ms.
+        tokio::time::sleep(Duration::from_millis(2)).await;
     };
     pinging.abort();
     assert!(end.is_ok(), "after {replies} replies: {end:?}");
     assert_eq!(replies, usize::from(CALLS), "every reply, then the end");
     serving.await.unwrap().unwrap();
+}
+
+/// A plain peer on a socket with a small receive buffer that sends `calls` requests to
+/// [`Big::get`] for `size` bytes each and reads nothing yet.
+async fn asks_for_replies(addr: SocketAddr, calls: u16, size: u32) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let request = frpc::codegen::Message::to_polyglot(&Size { n: size });
+    let mut framed =
+        tokio_util::codec::FramedWrite::new(&mut stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+    for id in 0..calls {
+        let packet = frpc::wire::Packet::new(id, big::GET, request.clone());
+        futures_util::SinkExt::send(&mut framed, packet).await.unwrap();
+    }
+    drop(framed);
+    stream
+}
+
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Size {
+    pub n: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Blob {
+    pub data: bytes::Bytes,
+}
+
+#[frpc::service(package = "big")]
+pub trait Big {
+    /// `n` bytes for a few: what a peer can make a server send.
+    async fn get(&self, ctx: &frpc::Context, request: Size) -> Result<Blob, frpc::Status>;
+}
+
+/// Counts the replies it made.
+struct Replies(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Big for Replies {
+    async fn get(&self, _: &frpc::Context, request: Size) -> Result<Blob, frpc::Status> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(Blob {
+            data: bytes::Bytes::from(vec![7u8; request.n as usize]),
+        })
+    }
+}
+
+/// A peer that asks for large replies, reads none and keeps the connection alive with PINGs
+/// holds the server to `write_queue_bytes` (plus the socket's buffers): its reader stops once
+/// the queued replies fill the budget, where 1,024 queued packets of any size once made it
+/// hold 1,000 times what the peer sent (1 GiB for 1 MiB replies).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_reads_nothing_gets_at_most_write_queue_bytes_queued() {
+    use std::sync::atomic::Ordering::SeqCst;
+    const REPLY: u32 = 256 * 1024;
+    let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut config = ServerConfig::default();
+    config.connection.write_queue_bytes = 64 * 1024;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Server::builder()
+        .config(config)
+        .add_service(BigServer::new(Replies(made.clone())))
+        .build()
+        .unwrap();
+    tokio::spawn(async move { server.serve_listener(listener).await });
+
+    let (_read, mut write) = asks_for_replies(addr, 200, REPLY).await.into_split();
+    let pinging = tokio::spawn(async move {
+        while write.write_all(&PING).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    assert!(eventually(|| made.load(SeqCst) >= 2).await);
+    // What a stalled reader would not do: go on replying.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let replied = made.load(SeqCst);
+    // The socket's buffers take a few MiB (loopback's send buffer grows to 4 MiB); the queue
+    // one reply at a time. All 200 (50 MiB) without the budget.
+    assert!(
+        replied <= 40,
+        "{replied} replies of 256 KiB made for a peer that reads nothing"
+    );
+    pinging.abort();
 }

@@ -36,6 +36,7 @@ use tracing::Instrument;
 
 use super::frames::FrameReader;
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
+use super::queue_bytes::QueueBytes;
 use super::shared_reader::{SharedReader, WakeDriver};
 use super::writer::{Outbound, Outgoing, Writer};
 use crate::config::ConnectionConfig;
@@ -109,6 +110,8 @@ pub(crate) struct Options {
 /// The shared half of a connection: what tasks and handles use to send and to close.
 pub(crate) struct Connection {
     out: mpsc::Sender<Outgoing>,
+    /// The bytes waiting in `out`, against `write_queue_bytes`.
+    queue_bytes: Arc<QueueBytes>,
     /// The write side: the direct path and the bookkeeping of what is queued.
     outbound: Arc<dyn Outbound>,
     /// Set by the reader while it has input buffered beyond the packet it dispatches: replies
@@ -182,9 +185,11 @@ impl Connection {
         let (out, queue) = mpsc::channel(config.write_queue.max(1));
         let codec = PacketCodec::new(config.framing).with_max_content_length(config.max_content_length);
         let dispatch = Arc::new(dispatch);
-        let writer = Arc::new(Writer::new(write, config.framing));
+        let queue_bytes = Arc::new(QueueBytes::new(config.write_queue_bytes));
+        let writer = Arc::new(Writer::new(write, config.framing, queue_bytes.clone()));
         let conn = Arc::new(Connection {
             out,
+            queue_bytes,
             outbound: writer.clone(),
             more_input: AtomicBool::new(false),
             reader: OnceLock::new(),
@@ -424,6 +429,12 @@ impl Connection {
             // it a flow-controlled stream filled the queue with its whole window before the writer
             // wrote any of it, and ran in bursts (32 B messages: 0.90× plain → 0.60×).
             tokio::task::consume_budget().await;
+            let len = packet.len();
+            if !self.queue_bytes.try_take(len)
+                && !Box::pin(self.queue_bytes.take(len, || self.is_closed())).await
+            {
+                return Err(self.closed_error());
+            }
             self.outbound.queued();
             let sent = match self.out.try_send(packet) {
                 Ok(()) => Ok(()),
@@ -434,6 +445,7 @@ impl Connection {
             };
             if sent.is_err() {
                 self.outbound.unqueued();
+                self.queue_bytes.give_back(len);
                 return Err(self.closed_error());
             }
             Ok(())
@@ -465,10 +477,13 @@ impl Connection {
     pub(crate) fn try_send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
         // Queued like `enqueue`'s (a stream's error reply may be cut from the chunk).
         let packet = packet.into().detached();
-        self.check_len(packet.len())?;
+        let len = packet.len();
+        self.check_len(len)?;
         self.outbound.queued();
+        self.queue_bytes.force_take(len);
         self.out.try_send(packet).map_err(|_| {
             self.outbound.unqueued();
+            self.queue_bytes.give_back(len);
             self.closed_error()
         })
     }
@@ -486,6 +501,7 @@ impl Connection {
             return;
         }
         self.closed.cancel();
+        self.queue_bytes.wake_all();
         self.reader_signal.wake();
         let on_close = self.on_close.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(on_close) = on_close {

@@ -32,7 +32,7 @@
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -41,6 +41,7 @@ use tokio::time::Instant;
 use bytes::{Buf, Bytes, BytesMut};
 use frpc_wire::{Framing, Header, Packet, op};
 
+use super::queue_bytes::QueueBytes;
 use crate::types::Encoded;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
@@ -213,11 +214,14 @@ pub(crate) struct Writer<W> {
     /// Wakes the writer task for the rest of a direct write.
     wake: Notify,
     framing: Framing,
+    /// The bytes of queued packets, given back as they are written.
+    queue_bytes: Arc<QueueBytes>,
 }
 
 impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
-    pub(crate) fn new(write: W, framing: Framing) -> Writer<W> {
+    pub(crate) fn new(write: W, framing: Framing, queue_bytes: Arc<QueueBytes>) -> Writer<W> {
         Writer {
+            queue_bytes,
             side: Mutex::new(Side {
                 write: Some(write),
                 rest: BytesMut::new(),
@@ -297,11 +301,14 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             write.flush().await?;
         }
         let Some(packet) = first else { return Ok(()) };
-        let mut written = 1;
+        let (mut written, mut bytes) = (1, packet.len());
         write_packet(write, buf, self.framing, packet).await?;
         while buf.len() < BATCH_LIMIT {
             match queue.try_recv() {
-                Ok(packet) => write_packet(write, buf, self.framing, packet).await?,
+                Ok(packet) => {
+                    bytes += packet.len();
+                    write_packet(write, buf, self.framing, packet).await?
+                }
                 Err(_) => break,
             }
             written += 1;
@@ -310,6 +317,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
         buf.clear();
         // Before the write half goes back: senders see the count only with it.
         self.outstanding.fetch_sub(written, Ordering::Release);
+        self.queue_bytes.give_back(bytes);
         Ok(())
     }
 
