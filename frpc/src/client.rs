@@ -143,7 +143,7 @@ impl Client {
         let peer = stream.peer_addr()?;
         let handshake = crate::tls::TlsConnector::from(tls).connect(name, stream);
         let tls = match tokio::time::timeout(config.connect_timeout, handshake).await {
-            Ok(result) => result?,
+            Ok(result) => result.map_err(|err| tls_handshake_failed(peer, err))?,
             Err(_) => {
                 let why = format!("no TLS handshake within {:?}", config.connect_timeout);
                 let source = std::io::Error::new(std::io::ErrorKind::TimedOut, why);
@@ -755,6 +755,23 @@ pub enum Negotiated {
     /// The connection closed before the server answered anything: it never worked. The
     /// reason is why it closed.
     Closed(CloseReason),
+}
+
+/// A failed TLS handshake as the connect's error, naming the server. The connection's end in
+/// the middle of it (rustls: "tls handshake eof") is most often a server that does not speak
+/// TLS: a plaintext frpc server drops what is not a Frisbee header.
+#[cfg(feature = "tls")]
+fn tls_handshake_failed(addr: std::net::SocketAddr, err: std::io::Error) -> Error {
+    let text = match err.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            format!("the server closed the connection during the TLS handshake ({err}): does it serve TLS?")
+        }
+        _ => format!("TLS handshake failed: {err}"),
+    };
+    Error::Connect {
+        addr,
+        source: std::io::Error::new(err.kind(), text),
+    }
 }
 
 /// The error for a call made with a zero timeout (`with_timeout(Duration::ZERO)`): refused like

@@ -133,7 +133,14 @@ async fn tls_client_against_plain_server_fails_clearly() {
     let result = tokio::time::timeout(Duration::from_secs(5), connect)
         .await
         .expect("no hang");
-    assert!(matches!(result, Err(Error::Io(_))), "{:?}", result.map(|_| ()));
+    let err = result.map(|_| ()).unwrap_err();
+    assert!(
+        matches!(err, Error::Connect { addr, .. } if addr == server.addr),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("does it serve TLS?"), "{text}");
+    assert!(text.contains(&server.addr.to_string()), "{text}");
 }
 
 #[tokio::test]
