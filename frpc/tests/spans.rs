@@ -31,6 +31,9 @@ struct Svc;
 
 impl Traced for Svc {
     async fn unary(&self, _: &Context, request: Text) -> Result<Text, Status> {
+        if request.value == "fail" {
+            return Err(Status::not_found("no such thing"));
+        }
         tracing::info!(value = %request.value, "unary handled");
         Ok(request)
     }
@@ -120,6 +123,38 @@ async fn a_unary_handler_runs_inside_its_rpc_span_in_every_mode_and_for_plain_cl
         }
         serving.abort();
     }
+}
+
+/// A failed unary call is logged once at DEBUG inside its rpc span (with its method), as a
+/// failed stream is; it logged nothing at any level.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_unary_call_is_logged_in_its_span() {
+    let buffer = Buffer::default();
+    let _guard = tracing::subscriber::set_default(subscriber(&buffer));
+    let server = frpc::Server::builder()
+        .add_service(TracedServer::new(Svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let serving = tokio::spawn(server.serve());
+    let client = TracedClient::connect(addr).await.unwrap();
+    let err = client.unary(Text { value: "fail".into() }).await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::NotFound);
+    let lines = lines(&buffer);
+    let failed: Vec<_> = lines.iter().filter(|line| line.contains("call failed")).collect();
+    assert_eq!(failed.len(), 1, "{lines:#?}");
+    assert!(
+        failed[0].contains("DEBUG") && failed[0].contains("rpc{"),
+        "{}",
+        failed[0]
+    );
+    assert!(
+        failed[0].contains("method=\"Unary\"") && failed[0].contains("code=NOT_FOUND error=\"no such thing\""),
+        "{}",
+        failed[0]
+    );
+    serving.abort();
 }
 
 // Current-thread runtime: the server's tasks run on this thread, under its default subscriber.

@@ -205,6 +205,11 @@ impl<H: Handlers> ServerDispatch<H> {
             );
         }
         let status = Status::unimplemented(format!("unknown operation {}", packet.op));
+        tracing::debug!(
+            op = packet.op,
+            id = packet.id,
+            "answering an unknown operation UNIMPLEMENTED"
+        );
         send_reply(conn, packet.id, packet.op, Err(status), Some((None, bits))).await;
     }
 
@@ -924,11 +929,14 @@ fn place_reply(
 ) -> Option<QueuedReply> {
     let (content, close, code) = match result {
         Ok(content) => (content, false, Code::Ok),
-        Err(status) => (
-            Encoded::from(polyglot::error_to_bytes(status.message())),
-            status.closes_connection(),
-            status.code(),
-        ),
+        Err(status) => {
+            call_failed(&status);
+            (
+                Encoded::from(polyglot::error_to_bytes(status.message())),
+                status.closes_connection(),
+                status.code(),
+            )
+        }
     };
     let bits = ext.as_ref().map_or(0, |(_, bits)| *bits);
     let content = match ext {
@@ -959,6 +967,14 @@ fn place_reply(
         close_after_reply(conn);
     }
     None
+}
+
+/// A unary call answered with an error, at DEBUG in the call's span (its service and method),
+/// as a failed stream is. Out of line: the reply's path is every call's.
+#[cold]
+#[inline(never)]
+fn call_failed(status: &Status) {
+    tracing::debug!(code = %status.code(), error = status.message(), "call failed");
 }
 
 /// The reply to a call whose reply would exceed the content limit: RESOURCE_EXHAUSTED (as a
