@@ -386,16 +386,23 @@ async fn a_silent_peer_with_replies_stuck_in_its_socket_is_dropped() {
     }
 }
 
-/// A graceful shutdown ends within its grace however stuck a connection's replies are.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_graceful_shutdown_ends_within_its_grace_despite_stuck_replies() {
+/// `service` on 127.0.0.1:0 with a `grace`, until the returned `Notify` fires: the address,
+/// the stop signal and the serving task.
+async fn serve_until_stopped(
+    service: impl frpc::codegen::Service,
+    grace: Duration,
+) -> (
+    SocketAddr,
+    std::sync::Arc<tokio::sync::Notify>,
+    tokio::task::JoinHandle<Result<(), Error>>,
+) {
     let mut config = ServerConfig::default();
-    config.shutdown_grace = Duration::from_millis(300);
+    config.shutdown_grace = grace;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = Server::builder()
         .config(config)
-        .add_service(TestService::default())
+        .add_service(service)
         .build()
         .unwrap();
     let stop = std::sync::Arc::new(tokio::sync::Notify::new());
@@ -405,13 +412,28 @@ async fn a_graceful_shutdown_ends_within_its_grace_despite_stuck_replies() {
             .serve_listener_with_shutdown(listener, async move { signal.notified().await })
             .await
     });
-    // The peer keeps the connection alive with PINGs, so only the grace can end it.
-    let mut peer = silent_peer_with_stuck_replies(addr, 8, 1 << 20).await;
-    let pinging = tokio::spawn(async move {
-        while peer.write_all(&PING).await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+    (addr, stop, serving)
+}
+
+/// Sends a PING every `every` until the connection fails (the task is aborted by its test).
+fn keep_pinging(
+    mut write: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while write.write_all(&PING).await.is_ok() {
+            tokio::time::sleep(every).await;
         }
-    });
+    })
+}
+
+/// A graceful shutdown ends within its grace however stuck a connection's replies are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_shutdown_ends_within_its_grace_despite_stuck_replies() {
+    let (addr, stop, serving) = serve_until_stopped(TestService::default(), Duration::from_millis(300)).await;
+    // The peer keeps the connection alive with PINGs, so only the grace can end it.
+    let peer = silent_peer_with_stuck_replies(addr, 8, 1 << 20).await;
+    let pinging = keep_pinging(peer, Duration::from_millis(50));
     stop.notify_one();
     let ended = tokio::time::timeout(Duration::from_secs(5), serving).await;
     assert!(
@@ -430,28 +452,10 @@ async fn a_graceful_shutdown_delivers_every_reply_to_a_slow_reader_that_pings() 
     use std::sync::atomic::Ordering::SeqCst;
     const CALLS: u16 = 400;
     let made = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut config = ServerConfig::default();
-    config.shutdown_grace = Duration::from_secs(20);
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = Server::builder()
-        .config(config)
-        .add_service(BigServer::new(Replies(made.clone())))
-        .build()
-        .unwrap();
-    let stop = std::sync::Arc::new(tokio::sync::Notify::new());
-    let signal = stop.clone();
-    let serving = tokio::spawn(async move {
-        server
-            .serve_listener_with_shutdown(listener, async move { signal.notified().await })
-            .await
-    });
-    let (read, mut write) = asks_for_replies(addr, CALLS, 4096).await.into_split();
-    let pinging = tokio::spawn(async move {
-        while write.write_all(&PING).await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
+    let service = BigServer::new(Replies(made.clone()));
+    let (addr, stop, serving) = serve_until_stopped(service, Duration::from_secs(20)).await;
+    let (read, write) = asks_for_replies(addr, CALLS, 4096).await.into_split();
+    let pinging = keep_pinging(write, Duration::from_millis(20));
     // Every call answered (the replies wait in the queue and the socket), then the shutdown.
     assert!(eventually(|| made.load(SeqCst) == usize::from(CALLS)).await);
     stop.notify_one();
@@ -538,12 +542,8 @@ async fn a_peer_that_reads_nothing_gets_at_most_write_queue_bytes_queued() {
         .unwrap();
     tokio::spawn(async move { server.serve_listener(listener).await });
 
-    let (_read, mut write) = asks_for_replies(addr, 200, REPLY).await.into_split();
-    let pinging = tokio::spawn(async move {
-        while write.write_all(&PING).await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    });
+    let (_read, write) = asks_for_replies(addr, 200, REPLY).await.into_split();
+    let pinging = keep_pinging(write, Duration::from_millis(50));
     assert!(eventually(|| made.load(SeqCst) >= 2).await);
     // What a stalled reader would not do: go on replying.
     tokio::time::sleep(Duration::from_millis(500)).await;

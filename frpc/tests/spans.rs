@@ -150,7 +150,8 @@ async fn a_failed_unary_call_is_logged_in_its_span() {
         failed[0]
     );
     assert!(
-        failed[0].contains("method=\"Unary\"") && failed[0].contains("code=NOT_FOUND error=\"no such thing\""),
+        failed[0].contains("method=\"Unary\"")
+            && failed[0].contains("code=NOT_FOUND error=\"no such thing\""),
         "{}",
         failed[0]
     );

@@ -33,11 +33,17 @@ impl QueueBytes {
     /// Takes room for `len` bytes if there is some now, and no sender waits ahead: always
     /// when nothing is queued.
     pub(crate) fn try_take(&self, len: usize) -> bool {
+        self.take_if_room(len, false)
+    }
+
+    /// Takes room for `len` bytes if the queue is empty or `len` more fits the budget, and
+    /// (unless `waiter`, a sender that is itself waiting) no sender waits ahead.
+    fn take_if_room(&self, len: usize, waiter: bool) -> bool {
         let mut queued = self.queued.load(SeqCst);
         loop {
             let fits =
-                queued == 0 || (queued.saturating_add(len) <= self.budget && self.waiting.load(SeqCst) == 0);
-            if !fits {
+                queued.saturating_add(len) <= self.budget && (waiter || self.waiting.load(SeqCst) == 0);
+            if queued != 0 && !fits {
                 return false;
             }
             match self
@@ -70,30 +76,13 @@ impl QueueBytes {
                 break false;
             }
             // Checked once registered: room given back before it is seen here.
-            if self.take_waiting(len) {
+            if self.take_if_room(len, true) {
                 break true;
             }
             notified.await;
         };
         self.waiting.fetch_sub(1, SeqCst);
         taken
-    }
-
-    /// [`QueueBytes::try_take`] for a sender that is itself among the waiting.
-    fn take_waiting(&self, len: usize) -> bool {
-        let mut queued = self.queued.load(SeqCst);
-        loop {
-            if queued != 0 && queued.saturating_add(len) > self.budget {
-                return false;
-            }
-            match self
-                .queued
-                .compare_exchange_weak(queued, queued + len, SeqCst, SeqCst)
-            {
-                Ok(_) => return true,
-                Err(now) => queued = now,
-            }
-        }
     }
 
     /// The writer wrote `len` queued bytes (or a queued packet never made it in).
