@@ -341,8 +341,9 @@ pub const HEALTH_PATIENCE: Duration = Duration::from_secs(5);
 
 /// `frpc health`: the serving status of `service` (`""`: the whole server), handed to `print`;
 /// with `watch`, every change until the server ends the watch. Returns whether the last
-/// status was `SERVING` (a watch the server ended while `SERVING` is an UNAVAILABLE error). The first answer must come within the timeout ([`HEALTH_PATIENCE`]
-/// by default); a watch then runs as long as the server keeps it.
+/// status was `SERVING` (a watch the server ended while `SERVING` is an UNAVAILABLE error).
+/// The first answer must come within the timeout ([`HEALTH_PATIENCE`] by default); a watch
+/// then runs as long as the server keeps it.
 pub async fn health(
     connect: &Connect,
     service: &str,

@@ -38,12 +38,6 @@ impl From<frpc::Error> for CliError {
     /// configuration) exits 1.
     fn from(err: frpc::Error) -> CliError {
         use frpc::Error;
-        let err = match err {
-            Error::ConnectionClosed { reason } => Error::ConnectionClosed {
-                reason: reason.map(flags_for_framings),
-            },
-            err => err,
-        };
         match err {
             Error::Status(status) => CliError::Status {
                 code: status.code(),
@@ -54,10 +48,10 @@ impl From<frpc::Error> for CliError {
             | Error::Bind { .. }
             | Error::Io(_)
             | Error::Config(_)
-            | Error::Metadata(_) => CliError::Other(err.to_string()),
+            | Error::Metadata(_) => CliError::Other(flags_for_framings(err.to_string())),
             err => CliError::Status {
                 code: err.code(),
-                message: err.to_string(),
+                message: flags_for_framings(err.to_string()),
             },
         }
     }

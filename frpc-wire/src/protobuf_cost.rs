@@ -84,34 +84,36 @@ pub fn fields<'a>(
     while !buf.is_empty() {
         let key = varint(&mut buf)?;
         let number = u32::try_from(key >> 3).map_err(|_| malformed())?;
-        let value = match key & 7 {
-            0 => {
-                varint(&mut buf)?;
-                Value::Varint
-            }
-            1 => {
-                buf = buf.get(8..).ok_or_else(malformed)?;
-                Value::Fixed
-            }
-            5 => {
-                buf = buf.get(4..).ok_or_else(malformed)?;
-                Value::Fixed
-            }
-            2 => {
-                let len = usize::try_from(varint(&mut buf)?).map_err(|_| malformed())?;
-                let value = buf.get(..len).ok_or_else(malformed)?;
-                buf = &buf[len..];
-                Value::Bytes(value)
-            }
-            3 => {
-                skip_group(&mut buf, number.into(), MAX_GROUP_DEPTH)?;
-                continue;
-            }
-            _ => return Err(malformed()),
-        };
-        field(number, value)?;
+        if key & 7 == 3 {
+            skip_group(&mut buf, key >> 3, MAX_GROUP_DEPTH)?;
+            continue;
+        }
+        field(number, value(&mut buf, key)?)?;
     }
     Ok(())
+}
+
+/// The value of a field whose key is `key` (not a group), taken off the front of `buf`.
+#[inline]
+fn value<'a>(buf: &mut &'a [u8], key: u64) -> Result<Value<'a>, DecodeError> {
+    match key & 7 {
+        0 => varint(buf).map(|_| Value::Varint),
+        1 => {
+            *buf = buf.get(8..).ok_or_else(malformed)?;
+            Ok(Value::Fixed)
+        }
+        5 => {
+            *buf = buf.get(4..).ok_or_else(malformed)?;
+            Ok(Value::Fixed)
+        }
+        2 => {
+            let len = usize::try_from(varint(buf)?).map_err(|_| malformed())?;
+            let value = buf.get(..len).ok_or_else(malformed)?;
+            *buf = &buf[len..];
+            Ok(Value::Bytes(value))
+        }
+        _ => Err(malformed()),
+    }
 }
 
 /// How deep groups may nest: prost's recursion limit.
@@ -124,16 +126,9 @@ fn skip_group(buf: &mut &[u8], number: u64, depth_left: u32) -> Result<(), Decod
     loop {
         let key = varint(buf)?;
         match key & 7 {
-            0 => drop(varint(buf)?),
-            1 => *buf = buf.get(8..).ok_or_else(malformed)?,
-            5 => *buf = buf.get(4..).ok_or_else(malformed)?,
-            2 => {
-                let len = usize::try_from(varint(buf)?).map_err(|_| malformed())?;
-                *buf = buf.get(len..).ok_or_else(malformed)?;
-            }
             3 => skip_group(buf, key >> 3, depth_left)?,
             4 if key >> 3 == number => return Ok(()),
-            _ => return Err(malformed()),
+            _ => drop(value(buf, key)?),
         }
     }
 }

@@ -103,8 +103,14 @@ async fn watch_of_the_whole_server_from_a_plain_client() {
     assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::NotServing);
 }
 
-#[tokio::test]
-async fn watch_ends_when_the_server_shuts_down() {
+/// A server of the health service alone on 127.0.0.1:0, until `stop` is sent: its reporter,
+/// address, stop sender and serving task.
+async fn health_until_stopped() -> (
+    health::HealthReporter,
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), Error>>,
+) {
     let (reporter, health_service) = health::service();
     let bound = frpc::Server::builder()
         .add_service(health_service)
@@ -116,6 +122,12 @@ async fn watch_ends_when_the_server_shuts_down() {
     let serving = tokio::spawn(bound.serve_with_shutdown(async {
         let _ = stopped.await;
     }));
+    (reporter, addr, stop, serving)
+}
+
+#[tokio::test]
+async fn watch_ends_when_the_server_shuts_down() {
+    let (reporter, addr, stop, serving) = health_until_stopped().await;
     let health = HealthClient::connect(addr).await.unwrap();
     let mut watch = health.watch("svc").await.unwrap();
     assert_eq!(
@@ -142,17 +154,7 @@ async fn watch_ends_when_the_server_shuts_down() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_serving_set_just_before_a_shutdown_reaches_the_watchers() {
     for round in 0..20 {
-        let (reporter, health_service) = health::service();
-        let bound = frpc::Server::builder()
-            .add_service(health_service)
-            .bind("127.0.0.1:0")
-            .await
-            .unwrap();
-        let addr = bound.local_addr();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = tokio::spawn(bound.serve_with_shutdown(async {
-            let _ = stopped.await;
-        }));
+        let (reporter, addr, stop, serving) = health_until_stopped().await;
         let health = HealthClient::connect(addr).await.unwrap();
         let mut watch = health.watch("").await.unwrap();
         assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::Serving);

@@ -365,23 +365,12 @@ impl<H: Handlers> ServerDispatch<H> {
             .clone()
             .expect("only Limited(n) waits for a place");
         let job = async move {
+            // The place is held until the reply is queued, as a call that found one at once.
             let run = async move {
                 let permit = global.acquire_owned().await.ok();
-                let reply = handler.await?;
-                Ok((reply, permit))
+                Ok((handler.await?, permit))
             };
-            let result = until_closed(&conn, guarded(run, &state)).await.flatten();
-            registry.finish(key, Some(&state));
-            let Some(result) = result else {
-                return;
-            };
-            // The place is held until the reply is queued, as a call that found one at once.
-            let (result, _permit) = match result {
-                Ok((reply, permit)) => (Ok(reply), Some(permit)),
-                Err(status) => (Err(status), None),
-            };
-            let response = state.take_response();
-            send_reply(&conn, id, op, result, Some((response, bits))).await;
+            answer_registered(&conn, &registry, key, &state, bits, run).await;
             drop(places);
         };
         self.rpcs.spawn(job.instrument(span));
@@ -482,12 +471,8 @@ impl<H: Handlers> ServerDispatch<H> {
         self.registry.insert(key, state.clone());
         let registry = self.registry.clone();
         let job = async move {
-            let result = until_closed(&conn, guarded(handler, &state)).await.flatten();
-            registry.finish(key, Some(&state));
-            if let Some(result) = result {
-                let response = state.take_response();
-                send_reply(&conn, id, op, result, Some((response, bits))).await;
-            }
+            let run = async move { Ok((handler.await?, ())) };
+            answer_registered(&conn, &registry, key, &state, bits, run).await;
         };
         self.rpcs.spawn(
             async move {
@@ -875,6 +860,31 @@ async fn catch(call: impl Future<Output = Result<Encoded, Status>>) -> Result<En
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| Err(Status::from_panic(panic)))
+}
+
+/// Runs a call CANCEL can find (registered under `key` with `state`) until it finishes, the
+/// client cancels it or its deadline passes; then forgets it and answers it (a cancelled call
+/// gets nothing). What `call` returns beside its reply (a place) is held until the reply is
+/// queued.
+async fn answer_registered<H>(
+    conn: &Connection,
+    registry: &Registry,
+    key: u32,
+    state: &Arc<CallState>,
+    bits: u32,
+    call: impl Future<Output = Result<(Encoded, H), Status>>,
+) {
+    let result = until_closed(conn, guarded(call, state)).await.flatten();
+    registry.finish(key, Some(state));
+    let Some(result) = result else {
+        return;
+    };
+    let (result, _held) = match result {
+        Ok((reply, held)) => (Ok(reply), Some(held)),
+        Err(status) => (Err(status), None),
+    };
+    let (op, id) = ((key >> 16) as u16, key as u16);
+    send_reply(conn, id, op, result, Some((state.take_response(), bits))).await;
 }
 
 /// Runs a call of a connection with extensions until it finishes (`Some`), the client cancels

@@ -837,8 +837,8 @@ fn is_tls_failure(err: &frpc_wire::FrameError) -> bool {
 }
 
 /// How long a closed connection reads (and drops) what its peer still sends, waiting for the
-/// peer to close its side.
-const LINGER: Duration = Duration::from_secs(5);
+/// peer to close its side: the bound its flush has (Go's).
+const LINGER: Duration = super::writer::CLOSE_FLUSH_TIMEOUT;
 
 /// After a close that sent its FIN (the replies flushed), reads and drops what the peer still
 /// sends until it closes its side, for at most [`LINGER`], if the reader has stopped. Closing a

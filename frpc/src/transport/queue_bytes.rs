@@ -61,12 +61,10 @@ impl QueueBytes {
         self.queued.fetch_add(len, SeqCst);
     }
 
-    /// Waits for room for `len` bytes; `false` once `closed()` says the connection is gone
-    /// (its close wakes every waiter: [`QueueBytes::wake_all`]).
+    /// Waits for room for `len` bytes, for a sender [`QueueBytes::try_take`] refused; `false`
+    /// once `closed()` says the connection is gone (its close wakes every waiter:
+    /// [`QueueBytes::wake_all`]).
     pub(crate) async fn take(&self, len: usize, closed: impl Fn() -> bool) -> bool {
-        if self.try_take(len) {
-            return true;
-        }
         self.waiting.fetch_add(1, SeqCst);
         let taken = loop {
             let notified = self.room.notified();
