@@ -191,13 +191,14 @@ impl Balanced {
             let changed = health.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if health.ready() > 0 {
+            let counts = health.counts();
+            if counts.ready > 0 {
                 return Ok(());
             }
             // Discovery that has not answered yet: wait for it (within the call's timeout); its
             // answer's changes are sent before the flag clears, which notifies `changed`.
             let answered = !self.endpoints.discovering.load(Ordering::Acquire);
-            if health.connecting() == 0 && answered {
+            if counts.connecting == 0 && answered {
                 if synced {
                     // Yield, as a one-endpoint channel does (see `single::Handle::wait_client`).
                     tokio::task::yield_now().await;
@@ -220,8 +221,7 @@ impl Balanced {
     /// Resolves once no endpoint is connected or connecting.
     async fn all_down(&self) {
         let health = &self.endpoints.health;
-        self.wait(|_| health.ready() == 0 && health.connecting() == 0)
-            .await
+        self.wait(|_| health.counts().all_down()).await
     }
 
     /// Waits until `done(connected endpoints)` holds.

@@ -54,14 +54,6 @@ impl State {
             State::Closed => ChannelState::Shutdown,
         }
     }
-
-    fn is_ready(&self) -> bool {
-        matches!(self, State::Ready(_))
-    }
-
-    fn is_connecting(&self) -> bool {
-        matches!(self, State::Idle | State::Connecting)
-    }
 }
 
 /// How the supervisor starts.
@@ -78,10 +70,11 @@ pub(crate) enum Start {
 /// Counts of a balanced channel's endpoints by state, and a signal when any changes.
 #[derive(Debug, Default)]
 pub(crate) struct Health {
-    ready: AtomicUsize,
-    connecting: AtomicUsize,
-    /// Connected endpoints whose server reports `NOT_SERVING`.
-    not_serving: AtomicUsize,
+    /// Endpoints ready, connecting and connected but `NOT_SERVING`, in one word ([`Counts`]):
+    /// an endpoint moves between them in one atomic step, so that no reader sees it in
+    /// neither (two counters read one after the other once showed an endpoint going from
+    /// connecting to ready as "nothing connected or connecting", failing a call).
+    counts: AtomicU64,
     /// Connected endpoints whose server accepted the protobuf extension.
     protobuf: AtomicUsize,
     pub(crate) changed: Notify,
@@ -89,11 +82,68 @@ pub(crate) struct Health {
     last_close: Mutex<Option<CloseReason>>,
 }
 
+/// How many endpoints are in each state, read from [`Health`] at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub(crate) ready: usize,
+    pub(crate) connecting: usize,
+    pub(crate) not_serving: usize,
+}
+
+/// Which count an endpoint's state is in, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Ready,
+    Connecting,
+    NotServing,
+}
+
+impl Slot {
+    /// Bits per count: 2^21 (2 million) endpoints per state at most, three counts in 63 bits.
+    const BITS: u32 = 21;
+
+    fn of(state: &State) -> Option<Slot> {
+        match state {
+            State::Ready(_) => Some(Slot::Ready),
+            State::Idle | State::Connecting => Some(Slot::Connecting),
+            State::NotServing(_) => Some(Slot::NotServing),
+            State::Down(_) | State::Closed => None,
+        }
+    }
+
+    /// One endpoint in this count, as a value added to the packed word.
+    fn one(self) -> u64 {
+        1 << (self as u32 * Slot::BITS)
+    }
+}
+
+impl Counts {
+    fn unpack(word: u64) -> Counts {
+        let count = |slot: Slot| ((word >> (slot as u32 * Slot::BITS)) & ((1 << Slot::BITS) - 1)) as usize;
+        Counts {
+            ready: count(Slot::Ready),
+            connecting: count(Slot::Connecting),
+            not_serving: count(Slot::NotServing),
+        }
+    }
+
+    /// No endpoint is connected or connecting.
+    pub(crate) fn all_down(&self) -> bool {
+        self.ready == 0 && self.connecting == 0
+    }
+}
+
 impl Health {
+    /// The counts now, all read at one instant.
+    pub(crate) fn counts(&self) -> Counts {
+        Counts::unpack(self.counts.load(Ordering::Acquire))
+    }
+
     /// The state of a balanced channel with these counts.
     pub(crate) fn public(&self) -> ChannelState {
-        match (self.ready(), self.connecting()) {
-            (0, 0) if self.not_serving.load(Ordering::Acquire) > 0 => ChannelState::NotServing,
+        let counts = self.counts();
+        match (counts.ready, counts.connecting) {
+            (0, 0) if counts.not_serving > 0 => ChannelState::NotServing,
             (0, 0) => ChannelState::TransientFailure("no endpoint is connected".into()),
             (0, _) => ChannelState::Connecting,
             _ => ChannelState::Ready,
@@ -102,7 +152,7 @@ impl Health {
 
     /// What a call gets when no endpoint is ready and none is connecting.
     pub(crate) fn unavailable(&self) -> Error {
-        Error::Unavailable(match self.not_serving.load(Ordering::Acquire) {
+        Error::Unavailable(match self.counts().not_serving {
             0 => "no endpoint is connected".into(),
             n => format!("no endpoint is serving ({n} connected, NOT_SERVING)"),
         })
@@ -115,12 +165,12 @@ impl Health {
 
     /// Endpoints connected now.
     pub(crate) fn ready(&self) -> usize {
-        self.ready.load(Ordering::Acquire)
+        self.counts().ready
     }
 
     /// Endpoints with an attempt under way.
     pub(crate) fn connecting(&self) -> usize {
-        self.connecting.load(Ordering::Acquire)
+        self.counts().connecting
     }
 
     /// Whether every connected endpoint takes protobuf-encoded messages (and one is connected).
@@ -137,21 +187,15 @@ impl Health {
             (true, false) => self.protobuf.fetch_sub(1, Ordering::AcqRel),
             _ => 0,
         };
-        // The new state counted before the old one is uncounted: a reader in between sees one
-        // endpoint too many, never none (an endpoint going from ready to connecting must not
-        // look like "nothing connected or connecting" for a moment).
-        for (state, add) in [(new, true), (old, false)] {
-            let counter = match state {
-                _ if state.is_ready() => &self.ready,
-                _ if state.is_connecting() => &self.connecting,
-                State::NotServing(_) => &self.not_serving,
-                _ => continue,
-            };
-            match add {
-                true => counter.fetch_add(1, Ordering::AcqRel),
-                false => counter.fetch_sub(1, Ordering::AcqRel),
-            };
-        }
+        self.move_endpoint(Slot::of(old), Slot::of(new));
+    }
+
+    /// Moves one endpoint between counts in one atomic step (wrapping arithmetic: the word
+    /// gains one in `new`'s count and loses one in `old`'s, neither going below zero).
+    fn move_endpoint(&self, old: Option<Slot>, new: Option<Slot>) {
+        let add = new.map_or(0, Slot::one);
+        let remove = old.map_or(0, Slot::one);
+        self.counts.fetch_add(add.wrapping_sub(remove), Ordering::AcqRel);
         self.changed.notify_waiters();
     }
 }
@@ -532,5 +576,57 @@ fn publish_serving(shared: &Shared, client: &Client, serving: bool) {
             true => State::Ready(client.clone()),
             false => State::NotServing(client.clone()),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endpoint going back and forth between connecting and ready is never seen in neither
+    /// count, by a reader looking as often as it can from another thread.
+    #[test]
+    fn an_endpoint_moving_between_counts_is_always_counted() {
+        let health = Arc::new(Health::default());
+        health.move_endpoint(None, Some(Slot::Connecting));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mover = {
+            let (health, stop) = (health.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    health.move_endpoint(Some(Slot::Connecting), Some(Slot::Ready));
+                    health.move_endpoint(Some(Slot::Ready), Some(Slot::Connecting));
+                }
+            })
+        };
+        let mut seen_ready = 0;
+        for _ in 0..2_000_000 {
+            let counts = health.counts();
+            assert!(!counts.all_down(), "{counts:?}");
+            assert_eq!(counts.ready + counts.connecting, 1, "{counts:?}");
+            seen_ready += counts.ready;
+        }
+        stop.store(true, Ordering::Relaxed);
+        mover.join().unwrap();
+        assert!(seen_ready > 0, "the mover never ran");
+    }
+
+    #[test]
+    fn counts_are_kept_apart_in_the_word() {
+        let health = Health::default();
+        for (slot, n) in [(Slot::Ready, 3), (Slot::Connecting, 5), (Slot::NotServing, 7)] {
+            for _ in 0..n {
+                health.move_endpoint(None, Some(slot));
+            }
+        }
+        health.move_endpoint(Some(Slot::Connecting), Some(Slot::NotServing));
+        health.move_endpoint(Some(Slot::Ready), None);
+        let want = Counts {
+            ready: 2,
+            connecting: 4,
+            not_serving: 8,
+        };
+        assert_eq!(health.counts(), want);
+        assert!(matches!(health.public(), ChannelState::Ready));
     }
 }
