@@ -145,6 +145,9 @@ impl Dns {
         mut first: Option<crate::channel::FirstAnswer>,
     ) {
         let mut known: HashSet<SocketAddr> = HashSet::new();
+        // Where a failed resolution is noted for calls that find no endpoint (a channel of
+        // its own only).
+        let health = first.as_ref().map(|first| first.health());
         loop {
             match (self.resolve)(self.name.clone(), self.port).await {
                 Ok(addrs) => {
@@ -163,7 +166,10 @@ impl Dns {
                     known = now;
                 }
                 Err(err) => {
-                    tracing::warn!(name = %self.name, %err, "DNS discovery failed, keeping the last addresses")
+                    tracing::warn!(name = %self.name, %err, "DNS discovery failed, keeping the last addresses");
+                    if let Some(health) = &health {
+                        health.record_failure(format!("resolving {}: {err}", self.name));
+                    }
                 }
             }
             // The first answer (addresses, or a failure) is in: calls stop waiting for it.

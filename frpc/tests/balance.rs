@@ -97,6 +97,12 @@ async fn with_every_server_down_calls_fail_fast() {
     assert!(matches!(err, Error::Unavailable(_)), "{err:?}");
     assert_eq!(err.code(), Code::Unavailable);
     assert!(started.elapsed() < Duration::from_secs(10));
+    // The error says why, as tonic's names the transport error: the last attempt's failure.
+    let why = err.to_string();
+    assert!(
+        why.contains("no endpoint is connected (last failure: 127.0.0.1:"),
+        "{why}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,6 +207,8 @@ async fn dns_discovery_follows_the_answers() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable);
+    let why = err.to_string();
+    assert!(why.contains("resolving nowhere.test: no DNS today"), "{why}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,6 +69,13 @@ struct Endpoints {
 #[derive(Debug)]
 pub(crate) struct FirstAnswer(Arc<Endpoints>);
 
+impl FirstAnswer {
+    /// The channel's endpoint counts, where discovery notes its failures.
+    pub(crate) fn health(&self) -> Arc<Health> {
+        self.0.health.clone()
+    }
+}
+
 impl Drop for FirstAnswer {
     fn drop(&mut self) {
         self.0.discovering.store(false, Ordering::Release);

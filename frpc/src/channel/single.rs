@@ -80,6 +80,9 @@ pub(crate) struct Health {
     pub(crate) changed: Notify,
     /// Why the last connection of any endpoint closed.
     last_close: Mutex<Option<CloseReason>>,
+    /// The last failed attempt of any endpoint (or of discovery), for the error of a call
+    /// that finds none connected.
+    last_failure: Mutex<Option<String>>,
 }
 
 /// How many endpoints are in each state, read from [`Health`] at one instant.
@@ -152,10 +155,17 @@ impl Health {
 
     /// What a call gets when no endpoint is ready and none is connecting.
     pub(crate) fn unavailable(&self) -> Error {
-        Error::Unavailable(match self.counts().not_serving {
-            0 => "no endpoint is connected".into(),
-            n => format!("no endpoint is serving ({n} connected, NOT_SERVING)"),
+        let failure = self.last_failure.lock().unwrap_or_else(|e| e.into_inner());
+        Error::Unavailable(match (self.counts().not_serving, &*failure) {
+            (0, None) => "no endpoint is connected".into(),
+            (0, Some(failure)) => format!("no endpoint is connected (last failure: {failure})"),
+            (n, _) => format!("no endpoint is serving ({n} connected, NOT_SERVING)"),
         })
+    }
+
+    /// Notes a failed attempt (`what`: where, and why), for [`Health::unavailable`].
+    pub(crate) fn record_failure(&self, what: String) {
+        *self.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(what);
     }
 
     /// Why the last connection of any endpoint closed.
@@ -230,6 +240,9 @@ impl Shared {
     fn set(&self, new: State) {
         let protobuf = matches!(&new, State::Ready(client) if client.protobuf_accepted());
         let was = self.protobuf.swap(protobuf, Ordering::AcqRel);
+        if let (Some(health), State::Down(reason)) = (&self.health, &new) {
+            health.record_failure(format!("{}: {reason}", self.endpoint.address()));
+        }
         let old = self.state.send_replace(new);
         if let Some(health) = &self.health {
             health.update(&old, &self.state.borrow(), (was, protobuf));
