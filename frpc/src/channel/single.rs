@@ -241,7 +241,11 @@ impl Shared {
         let protobuf = matches!(&new, State::Ready(client) if client.protobuf_accepted());
         let was = self.protobuf.swap(protobuf, Ordering::AcqRel);
         if let (Some(health), State::Down(reason)) = (&self.health, &new) {
-            health.record_failure(format!("{}: {reason}", self.endpoint.address()));
+            let address = self.endpoint.address();
+            health.record_failure(match reason.contains(address) {
+                true => reason.clone(),
+                false => format!("{address}: {reason}"),
+            });
         }
         let old = self.state.send_replace(new);
         if let Some(health) = &self.health {
