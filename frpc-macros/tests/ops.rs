@@ -98,3 +98,35 @@ fn two_services_number_like_codegen() {
         table(&twosvc::BServer::new(Generated))
     );
 }
+
+/// A second service numbered from 10 as well collides with the first on one server: the
+/// refusal names both methods and the way out (`first_op`); numbered past the first, both serve.
+#[frpc::service(package = "twosvc")]
+pub trait Clash {
+    async fn c1(&self, ctx: &Context, request: Item) -> Result<Item, Status>;
+}
+
+impl Clash for Nothing {
+    async fn c1(&self, _: &Context, request: Item) -> Result<Item, Status> {
+        Ok(request)
+    }
+}
+
+#[test]
+fn services_numbered_alike_are_refused_naming_both_and_first_op() {
+    let err = frpc::Server::builder()
+        .add_service(AServer::new(Nothing))
+        .add_service(ClashServer::new(Nothing))
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, frpc::Error::Config(_)), "{err:?}");
+    let text = err.to_string();
+    for part in ["operation 10", "twosvc.A.A1", "twosvc.Clash.C1", "first_op = N"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    frpc::Server::builder()
+        .add_service(AServer::new(Nothing))
+        .add_service(BServer::new(Nothing))
+        .build()
+        .expect("numbered apart, they serve together");
+}

@@ -327,6 +327,8 @@ impl Builder {
         self.overrides.apply(&mut self.config);
         self.config.check().map_err(Error::Config)?;
         let mut routes: IdMap<u16, Route> = IdMap::default();
+        // Who claimed each operation, to name both sides of a collision.
+        let mut claims: std::collections::HashMap<u16, String> = Default::default();
         let mut claim = |op: u16, route: Route, what: String| -> Result<(), Error> {
             if op::is_reserved(op) {
                 return Err(Error::Config(format!(
@@ -339,13 +341,17 @@ impl Builder {
                      negotiation (see docs/extensions.md)"
                 )));
             }
-            match routes.insert(op, route) {
-                Some(_) => Err(Error::Config(format!(
-                    "operation {op} is claimed twice (second claim: {what}); services from different \
-                     .proto files both number their methods from 10"
-                ))),
-                None => Ok(()),
+            if let Some(first) = claims.get(&op) {
+                return Err(Error::Config(format!(
+                    "operation {op} is claimed twice, by {first} and by {what}: services of \
+                     different .proto files both number their methods from 10 (serve them on \
+                     different servers), as do Rust-first services (number the second's past the \
+                     first's: `#[frpc::service(first_op = N)]`)"
+                )));
             }
+            routes.insert(op, route);
+            claims.insert(op, what);
+            Ok(())
         };
         for (index, service) in self.services.iter().enumerate() {
             for method in service.methods() {
