@@ -36,18 +36,26 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     let code = err.code() as u8;
     assert_ne!(code, 0, "Testy fails: {err}");
 
-    // Through a channel with client metrics: Echo and the streams named, Testy left to its
-    // operation number.
-    let layer = ClientMetricsLayer::new(echo_service::SERVICE_NAME)
-        .method(echo_service::ECHO, "Echo")
-        .method(echo_service::SEARCH, "Search")
-        .method(echo_service::UPLOAD, "Upload")
-        .method(echo_service::ECHO_STREAM, "EchoStream");
+    // Through a channel with client metrics: the generated client's calls name themselves (by
+    // their gRPC path); a call made by operation number alone is labelled with the number, or
+    // with a name given to the layer.
+    let layer = ClientMetricsLayer::new(echo_service::SERVICE_NAME).method(99, "Named");
     let channel = frpc::Endpoint::from(addr)
         .connect()
         .await
         .unwrap()
         .with_metrics(layer);
+    for op in [echo_service::ECHO, 99] {
+        let request = frpc::channel::Request {
+            op,
+            path: "",
+            body: frpc::codegen::Message::to_polyglot(&pb::Request::default()),
+            timeout: None,
+            metadata: None,
+        };
+        // Op 99 is unknown to the server: the reply is an error (UNIMPLEMENTED).
+        let _ = tower::ServiceExt::oneshot(channel.clone(), request).await;
+    }
     let through_channel = pb::EchoServiceClient::new(channel);
     through_channel.echo(pb::Request::default()).await.unwrap();
     through_channel
@@ -107,7 +115,7 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
         tokio::task::yield_now().await;
     };
     let count = |metric: &str, method: &str, code: u8| count_in(&text, metric, method, code);
-    assert_eq!(count("rpc_server_requests", "Echo", 0), 4.0, "{text}");
+    assert_eq!(count("rpc_server_requests", "Echo", 0), 5.0, "{text}");
     assert_eq!(count("rpc_server_requests", "Testy", code), 2.0, "{text}");
     assert_eq!(count("rpc_server_requests", "Testy", 0), 0.0, "{text}");
     let unavailable = frpc::Code::Unavailable as u8;
@@ -115,11 +123,18 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
     let cancelled = frpc::Code::Cancelled as u8;
     assert_eq!(count("rpc_server_requests", "Upload", cancelled), 1.0, "{text}");
     // The duration histogram holds the same calls (a summary by default: its `_count`).
-    assert_eq!(count("rpc_server_duration_count", "Echo", 0), 4.0, "{text}");
+    assert_eq!(count("rpc_server_duration_count", "Echo", 0), 5.0, "{text}");
     // The client's side of the channel's calls, with the same labels.
-    let testy = echo_service::TESTY.to_string();
     assert_eq!(count("rpc_client_requests", "Echo", 0), 1.0, "{text}");
-    assert_eq!(count("rpc_client_requests", &testy, code), 1.0, "{text}");
+    assert_eq!(count("rpc_client_requests", "Testy", code), 1.0, "{text}");
+    let by_number = echo_service::ECHO.to_string();
+    assert_eq!(count("rpc_client_requests", &by_number, 0), 1.0, "{text}");
+    let unimplemented = frpc::Code::Unimplemented as u8;
+    assert_eq!(
+        count("rpc_client_requests", "Named", unimplemented),
+        1.0,
+        "{text}"
+    );
     assert_eq!(count("rpc_client_duration_count", "Echo", 0), 1.0, "{text}");
 
     // Messages per stream, on both sides (summaries: `_sum` adds the streams' counts).

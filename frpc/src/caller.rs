@@ -21,6 +21,10 @@ use crate::types::Encoded;
 pub struct Request {
     /// The method's operation number (the generated `foo::METHOD` constants).
     pub op: u16,
+    /// The method's gRPC path (`/package.Service/Method`), as generated clients give it; empty
+    /// for a call made by operation number alone. Layers can name the call with it (tower
+    /// layers of tonic read the same from the request's URI).
+    pub path: &'static str,
     /// The encoded request message.
     pub body: Bytes,
     /// The call's timeout, when the handle has one (sent to the server as a deadline when it

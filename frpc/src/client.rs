@@ -543,6 +543,7 @@ impl Client {
     pub(crate) async fn open_stream<Req: Message, Resp: Message>(
         &self,
         op: u16,
+        path: &'static str,
     ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
         let timeout = self.call_timeout()?;
         let client = ClientSide {
@@ -557,6 +558,7 @@ impl Client {
                 .map(|observer| crate::calls::stream::Observed {
                     observer,
                     op,
+                    path,
                     started: std::time::Instant::now(),
                 }),
         };

@@ -404,7 +404,7 @@ pub async fn call_server_streaming_at<Req: Message, Resp: Message>(
     let client = &client.stream_client().await?;
     client
         .within_timeout(async {
-            let (sender, mut inbound) = client.open_stream::<Req, Resp>(op).await?;
+            let (sender, mut inbound) = client.open_stream::<Req, Resp>(op, path).await?;
             sender.send_ref(request).await?;
             inbound.opened().await?;
             Ok(inbound)
@@ -462,7 +462,7 @@ async fn open_at<Req: Message, Resp: Message>(
         return Ok(client.open_bridged(path, None).await?.split());
     }
     let client = &client.stream_client().await?;
-    client.within_timeout(open_acknowledged(client, op)).await
+    client.within_timeout(open_acknowledged(client, op, path)).await
 }
 
 /// A bridged stream (gRPC) carries protobuf only: [`Error::Config`] for a Rust-first type.
@@ -479,8 +479,9 @@ fn protobuf_only<Req: Message, Resp: Message>(path: &str) -> Result<(), Error> {
 async fn open_acknowledged<Req: Message, Resp: Message>(
     client: &Client,
     op: u16,
+    path: &'static str,
 ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
-    let (sender, mut inbound) = client.open_stream::<Req, Resp>(op).await?;
+    let (sender, mut inbound) = client.open_stream::<Req, Resp>(op, path).await?;
     inbound.opened().await?;
     Ok((sender, inbound))
 }

@@ -312,6 +312,7 @@ async fn channel_is_a_tower_service() {
     let channel: Channel = server.endpoint().connect().await.unwrap();
     let request = frpc::channel::Request {
         op: named::WHOAMI,
+        path: "",
         body: frpc::codegen::Message::to_polyglot(&Text::default()),
         timeout: None,
         metadata: None,

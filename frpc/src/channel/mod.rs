@@ -393,9 +393,10 @@ impl Channel {
         }
     }
 
-    fn request(&self, op: u16, body: Bytes) -> Request {
+    fn request(&self, op: u16, path: &'static str, body: Bytes) -> Request {
         Request {
             op,
+            path,
             body,
             timeout: self.timeout,
             metadata: self.metadata.clone(),
@@ -418,6 +419,7 @@ impl Channel {
     fn unary(
         &self,
         op: u16,
+        path: &'static str,
         encode: impl FnOnce(bool) -> Encoded,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send + 'static {
         enum Route {
@@ -428,7 +430,7 @@ impl Channel {
         let route = match (&self.layered, &self.inner) {
             (Some(layered), _) => Route::Layered(
                 layered.clone(),
-                self.request(op, encode(self.protobuf()).into_bytes()),
+                self.request(op, path, encode(self.protobuf()).into_bytes()),
             ),
             // The fast path: the current connection (its own encoding), with this handle's
             // options; while none is up, polyglot, which any server reads.
@@ -439,7 +441,7 @@ impl Channel {
             }
             (None, Inner::Balanced(balanced)) => Route::Balanced(
                 balanced.clone(),
-                self.request(op, encode(balanced.protobuf()).into_bytes()),
+                self.request(op, path, encode(balanced.protobuf()).into_bytes()),
             ),
         };
         let (timeout, metadata, response) = (self.timeout, self.metadata.clone(), self.response.clone());
@@ -514,7 +516,16 @@ impl Caller for Channel {
         op: u16,
         encode: impl FnOnce(bool) -> Bytes,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
-        self.unary(op, |protobuf| encode(protobuf).into())
+        self.unary(op, "", |protobuf| encode(protobuf).into())
+    }
+
+    fn call_at(
+        &self,
+        op: u16,
+        path: &'static str,
+        encode: impl FnOnce(bool) -> Bytes,
+    ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
+        self.unary(op, path, |protobuf| encode(protobuf).into())
     }
 
     fn call_at_parts(
@@ -523,8 +534,7 @@ impl Caller for Channel {
         path: &'static str,
         encode: impl FnOnce(bool) -> Encoded,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
-        let _ = path;
-        self.unary(op, encode)
+        self.unary(op, path, encode)
     }
 
     async fn stream_client(&self) -> Result<Client, Error> {

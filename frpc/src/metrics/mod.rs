@@ -245,10 +245,11 @@ impl Drop for ServerCall {
 /// A layer for a [`Channel`] recording [`CLIENT_REQUESTS`] and
 /// [`CLIENT_DURATION`] for every call, with the labels of the server's metrics: give it to
 /// [`Channel::with_metrics`] for unary calls and streams alike (`channel.with_layer(..)` sees
-/// unary calls only, as every channel layer does). A client call knows its operation number,
-/// not its names: give the service's full name (the generated `SERVICE_NAME`) and the methods
-/// to name (the generated operation constants); an unnamed method is labelled with its
-/// operation number.
+/// unary calls only, as every channel layer does). A generated client's calls carry their
+/// method's gRPC path ([`Request::path`]) and are labelled with its service and method, so
+/// one layer serves a channel shared by several services. A call made by operation number
+/// alone is labelled with the layer's service and the name given to its operation with
+/// [`ClientMetricsLayer::method`], or else the number.
 ///
 /// ```
 /// let layer = frpc::metrics::ClientMetricsLayer::new("demo.Greeter").method(10, "Greet");
@@ -264,7 +265,7 @@ pub struct ClientMetricsLayer {
 struct ClientRecorder {
     service: String,
     methods: Vec<(u16, String)>,
-    handles: Cache<(u16, u8)>,
+    handles: Cache<(u16, &'static str, u8)>,
 }
 
 impl ClientRecorder {
@@ -276,41 +277,55 @@ impl ClientRecorder {
         }
     }
 
-    fn method(&self, op: u16) -> String {
-        let named = self.methods.iter().find(|(known, _)| *known == op);
-        named.map_or_else(|| op.to_string(), |(_, name)| name.clone())
+    /// The service and method a call of `op` is labelled with: a method named here, else its
+    /// gRPC path's (`/package.Service/Method`, as generated clients give it), else the
+    /// operation number in this layer's service.
+    fn names(&self, op: u16, path: &str) -> (String, String) {
+        if let Some((_, name)) = self.methods.iter().find(|(known, _)| *known == op) {
+            return (self.service.clone(), name.clone());
+        }
+        match path.strip_prefix('/').and_then(|path| path.split_once('/')) {
+            Some((service, method)) => (service.to_owned(), method.to_owned()),
+            None => (self.service.clone(), op.to_string()),
+        }
     }
 
-    /// Records a call or stream of `op` that ended with `code` after `seconds`; a stream's
-    /// messages too (sent, received).
-    fn record(&self, op: u16, code: Code, seconds: f64, messages: Option<[u64; 2]>) {
-        let labels = || labels(&self.service, &self.method(op), code);
-        self.handles.with((op, code as u8), labels, |handles, names| {
-            handles.call(seconds);
-            if let Some(messages) = messages {
-                handles.messages(names, messages);
-            }
-        });
+    /// Records a call or stream of `op` (gRPC path `path`, or empty) that ended with `code`
+    /// after `seconds`; a stream's messages too (sent, received).
+    fn record(&self, op: u16, path: &'static str, code: Code, seconds: f64, messages: Option<[u64; 2]>) {
+        let labels = || {
+            let (service, method) = self.names(op, path);
+            labels(&service, &method, code)
+        };
+        self.handles
+            .with((op, path, code as u8), labels, |handles, names| {
+                handles.call(seconds);
+                if let Some(messages) = messages {
+                    handles.messages(names, messages);
+                }
+            });
     }
 }
 
 impl StreamObserver for ClientRecorder {
-    fn ended(&self, op: u16, started: Instant, counts: &MessageCounts) {
+    fn ended(&self, op: u16, path: &'static str, started: Instant, counts: &MessageCounts) {
         let code = counts.code().unwrap_or(Code::Cancelled);
         let seconds = started.elapsed().as_secs_f64();
-        self.record(op, code, seconds, Some([counts.sent(), counts.received()]));
+        self.record(op, path, code, seconds, Some([counts.sent(), counts.received()]));
     }
 }
 
 impl ClientMetricsLayer {
-    /// A layer labelling calls with `service` (`pkg.Service`).
+    /// A layer labelling calls made by operation number with `service` (`pkg.Service`);
+    /// a generated client's calls name their own service.
     pub fn new(service: impl Into<String>) -> ClientMetricsLayer {
         ClientMetricsLayer {
             recorder: Arc::new(ClientRecorder::new(service.into(), Vec::new())),
         }
     }
 
-    /// Labels the calls of operation `op` with the method name `name`.
+    /// Labels the calls of operation `op` with the method name `name` (and the layer's
+    /// service), whatever their path.
     #[must_use]
     pub fn method(self, op: u16, name: impl Into<String>) -> ClientMetricsLayer {
         let mut methods = self.recorder.methods.clone();
@@ -356,7 +371,7 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         let recorder = self.recorder.clone();
-        let op = request.op;
+        let (op, path) = (request.op, request.path);
         let started = Instant::now();
         let answer = self.inner.call(request);
         Box::pin(async move {
@@ -365,7 +380,7 @@ where
                 Ok(reply) => reply_code(reply),
                 Err(error) => error.downcast_ref::<Error>().map_or(Code::Unknown, Error::code),
             };
-            recorder.record(op, code, started.elapsed().as_secs_f64(), None);
+            recorder.record(op, path, code, started.elapsed().as_secs_f64(), None);
             result
         })
     }
@@ -406,6 +421,17 @@ mod tests {
 
     /// A handler's `Err` with code OK reaches its client as UNKNOWN (`calls/server.rs` sends
     /// no code for it), and is booked so; other codes as they are.
+    #[test]
+    fn calls_are_named_by_the_layer_then_their_path_then_their_number() {
+        let recorder = ClientRecorder::new("demo.Greeter".into(), vec![(10, "Greet".into())]);
+        let names = |op, path| recorder.names(op, path);
+        let pair = |service: &str, method: &str| (service.to_owned(), method.to_owned());
+        assert_eq!(names(10, "/other.Svc/Call"), pair("demo.Greeter", "Greet"));
+        assert_eq!(names(11, "/other.Svc/Call"), pair("other.Svc", "Call"));
+        assert_eq!(names(11, ""), pair("demo.Greeter", "11"));
+        assert_eq!(names(12, "not-a-path"), pair("demo.Greeter", "12"));
+    }
+
     #[test]
     fn an_error_saying_ok_is_booked_unknown() {
         assert_eq!(error_code(&Status::with_code(Code::Ok, "m0")), Code::Unknown);

@@ -55,8 +55,9 @@ impl MessageCounts {
 
 /// Told when a client stream's last handle goes (a [`crate::Channel`] with metrics).
 pub(crate) trait StreamObserver: Send + Sync {
-    /// The stream of method `op`, opened at `started`, is over; `counts` is what it carried.
-    fn ended(&self, op: u16, started: Instant, counts: &MessageCounts);
+    /// The stream of method `op` (gRPC path `path`, empty if opened by number), opened at
+    /// `started`, is over; `counts` is what it carried.
+    fn ended(&self, op: u16, path: &'static str, started: Instant, counts: &MessageCounts);
 }
 
 /// The observer of one client stream.
@@ -64,6 +65,7 @@ pub(crate) trait StreamObserver: Send + Sync {
 pub(crate) struct Observed {
     pub(crate) observer: Arc<dyn StreamObserver>,
     pub(crate) op: u16,
+    pub(crate) path: &'static str,
     pub(crate) started: Instant,
 }
 

@@ -112,7 +112,7 @@ impl Drop for StreamGuard {
         if let Some(observed) = &self.client.observed {
             observed
                 .observer
-                .ended(observed.op, observed.started, &self.counts);
+                .ended(observed.op, observed.path, observed.started, &self.counts);
         }
     }
 }
