@@ -539,11 +539,12 @@ impl Client {
     /// it with [`Client::within_timeout`], and wait for the server's acknowledgement with
     /// `Streaming::opened`). The stream's handles keep the connection open. The first stream
     /// of a connection opened before the answer to the extension offer waits for it (at most
-    /// a round trip), so that it gets the open acknowledgement and flow control.
+    /// a round trip), so that it gets the open acknowledgement and flow control. `path` (the
+    /// method's gRPC path, or empty) names the stream to a metrics observer.
     pub(crate) async fn open_stream<Req: Message, Resp: Message>(
         &self,
         op: u16,
-        path: &'static str,
+        #[cfg_attr(not(feature = "metrics"), allow(unused_variables))] path: &'static str,
     ) -> Result<(StreamSender<Req>, Streaming<Resp>), Error> {
         let timeout = self.call_timeout()?;
         let client = ClientSide {

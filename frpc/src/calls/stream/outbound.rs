@@ -180,6 +180,10 @@ impl<T: Message> StreamSender<T> {
     /// Sends one last message even once the server began shutting down, as a
     /// client-streaming call's one reply goes: health's `Watch` tells its watchers the server
     /// is going (`NOT_SERVING`) before its stream ends.
+    #[cfg_attr(
+        not(feature = "macros"),
+        allow(dead_code, reason = "health's, which needs macros")
+    )]
     pub(crate) async fn send_last(&self, message: T) -> Result<(), Error> {
         match &self.0 {
             Sending::Frpc(sender) => sender.send_reply(message).await,
