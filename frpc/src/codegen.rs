@@ -203,7 +203,10 @@ where
                 .await?
                 .ok_or_else(|| Status::new("the stream ended before its request"))?;
             // With open acknowledgement, the client's call resolves once the handler started.
-            sender.started(catch_panic(f(ctx, request, sender.clone()))).await
+            sender
+                .started(catch_panic(f(ctx.clone(), request, sender.clone())))
+                .await?;
+            sender.others_gone(&ctx).await
         }
         .await;
         ServerStream::finish(&sender, result.clone()).await;
@@ -242,7 +245,14 @@ where
 {
     Box::pin(async move {
         let (inbound, sender) = stream.split::<Req, Resp>();
-        let result = sender.started(catch_panic(f(ctx, inbound, sender.clone()))).await;
+        let result = match sender
+            .started(catch_panic(f(ctx.clone(), inbound, sender.clone())))
+            .await
+        {
+            // A task the handler spawned may still send: the stream ends when it is done.
+            Ok(()) => sender.others_gone(&ctx).await,
+            Err(status) => Err(status),
+        };
         ServerStream::finish(&sender, result.clone()).await;
         result
     })

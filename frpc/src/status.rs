@@ -374,6 +374,11 @@ pub enum Error {
     /// (`close`, `close_send`): nothing was sent (code `FailedPrecondition`).
     #[error("the request stream is closed: no request can follow `close`/`close_send`")]
     RequestStreamClosed,
+    /// A server's stream sent a message after it ended: its handler returned an error (a
+    /// clone of its `StreamSender` outlived it), or its end went out at its deadline. Nothing
+    /// was sent (code `FailedPrecondition`).
+    #[error("the stream has ended: no message can follow its end")]
+    StreamEnded,
     /// A client layer (see [`crate::Channel::with_layer`]) failed the call: tower's
     /// `timeout::error::Elapsed` (code `DeadlineExceeded`), `load_shed::error::Overloaded`
     /// (code `Unavailable`) or a layer's own error (code `Unknown`). A layer that fails with a
@@ -399,7 +404,7 @@ impl Error {
     /// server's stream cannot decode); `Unimplemented` for an unknown
     /// operation; `InvalidArgument` for a bad configuration or bad metadata; `Cancelled` for a
     /// cancelled call; `Unavailable` when no connection was up; `FailedPrecondition` for a
-    /// request sent after its stream was closed; for a client layer's error,
+    /// request sent after its stream was closed, or a message after its stream ended; for a client layer's error,
     /// `DeadlineExceeded` for tower's timeout and `Unknown` otherwise.
     pub fn code(&self) -> Code {
         match self {
@@ -413,7 +418,7 @@ impl Error {
             Error::Config(_) | Error::Metadata(_) | Error::InvalidMessage(_) => Code::InvalidArgument,
             Error::Cancelled => Code::Cancelled,
             Error::Unavailable(_) | Error::ShuttingDown => Code::Unavailable,
-            Error::RequestStreamClosed => Code::FailedPrecondition,
+            Error::RequestStreamClosed | Error::StreamEnded => Code::FailedPrecondition,
             Error::Layer(err) if err.is::<tower::timeout::error::Elapsed>() => Code::DeadlineExceeded,
             Error::Layer(err) if err.is::<tower::load_shed::error::Overloaded>() => Code::Unavailable,
             Error::Layer(_) => Code::Unknown,

@@ -23,7 +23,11 @@ use super::guard::*;
 /// Server-streaming and bidi methods get one as their `outbound`; each `send` waits while the
 /// connection's write queue is full and, between frpc peers (flow control), while the peer's
 /// consumer is a whole window behind; it fails once the peer has gone. Cheap to clone (to send
-/// from several tasks):
+/// from several tasks). A handler that returns `Ok` while a clone lives (a task it spawned,
+/// as a tonic handler returns a `ReceiverStream`) leaves its stream open until the last clone
+/// is dropped, or until the server begins shutting down (the stream then ends with
+/// `UNAVAILABLE`); an `Err` ends it at once, and later sends fail with
+/// [`Error::StreamEnded`]:
 ///
 /// ```
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
@@ -122,12 +126,27 @@ impl<T> fmt::Debug for StreamSender<T> {
 impl<T> Clone for StreamSender<T> {
     fn clone(&self) -> Self {
         StreamSender(match &self.0 {
-            Sending::Frpc(sender) => Sending::Frpc(FrpcSender {
-                guard: sender.guard.clone(),
-                _message: PhantomData,
-            }),
+            Sending::Frpc(sender) => Sending::Frpc(FrpcSender::counted(sender.guard.clone())),
             Sending::Bridged(sender) => Sending::Bridged(sender.clone()),
         })
+    }
+}
+
+impl<T> Drop for FrpcSender<T> {
+    fn drop(&mut self) {
+        self.guard.senders.fetch_sub(1, Ordering::AcqRel);
+        self.guard.sender_gone.notify_one();
+    }
+}
+
+impl<T> FrpcSender<T> {
+    /// A sender of the stream `guard` shares, counted among its live senders.
+    fn counted(guard: Arc<StreamGuard>) -> FrpcSender<T> {
+        guard.senders.fetch_add(1, Ordering::AcqRel);
+        FrpcSender {
+            guard,
+            _message: PhantomData,
+        }
     }
 }
 
@@ -241,6 +260,15 @@ impl<T: Message> StreamSender<T> {
         }
     }
 
+    /// Waits until no other clone of this sender is left (see [`FrpcSender::others_gone`]);
+    /// a bridged stream (the gRPC face's) at once.
+    pub(crate) async fn others_gone(&self, ctx: &crate::Context) -> Result<(), Status> {
+        match &self.0 {
+            Sending::Frpc(sender) => sender.others_gone(ctx).await,
+            Sending::Bridged(_) => Ok(()),
+        }
+    }
+
     /// Runs a server handler (see [`FrpcSender::started`]).
     pub(crate) async fn started<R>(
         &self,
@@ -255,21 +283,18 @@ impl<T: Message> StreamSender<T> {
 
 impl<T: Message> FrpcSender<T> {
     pub(super) fn new(guard: Arc<StreamGuard>) -> FrpcSender<T> {
-        FrpcSender {
-            guard,
-            _message: PhantomData,
-        }
+        FrpcSender::counted(guard)
     }
 
     pub(super) async fn send(&self, message: T) -> Result<(), Error> {
-        self.check_not_draining()?;
+        self.check_open()?;
         let content = self.encode(&message);
         drop(message);
         self.send_raw(content, true).await
     }
 
     pub(super) async fn send_ref(&self, message: &T) -> Result<(), Error> {
-        self.check_not_draining()?;
+        self.check_open()?;
         self.send_raw(self.encode(message), true).await
     }
 
@@ -277,13 +302,33 @@ impl<T: Message> FrpcSender<T> {
         self.send_raw(self.encode(&message), true).await
     }
 
-    /// A server's streams send no more messages once it began shutting down (never true on a
-    /// client's connection).
-    pub(super) fn check_not_draining(&self) -> Result<(), Error> {
+    /// A stream sends no more messages once this side ended it (a clone outliving its
+    /// handler's error, say: nothing would reach the peer), nor a server's once it began
+    /// shutting down (never true on a client's connection).
+    pub(super) fn check_open(&self) -> Result<(), Error> {
+        if self.guard.ended.load(Ordering::Relaxed) {
+            return Err(Error::StreamEnded);
+        }
         match self.guard.conn.is_draining() {
             true => Err(Error::ShuttingDown),
             false => Ok(()),
         }
+    }
+
+    /// Waits until this is the stream's last sender: a server handler returned `Ok` while a
+    /// task it spawned still sends. Ends early, with the shutdown's error, once the server
+    /// begins shutting down or the connection closes (the stream could send nothing more).
+    pub(super) async fn others_gone(&self, ctx: &crate::Context) -> Result<(), Status> {
+        let shutting_down = ctx.shutting_down();
+        tokio::pin!(shutting_down);
+        // `notify_one` keeps a wake-up for a sender that goes between the look and the wait.
+        while self.guard.senders.load(Ordering::Acquire) > 1 {
+            tokio::select! {
+                () = self.guard.sender_gone.notified() => {}
+                () = &mut shutting_down => return Err(Status::from(Error::ShuttingDown)),
+            }
+        }
+        Ok(())
     }
 
     /// Protobuf when the stream is (the client asked for it in the open message, on a connection
