@@ -15,7 +15,9 @@ pub const MAX_KEY_LEN: usize = 255;
 /// Request or response metadata: keys are lowercase ASCII (`a-z`, `0-9`, `-`, `_`, `.`); a key
 /// ending in `-bin` holds bytes ([`Metadata::insert_bin`]), any other key printable ASCII text
 /// ([`Metadata::insert`]), as in gRPC. One value per key (inserting again replaces it); the
-/// order of insertion is kept.
+/// order of insertion is kept. Lookups ([`get`](Metadata::get), [`get_bin`](Metadata::get_bin),
+/// [`contains_key`](Metadata::contains_key), [`remove`](Metadata::remove)) ignore ASCII case,
+/// as tonic's do.
 ///
 /// Metadata travels only between frpc peers that negotiated extensions (see
 /// `docs/extensions.md`); to a Go fRPC peer it is not sent and the call goes ahead without it,
@@ -27,6 +29,7 @@ pub const MAX_KEY_LEN: usize = 255;
 /// md.insert("authorization", "Bearer 42")?;
 /// md.insert_bin("trace-bin", vec![0u8, 1, 2])?;
 /// assert_eq!(md.get("authorization"), Some("Bearer 42"));
+/// assert_eq!(md.get("Authorization"), Some("Bearer 42")); // lookups ignore case
 /// assert_eq!(md.get_bin("trace-bin"), Some(&[0u8, 1, 2][..]));
 /// assert!(md.insert("Upper", "x").is_err()); // keys are lowercase
 /// assert!(md.insert("x-bin", "text").is_err()); // `-bin` keys take bytes
@@ -51,8 +54,16 @@ impl fmt::Debug for Metadata {
     }
 }
 
+/// Whether `key` names a binary value (ends in `-bin`, in any case: lookups ignore case).
 fn is_binary_key(key: &str) -> bool {
-    key.ends_with("-bin")
+    let key = key.as_bytes();
+    key.len() >= 4 && key[key.len() - 4..].eq_ignore_ascii_case(b"-bin")
+}
+
+/// Whether a stored key (lowercase) is the one `asked` for: lookups ignore ASCII case, as
+/// HTTP's and tonic's do (`get("Authorization")` finds `authorization`).
+fn same_key(stored: &str, asked: &str) -> bool {
+    stored.eq_ignore_ascii_case(asked)
 }
 
 /// Checks a key: 1 to 255 bytes of `a-z 0-9 - _ .`.
@@ -146,20 +157,20 @@ impl Metadata {
     fn value(&self, key: &str) -> Option<&[u8]> {
         self.entries
             .iter()
-            .find(|(k, _)| k == key)
+            .find(|(k, _)| same_key(k, key))
             .map(|(_, value)| &value[..])
     }
 
     /// Removes `key`; returns whether it was there.
     pub fn remove(&mut self, key: &str) -> bool {
         let before = self.entries.len();
-        self.entries.retain(|(k, _)| k != key);
+        self.entries.retain(|(k, _)| !same_key(k, key));
         self.entries.len() != before
     }
 
     /// Whether `key` is set.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.entries.iter().any(|(k, _)| k == key)
+        self.entries.iter().any(|(k, _)| same_key(k, key))
     }
 
     /// Number of keys.
@@ -243,5 +254,29 @@ impl MetadataSlot {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Metadata>> {
         self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tonic interceptor reads `"Authorization"`: it finds the key a client sent lowercase.
+    #[test]
+    fn lookups_ignore_ascii_case() {
+        let mut md = Metadata::new();
+        md.insert("authorization", "Bearer 42").unwrap();
+        md.insert_bin("trace-bin", vec![7u8]).unwrap();
+        assert_eq!(md.get("Authorization"), Some("Bearer 42"));
+        assert_eq!(md.get("AUTHORIZATION"), Some("Bearer 42"));
+        assert_eq!(md.get_bin("Trace-BIN"), Some(&[7u8][..]));
+        assert_eq!(md.get("Trace-BIN"), None, "a binary key has no text value");
+        assert!(md.contains_key("Trace-Bin"));
+        assert!(md.remove("AuthoriZation"));
+        assert!(!md.contains_key("authorization"));
+        assert!(
+            md.insert("Authorization", "x").is_err(),
+            "inserted keys stay lowercase"
+        );
     }
 }
