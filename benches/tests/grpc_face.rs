@@ -94,10 +94,7 @@ async fn a_panicking_handler_is_internal() {
     let mut client = client(addr).await;
     let status = client.benchmark(request("panic")).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
-    assert!(
-        status.message().contains("handler panicked: on purpose"),
-        "{status:?}"
-    );
+    assert_eq!(status.message(), "handler panicked", "{status:?}");
     let reply = client.benchmark(request("after")).await.unwrap();
     assert_eq!(reply.into_inner().message, "after");
 }

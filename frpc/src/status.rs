@@ -149,14 +149,18 @@ impl Status {
         self.close
     }
 
-    /// Turns a caught handler panic into the status the caller receives.
+    /// Turns a caught handler panic into the status the caller receives: INTERNAL, without
+    /// the panic's message, which may say what a remote caller should not see (a path, a
+    /// value); the message is logged here (ERROR, in the call's span) instead.
+    #[cold]
     pub(crate) fn from_panic(panic: Box<dyn std::any::Any + Send>) -> Status {
         let message = panic
             .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_owned());
-        Status::internal(format!("handler panicked: {message}"))
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("a panic without a message");
+        tracing::error!(panic = message, "handler panicked");
+        Status::internal("handler panicked")
     }
 }
 
@@ -404,8 +408,8 @@ impl Error {
     /// server's stream cannot decode); `Unimplemented` for an unknown
     /// operation; `InvalidArgument` for a bad configuration or bad metadata; `Cancelled` for a
     /// cancelled call; `Unavailable` when no connection was up; `FailedPrecondition` for a
-    /// request sent after its stream was closed, or a message after its stream ended; for a client layer's error,
-    /// `DeadlineExceeded` for tower's timeout and `Unknown` otherwise.
+    /// request sent after its stream was closed, or a message after its stream ended; for a
+    /// client layer's error, `DeadlineExceeded` for tower's timeout and `Unknown` otherwise.
     pub fn code(&self) -> Code {
         match self {
             Error::Status(status) => status.code(),

@@ -34,6 +34,9 @@ impl Traced for Svc {
         if request.value == "fail" {
             return Err(Status::not_found("no such thing"));
         }
+        if request.value == "panic" {
+            panic!("the secret is 42");
+        }
         tracing::info!(value = %request.value, "unary handled");
         Ok(request)
     }
@@ -154,6 +157,45 @@ async fn a_failed_unary_call_is_logged_in_its_span() {
             && failed[0].contains("code=NOT_FOUND error=\"no such thing\""),
         "{}",
         failed[0]
+    );
+    serving.abort();
+}
+
+/// A handler's panic reaches its client as a bare INTERNAL; its message is logged on the
+/// server, at ERROR, in the call's span.
+#[tokio::test(flavor = "current_thread")]
+async fn a_handler_panic_is_logged_not_sent() {
+    let buffer = Buffer::default();
+    let _guard = tracing::subscriber::set_default(subscriber(&buffer));
+    let server = frpc::Server::builder()
+        .add_service(TracedServer::new(Svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let serving = tokio::spawn(server.serve());
+    let client = TracedClient::connect(addr).await.unwrap();
+    let err = client
+        .unary(Text {
+            value: "panic".into(),
+        })
+        .await
+        .unwrap_err();
+    let status = err.status().expect("a remote status");
+    assert_eq!(
+        (status.code(), status.message()),
+        (frpc::Code::Internal, "handler panicked")
+    );
+    let lines = lines(&buffer);
+    let logged: Vec<_> = lines
+        .iter()
+        .filter(|line| line.contains("the secret is 42"))
+        .collect();
+    assert_eq!(logged.len(), 1, "{lines:#?}");
+    assert!(
+        logged[0].contains("ERROR") && logged[0].contains("rpc{") && logged[0].contains("handler panicked"),
+        "{}",
+        logged[0]
     );
     serving.abort();
 }

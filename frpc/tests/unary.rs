@@ -56,11 +56,10 @@ async fn handler_panic_becomes_error_and_server_keeps_serving() {
         let server = start(config(mode)).await;
         let client = Client::connect(server.addr).await.unwrap();
         let err = call(&client, PANIC, "").await.unwrap_err();
-        let message = err.status().expect("a remote status").message().to_owned();
-        assert!(
-            message.contains("panicked") && message.contains("boom"),
-            "{message}"
-        );
+        let status = err.status().expect("a remote status");
+        assert_eq!(status.code(), frpc::Code::Internal);
+        // The panic's own message stays on the server (logged), as it may say too much.
+        assert_eq!(status.message(), "handler panicked", "{mode:?}");
         assert_eq!(
             call(&client, ECHO, "still").await.unwrap().value,
             "still",

@@ -552,7 +552,10 @@ impl<H: Handlers> ServerDispatch<H> {
                 let _ = conn.send(Packet::new(id, op, content)).await;
             }
             Ok(None) => {}
-            Err(panic) => tracing::warn!(op, "raw handler panicked: {}", Status::from_panic(panic)),
+            Err(panic) => {
+                let _ = Status::from_panic(panic); // logged there
+                tracing::warn!(op, "a raw handler panicked");
+            }
         }
     }
 
