@@ -514,7 +514,8 @@ async fn a_panicking_layer_fails_its_call_and_the_server_goes_on() {
     .await;
     let c = client(h.addr).await;
     let err = c.echo(text("far too long")).await.unwrap_err();
-    assert!(err.to_string().contains("the interceptor gave up"), "{err}");
+    // INTERNAL without the panic's message (logged on the server).
+    assert_eq!(err.to_string(), "INTERNAL: handler panicked");
     // The stack's lock was released by the unwinding call.
     assert_eq!(c.echo(text("ok")).await.unwrap().value, "ok");
 }
