@@ -187,13 +187,20 @@ impl Context {
     }
 
     /// Sets the response metadata of this unary call, sent with its reply (success or error)
-    /// to an frpc client with extensions; returns `false` when the client does not take
-    /// metadata (a Go client), where nothing is sent. Setting it again replaces it. On the
-    /// gRPC face streaming calls take it too: set before the first reply it goes in the
-    /// response's headers, set after in its trailers.
+    /// to an frpc client with extensions. Setting it again replaces it. On the gRPC face
+    /// streaming calls take it too: set before the first reply it goes in the response's
+    /// headers, set after in its trailers.
+    ///
+    /// Returns `false` where nothing is sent: a client that does not take metadata (a Go
+    /// client), and an fRPC stream (its end carries no metadata; over fRPC, send what a
+    /// stream's client needs in its messages).
     pub fn set_response_metadata(&self, metadata: Metadata) -> bool {
         let Some(call) = &self.call else { return false };
-        *call.state().response.lock().unwrap_or_else(|e| e.into_inner()) = Some(metadata);
+        let state = call.state();
+        if !state.carries_response {
+            return false;
+        }
+        *state.response.lock().unwrap_or_else(|e| e.into_inner()) = Some(metadata);
         true
     }
 

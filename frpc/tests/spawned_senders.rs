@@ -33,6 +33,13 @@ pub trait Producer {
     async fn fail(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status>;
     /// Parks the sender in a task that never sends nor lets it go.
     async fn park(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status>;
+    /// Sends whether the stream took response metadata (an fRPC stream's end carries none).
+    async fn metadata(
+        &self,
+        ctx: &Context,
+        request: Text,
+        outbound: StreamSender<Text>,
+    ) -> Result<(), Status>;
 }
 
 /// What the spawned tasks saw, for the tests to check.
@@ -105,6 +112,14 @@ impl Producer for Svc {
         if let Some(started) = &self.park_started {
             let _ = started.send(());
         }
+        Ok(())
+    }
+
+    async fn metadata(&self, ctx: &Context, _: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
+        let mut metadata = frpc::Metadata::new();
+        metadata.insert("cursor", "next").unwrap();
+        let taken = ctx.set_response_metadata(metadata);
+        outbound.send(text(taken.to_string())).await?;
         Ok(())
     }
 }
@@ -212,4 +227,17 @@ async fn a_parked_sender_does_not_hold_a_graceful_shutdown() {
     drop(client);
     within("the shutdown", serving).await.unwrap();
     assert_eq!(svc.parked.lock().unwrap().len(), 1, "the sender is still parked");
+}
+
+/// `set_response_metadata` says `false` on an fRPC stream, where nothing would be sent (it
+/// said `true` and dropped the metadata).
+#[tokio::test]
+async fn an_frpc_stream_says_it_takes_no_response_metadata() {
+    let (addr, _stop, _serving) = serve(Svc::default()).await;
+    let connection = frpc::Client::connect(addr).await.unwrap();
+    assert_eq!(connection.negotiation().await, frpc::Negotiated::Extensions);
+    let client = ProducerClient::new(connection);
+    let mut stream = client.metadata(text("")).await.unwrap();
+    let taken = within("the reply", stream.message()).await.unwrap().unwrap();
+    assert_eq!(taken.value, "false");
 }

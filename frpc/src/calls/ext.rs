@@ -520,6 +520,9 @@ pub(crate) struct CallState {
     pub(crate) metadata: Metadata,
     /// What the handler sets for the reply.
     pub(crate) response: Mutex<Option<Metadata>>,
+    /// Whether response metadata reaches the client: not on an fRPC stream, whose end carries
+    /// none (`Context::set_response_metadata` then says so).
+    pub(crate) carries_response: bool,
 }
 
 impl CallState {
@@ -539,6 +542,15 @@ impl CallState {
             deadline,
             metadata,
             response: Mutex::new(None),
+            carries_response: true,
+        }
+    }
+
+    /// The state of an fRPC stream with `header`: its end carries no response metadata.
+    pub(crate) fn for_stream(header: Header) -> CallState {
+        CallState {
+            carries_response: false,
+            ..CallState::new(header)
         }
     }
 

@@ -604,7 +604,7 @@ impl<H: Handlers> ServerDispatch<H> {
             awaiting_ack: false,
             codes: bits & ext::EXT_STATUS != 0,
         };
-        let state = (bits != 0).then(|| Arc::new(CallState::new(header.unwrap_or_default())));
+        let state = (bits != 0).then(|| Arc::new(CallState::for_stream(header.unwrap_or_default())));
         // The client asks for protobuf with the marker behind the method (docs/extensions.md
         // §10); only on a connection that negotiated it.
         let bits = match open_message.peek() == Some(codec::MARKER) {
