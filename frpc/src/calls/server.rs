@@ -604,7 +604,9 @@ impl<H: Handlers> ServerDispatch<H> {
             awaiting_ack: false,
             codes: bits & ext::EXT_STATUS != 0,
         };
-        let state = (bits != 0).then(|| Arc::new(CallState::for_stream(header.unwrap_or_default())));
+        // Every stream the peer opens has a state, plain peers' too: its handler is cancelled
+        // when the peer fails the stream (closes it with an empty packet, overflows it).
+        let state = Arc::new(CallState::for_stream(header.unwrap_or_default()));
         // The client asks for protobuf with the marker behind the method (docs/extensions.md
         // §10); only on a connection that negotiated it.
         let bits = match open_message.peek() == Some(codec::MARKER) {
@@ -613,7 +615,7 @@ impl<H: Handlers> ServerDispatch<H> {
         };
         let ext = StreamExt {
             bits,
-            cancel: state.clone(),
+            cancel: Some(state.clone()),
             ack_window: open.map(|_| window),
         };
         let stream = match ServerStream::accept(conn, &self.streams, id, ext, setup) {
@@ -627,7 +629,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 return ServerStream::refuse(conn, id, status, bits).await;
             }
         };
-        let info = state.clone().map(CallInfo::State);
+        let info = Some(CallInfo::State(state.clone()));
         let end = stream.end_handle();
         let call = self.handlers.streaming(conn, method, stream, info);
         // Streams always get their own task: they consume packets the reader has yet to read.
@@ -639,15 +641,13 @@ impl<H: Handlers> ServerDispatch<H> {
             method = tracing::field::Empty
         );
         record_names(&span, &self.handlers, method);
+        let conn = conn.clone();
         self.rpcs.spawn(
             async move {
-                let result = match &state {
-                    None => call.await,
-                    // Cancelled by the client: the handler is dropped, nothing more is sent.
-                    Some(state) => match guarded(call, state).await {
-                        Some(result) => result,
-                        None => return tracing::debug!("stream cancelled by the client"),
-                    },
+                // Cancelled by the client (or failed by it), or its connection closed: the
+                // handler is dropped, nothing more is sent.
+                let Some(result) = until_closed(&conn, guarded(call, &state)).await.flatten() else {
+                    return tracing::debug!("stream cancelled by the client, or its connection closed");
                 };
                 // A handler dropped at its deadline, or one that returned without ending the
                 // stream: end it for the handler.

@@ -78,8 +78,14 @@ pub(crate) struct StreamTable {
     pub(super) window_bytes: u32,
     /// This connection's buffered-bytes budget (`ConnectionConfig::max_buffered_bytes`).
     buffered: Arc<ByteBudget>,
-    /// Open streams across every connection sharing it (a server's, say).
+    /// Open streams across every connection sharing it (a server's, say). A stream the peer
+    /// opened counts until its last handle goes (its handler is done), not only while its
+    /// route stands: a peer that closes or fails its streams (an empty `STREAM` packet) must
+    /// not free their places while their handlers run on.
     pub(super) gauge: Arc<AtomicUsize>,
+    /// Streams the peer opened whose handles are still alive (see `gauge`), at most
+    /// `max_streams` too.
+    pub(super) remote_live: AtomicUsize,
     /// The most `gauge` may reach (a server's `max_open_streams`; no limit on a client).
     pub(super) max_total: usize,
     /// Credit given back from places that cannot wait, coalesced while the queue is full.
@@ -100,6 +106,9 @@ pub(crate) struct Inbound {
     pub(super) awaiting_ack: bool,
     /// Set while the consumer waits on an empty buffer: the next message is taken at once.
     pub(super) parked: Arc<AtomicBool>,
+    /// Opened by this side (a stream the peer opened gives its place back when its handles
+    /// go: [`StreamTable::release_remote`]).
+    pub(super) local: bool,
 }
 
 impl StreamTable {
@@ -118,6 +127,7 @@ impl StreamTable {
             window_bytes: config.stream_window_bytes.max(1),
             buffered: ByteBudget::new(config.max_buffered_bytes),
             gauge,
+            remote_live: AtomicUsize::new(0),
             max_total,
             credit_back: Arc::default(),
         }
@@ -147,11 +157,36 @@ impl StreamTable {
         }
     }
 
+    /// Removes stream `id`'s route: its next packets open a new stream. A stream this side
+    /// opened gives its place back now; one the peer opened when its last handle goes
+    /// ([`StreamTable::release_remote`]).
     pub(super) fn forget(&self, table: &mut Table, id: u16) {
         if let Some(route) = table.routes.remove(&id) {
             route.close_credit();
-            self.gauge.fetch_sub(1, Ordering::Relaxed);
+            if route.local {
+                self.gauge.fetch_sub(1, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Fails stream `id` because of what its peer did (closed it with an empty packet,
+    /// overflowed it): forgets it and, for a stream the peer opened, cancels its handler, which
+    /// nothing will read from or send to any more.
+    pub(super) fn forget_failed(&self, table: &mut Table, id: u16) {
+        if let Some(route) = table.routes.get(&id)
+            && !route.local
+            && let Some(state) = &route.cancel
+        {
+            state.cancel();
+        }
+        self.forget(table, id);
+    }
+
+    /// A stream the peer opened is gone (its last handle dropped): its places, in this
+    /// connection's count and the server's, are free.
+    pub(super) fn release_remote(&self) {
+        self.remote_live.fetch_sub(1, Ordering::Relaxed);
+        self.gauge.fetch_sub(1, Ordering::Relaxed);
     }
 
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -187,6 +222,7 @@ impl StreamTable {
     ) -> Result<Inbound, Error> {
         let mut table = self.lock();
         self.check_open(&table)?;
+        self.remote_live.fetch_add(1, Ordering::Relaxed);
         Ok(self.insert(&mut table, id, cancel, setup, false))
     }
 
@@ -271,7 +307,9 @@ impl StreamTable {
                 reason: reason.clone(),
             });
         }
-        if table.routes.len() >= self.max_streams {
+        // Streams the peer opened count while their handlers run, routes or not.
+        let open = table.routes.len().max(self.remote_live.load(Ordering::Relaxed));
+        if open >= self.max_streams {
             tracing::warn!(limit = self.max_streams, "refusing a stream over the limit");
             return Err(Error::closed(format!(
                 "too many open streams (limit {})",
@@ -335,7 +373,9 @@ impl StreamTable {
         // `check_open` counted the stream; one replacing another under its id adds none.
         if let Some(old) = table.routes.insert(id, route) {
             old.close_credit();
-            self.gauge.fetch_sub(1, Ordering::Relaxed);
+            if old.local {
+                self.gauge.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         Inbound {
             rx,
@@ -346,6 +386,7 @@ impl StreamTable {
             send_bytes,
             awaiting_ack: setup.awaiting_ack,
             parked,
+            local,
         }
     }
 
@@ -378,7 +419,7 @@ impl StreamTable {
         };
         if content.is_empty() {
             let _ = route.end.set(EndReason::PeerClosed);
-            self.forget(&mut table, id);
+            self.forget_failed(&mut table, id);
             return None;
         }
         // Anything from the server means it accepted the stream: a later OPENED only adds
@@ -404,7 +445,7 @@ impl StreamTable {
             );
             let codes = route.codes;
             let _ = route.end.set(EndReason::CreditExceeded);
-            self.forget(&mut table, id);
+            self.forget_failed(&mut table, id);
             drop(table);
             let status =
                 Status::resource_exhausted(format!("stream {id}: more than the flow-control credit granted"));
@@ -428,7 +469,7 @@ impl StreamTable {
                 let codes = route.codes;
                 tracing::warn!(stream = id, "stream consumer too slow; failing the stream");
                 let _ = route.end.set(EndReason::Overflow);
-                self.forget(&mut table, id);
+                self.forget_failed(&mut table, id);
                 drop(table);
                 let status = Status::resource_exhausted(format!("stream {id} overflowed the peer's buffer"));
                 send_detached(conn, id, status, codes);
@@ -464,7 +505,7 @@ impl StreamTable {
         };
         let codes = route.codes;
         let _ = route.end.set(EndReason::TooLarge { len, max });
-        self.forget(&mut table, id);
+        self.forget_failed(&mut table, id);
         drop(table);
         let status = Status::resource_exhausted(format!(
             "stream message of {len} bytes exceeds the limit of {max} bytes"
@@ -479,7 +520,10 @@ impl StreamTable {
             other => Some(other.to_string()),
         };
         let mut table = self.lock();
-        self.gauge.fetch_sub(table.routes.len(), Ordering::Relaxed);
+        // Streams the peer opened give their places back as their handles go (their handlers
+        // are dropped with the connection).
+        let local = table.routes.values().filter(|route| route.local).count();
+        self.gauge.fetch_sub(local, Ordering::Relaxed);
         for (_, route) in table.routes.drain() {
             let _ = route.end.set(EndReason::ConnectionClosed(reason.clone()));
             route.close_credit();

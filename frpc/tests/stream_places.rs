@@ -1,0 +1,137 @@
+//! A stream's place in the limits (`ConnectionConfig::max_streams`,
+//! `ServerConfig::max_open_streams`) lasts as long as its handler: a peer that closes its
+//! streams (an empty `STREAM` packet) or its connection cannot leave handlers running that no
+//! limit counts. Found by a hostile peer (2026-11-29): 50,000 handlers on one connection, each
+//! opened, then closed with an empty packet and its id reused; 20,000 more left running by
+//! connections that had closed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use frpc::{Context, Status, StreamSender};
+use futures_util::{SinkExt, StreamExt};
+
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Text {
+    pub value: String,
+}
+
+#[frpc::service(package = "places")]
+pub trait Hold {
+    /// Sends nothing and never returns (a subscription waiting for its first event).
+    async fn hold(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status>;
+}
+
+/// Counts the handlers running now.
+#[derive(Clone, Default)]
+struct Svc {
+    live: Arc<AtomicUsize>,
+}
+
+struct Live(Arc<AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Hold for Svc {
+    async fn hold(&self, _: &Context, _: Text, _outbound: StreamSender<Text>) -> Result<(), Status> {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        let _live = Live(self.live.clone());
+        std::future::pending().await
+    }
+}
+
+async fn serve(svc: Svc) -> (std::net::SocketAddr, frpc::Server) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = frpc::Server::builder()
+        .add_service(HoldServer::new(svc))
+        .build()
+        .unwrap();
+    let serving = server.clone();
+    tokio::spawn(async move { serving.serve_listener(listener).await });
+    (addr, server)
+}
+
+/// Waits until `done` holds, looking again after every yield; a hang guard, not a timing
+/// assertion: the test fails if it never does.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let wait = async {
+        while !done() {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("{what}"));
+}
+
+fn request() -> bytes::Bytes {
+    frpc::codegen::Message::to_polyglot(&Text::default())
+}
+
+/// A plain (Go-like) peer opens a stream, sends its request and closes it with an empty
+/// packet, again and again on the same id: each handler is cancelled, and none outlives its
+/// place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_the_peer_closes_cancels_its_handler() {
+    let svc = Svc::default();
+    let (addr, server) = serve(svc.clone()).await;
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut peer =
+        tokio_util::codec::Framed::new(stream, frpc::wire::PacketCodec::new(frpc::Framing::Frisbee));
+    let stream_op = frpc::wire::op::STREAM;
+    for _ in 0..2_000 {
+        let open = bytes::Bytes::from(vec![0x09, hold::HOLD as u8]);
+        peer.feed(frpc::wire::Packet::new(1, stream_op, open))
+            .await
+            .unwrap();
+        peer.feed(frpc::wire::Packet::new(1, stream_op, request()))
+            .await
+            .unwrap();
+        peer.feed(frpc::wire::Packet::new(1, stream_op, bytes::Bytes::new()))
+            .await
+            .unwrap();
+    }
+    // A PING's PONG: the server has read everything before it.
+    peer.send(frpc::wire::Packet::ping()).await.unwrap();
+    loop {
+        let packet = peer.next().await.expect("the connection stays open").unwrap();
+        if packet.op == frpc::wire::op::PONG {
+            break;
+        }
+    }
+    eventually("the closed streams' handlers are dropped", || {
+        svc.live.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    eventually("their places are free", || server.open_streams() == 0).await;
+}
+
+/// Streams whose connection closes: their handlers are dropped with it (a handler that neither
+/// sends nor waits on its context ran on, holding its place and its connection's slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_connection_drops_its_stream_handlers() {
+    let svc = Svc::default();
+    let (addr, server) = serve(svc.clone()).await;
+    let connection = frpc::Client::connect(addr).await.unwrap();
+    let client = HoldClient::new(connection.clone());
+    let mut streams = Vec::new();
+    for _ in 0..50 {
+        streams.push(client.hold(Text::default()).await.unwrap());
+    }
+    eventually("every handler started", || svc.live.load(Ordering::SeqCst) == 50).await;
+    assert_eq!(server.open_streams(), 50);
+    // Closed under the open streams: no CANCEL goes out for them.
+    connection.close();
+    eventually("the handlers are dropped with their connection", || {
+        svc.live.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    eventually("their places are free", || server.open_streams() == 0).await;
+    drop(streams);
+}
