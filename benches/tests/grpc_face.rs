@@ -377,3 +377,57 @@ async fn a_shared_port_holds_grpc_replies_to_max_content_length() {
     let reply = frpc_client.benchmark(grow("grow:900")).await.unwrap();
     assert_eq!(reply.message.len(), 900);
 }
+
+/// A gRPC connection on the shared port that goes silent is dropped, as an fRPC one is: before
+/// its HTTP/2 preface (one byte, `P`, routes it here) at the idle timeout, after it once a
+/// keep-alive PING goes unanswered. A live client, whose HTTP/2 stack answers PINGs, keeps a
+/// silent call open. (hyper waited for a preface for ever: 10,000 connections of one byte each
+/// held every `max_connections` place.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_grpc_connections_are_dropped_at_the_idle_timeout() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (svc, mut events) = Svc::new();
+    let mut config = frpc::ServerConfig::default();
+    config.connection.idle_timeout = Duration::from_millis(200);
+    let bound = frpc::Server::builder()
+        .config(config)
+        .grpc(true)
+        .add_service(fpb::BenchmarkServiceServer::new(svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+
+    /// Reads (and drops) what the server sends until it closes; never answers.
+    async fn until_closed(mut peer: tokio::net::TcpStream) {
+        let mut buf = [0u8; 1024];
+        let read_all = async {
+            while let Ok(n) = peer.read(&mut buf).await
+                && n > 0
+            {}
+        };
+        tokio::time::timeout(Duration::from_secs(20), read_all)
+            .await
+            .expect("the server closes a silent connection");
+    }
+    // One byte, then nothing.
+    let mut peer = tokio::net::TcpStream::connect(addr).await.unwrap();
+    peer.write_all(b"P").await.unwrap();
+    until_closed(peer).await;
+    // The preface and an empty SETTINGS frame, then nothing: no SETTINGS ack, no PING answer.
+    let mut peer = tokio::net::TcpStream::connect(addr).await.unwrap();
+    peer.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    until_closed(peer).await;
+
+    // A tonic client's call that waits for 5 idle timeouts stays open: its stack answers PINGs.
+    let mut grpc_client = client(addr).await;
+    let call = tokio::spawn(async move { grpc_client.benchmark(request("hang")).await });
+    assert_eq!(events.recv().await.unwrap(), "hang false");
+    let quiet = tokio::time::timeout(Duration::from_secs(1), events.recv()).await;
+    assert!(quiet.is_err(), "the call was cancelled: {quiet:?}");
+    assert!(!call.is_finished());
+    call.abort();
+}

@@ -388,6 +388,7 @@ impl Builder {
             let face = crate::grpc::GrpcServer::new()
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max)
+                .idle_timeout(self.config.connection.idle_timeout)
                 .with_stack(stack.clone(), self.config.connection.decode)
                 .with_gate(limits.grpc_gate());
             self.services

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -53,6 +53,7 @@ use crate::status::{Code, Error, Status};
 mod body;
 mod call;
 pub(crate) mod gate;
+mod preface;
 mod shutdown;
 mod stream;
 
@@ -110,6 +111,8 @@ pub struct GrpcServer {
     layers: Vec<SharedLayer>,
     /// How long calls in flight may go on once a shutdown began ([`GrpcServer::shutdown_grace`]).
     grace: Duration,
+    /// How long a connection may stay silent ([`GrpcServer::idle_timeout`]).
+    idle_timeout: Duration,
     /// The distinct descriptor sets the services embed (frpc-codegen's `FILE_DESCRIPTOR_SET`).
     descriptors: Vec<&'static [u8]>,
     /// `grpc.reflection.v1` and `v1alpha` over them (tonic-reflection), once a service has
@@ -155,7 +158,8 @@ impl Default for GrpcServer {
 }
 
 impl GrpcServer {
-    /// A server with no services; messages up to 4 MiB each way (tonic's defaults).
+    /// A server with no services; requests up to 4 MiB, replies of any size (tonic's
+    /// defaults).
     pub fn new() -> GrpcServer {
         GrpcServer {
             routes: Arc::new(HashMap::new()),
@@ -165,6 +169,7 @@ impl GrpcServer {
             stack: None,
             layers: Vec::new(),
             grace: crate::config::ServerConfig::default().shutdown_grace,
+            idle_timeout: crate::config::ConnectionConfig::default().idle_timeout,
             descriptors: Vec::new(),
             reflection: None,
             gate: Gate::default(),
@@ -274,6 +279,16 @@ impl GrpcServer {
         self.routes.len()
     }
 
+    /// How long a connection may stay silent (default 5 s, the fRPC face's
+    /// `ConnectionConfig::idle_timeout`): a client that has not sent its HTTP/2 preface within
+    /// it is dropped, and one silent for that long gets a PING it must answer within as long
+    /// again (HTTP/2 keep-alive; gRPC clients answer on their own). Without it, a peer that
+    /// sent one byte held its connection for ever.
+    pub fn idle_timeout(mut self, timeout: Duration) -> GrpcServer {
+        self.idle_timeout = timeout;
+        self
+    }
+
     /// The largest request message accepted (`RESOURCE_EXHAUSTED` beyond it). Default 4 MiB.
     pub fn max_decoding_message_size(mut self, limit: usize) -> GrpcServer {
         self.max_decoding = limit;
@@ -322,6 +337,7 @@ impl GrpcServer {
         let on_close = closed.clone().drop_guard();
         let call_signals = signals.clone();
         let per_connection = self.gate.per_connection;
+        let idle = self.idle_timeout;
         let service = hyper::service::service_fn(move |request| {
             let server = server.clone();
             let (closed, signals) = (closed.child_token(), call_signals.clone());
@@ -333,6 +349,13 @@ impl GrpcServer {
             if let Some(streams) = per_connection {
                 builder.max_concurrent_streams(streams);
             }
+            // A silent client is dropped: before its preface by the deadline, after it by an
+            // unanswered keep-alive PING.
+            builder
+                .timer(TokioTimer::new())
+                .keep_alive_interval(idle)
+                .keep_alive_timeout(idle);
+            let io = preface::PrefaceDeadline::new(io, idle);
             let connection = builder.serve_connection(TokioIo::new(io), service);
             tokio::pin!(connection);
             let result = tokio::select! {
