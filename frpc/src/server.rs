@@ -883,9 +883,11 @@ fn grpc_signals(shutdown: &CancellationToken, force: &CancellationToken) -> crat
     }
 }
 
-/// Serves one connection until it closes. When the reader stops (the peer closed, the server
-/// is shutting down, or a handler took the connection over), the calls already running finish
-/// and reply before the connection is closed (a takeover then hands the socket back).
+/// Serves one connection until it closes. When the reader stops because the server is shutting
+/// down or a handler took the connection over, the calls already running finish and reply
+/// before the connection is closed (a takeover then hands the socket back). When it stops
+/// because the peer closed (its FIN, a half-close included, as Go reads it), the connection is
+/// closed already: the calls still running are dropped (their client is taken to be gone).
 async fn run_connection<R, W>(
     shared: Arc<Shared>,
     io: (R, W),

@@ -556,3 +556,38 @@ async fn a_peer_that_reads_nothing_gets_at_most_write_queue_bytes_queued() {
     );
     pinging.abort();
 }
+
+/// A peer's FIN is its close, half-close included (as Go reads it): the server closes the
+/// connection at once, dropping the call still running, rather than waiting to answer it.
+/// Documented in `docs/guide/faults-on-the-wire.md`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_close_closes_the_connection_and_drops_its_calls() {
+    let server = start(ServerConfig::default()).await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let content = frpc::codegen::Message::to_polyglot(&Text::new("waits"));
+    let mut framed =
+        tokio_util::codec::FramedWrite::new(&mut stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+    futures_util::SinkExt::send(&mut framed, frpc::wire::Packet::new(1, GATED, content))
+        .await
+        .unwrap();
+    drop(framed);
+    let state = server.service.state.clone();
+    let started = state.started.notified();
+    if state.gated_started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        tokio::time::timeout(Duration::from_secs(20), started)
+            .await
+            .unwrap();
+    }
+    stream.shutdown().await.unwrap();
+    // The gate never opens: whatever comes back before the end is heartbeats.
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut got))
+        .await
+        .expect("the server closes the half-closed connection")
+        .unwrap();
+    assert_eq!(got.len() % PING.len(), 0, "{got:?}");
+    assert!(
+        got.chunks(PING.len()).all(|packet| packet == PING),
+        "only PINGs: {got:?}"
+    );
+}
