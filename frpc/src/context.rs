@@ -215,7 +215,8 @@ impl Context {
 
     /// Asks for the connection to be handed back once this call's reply (if any) is queued and
     /// flushed: frpc stops reading at once, lets the calls already running on the connection
-    /// finish (for at most the shutdown grace, `ServerConfig::shutdown_grace`), flushes their replies and resolves the
+    /// finish (for at most the shutdown grace, `ServerConfig::shutdown_grace`: those still
+    /// running then are dropped, without a reply), flushes their replies and resolves the
     /// returned future to the TCP stream plus the bytes already read but not parsed. Await it
     /// outside the handler (spawn a task): it resolves only after the handler has returned.
     ///

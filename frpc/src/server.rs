@@ -924,9 +924,18 @@ async fn run_connection<R, W>(
     }
     rpcs.close();
     let replied_while_draining = shutdown.is_cancelled() && !rpcs.is_empty();
+    // A takeover waits for the calls still running for at most the shutdown grace: then they
+    // are dropped (the close below), and the socket is handed back.
+    let takeover_grace = async {
+        match conn.handback_requested() {
+            true => tokio::time::sleep(shared.config.shutdown_grace).await,
+            false => std::future::pending().await,
+        }
+    };
     tokio::select! {
         _ = rpcs.wait() => {}
         _ = force.cancelled() => {}
+        _ = takeover_grace => {}
     }
     if replied_while_draining {
         // A Go client waits for a reply and for the connection's end at once, and takes

@@ -141,6 +141,49 @@ async fn client_takeover_loses_no_byte_in_either_direction() {
     }
 }
 
+/// A takeover waits for the calls still running on the connection for at most the shutdown
+/// grace, as `Context::take_connection` says: then they are dropped (no reply) and the socket
+/// is handed back. (It waited for them without limit.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_waits_for_running_calls_at_most_the_grace() {
+    let mut config = quiet_server(Concurrency::PerRpc);
+    config.shutdown_grace = Duration::from_millis(300);
+    let server = start(config).await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut codec = PacketCodec::new(Framing::Frisbee);
+    let mut out = BytesMut::new();
+    // A call that never finishes (its gate never opens), then the takeover.
+    let gated = Packet::new(1, GATED, Text::new("waits").to_polyglot());
+    codec.encode(&gated, &mut out).unwrap();
+    stream.write_all(&out).await.unwrap();
+    let state = server.service.state.clone();
+    let started = state.started.notified();
+    if state.gated_started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        tokio::time::timeout(Duration::from_secs(20), started)
+            .await
+            .unwrap();
+    }
+    let mut out = BytesMut::new();
+    let upgrade = Packet::new(2, UPGRADE, Text::new("hello").to_polyglot());
+    codec.encode(&upgrade, &mut out).unwrap();
+    stream.write_all(&out).await.unwrap();
+
+    let mut expected = BytesMut::new();
+    let reply = Packet::new(2, UPGRADE, Text::new("upgraded").to_polyglot());
+    codec.encode(&reply, &mut expected).unwrap();
+    expected.extend_from_slice(b"hello");
+    let mut got = vec![0u8; expected.len()];
+    tokio::time::timeout(Duration::from_secs(20), stream.read_exact(&mut got))
+        .await
+        .expect("the socket is handed back within the grace")
+        .unwrap();
+    assert_eq!(
+        got,
+        &expected[..],
+        "the takeover's reply, then its greeting; no reply to the gated call"
+    );
+}
+
 #[tokio::test]
 async fn server_takeover_keeps_bytes_that_arrived_with_the_request() {
     let server = start(quiet_server(Concurrency::Inline)).await;

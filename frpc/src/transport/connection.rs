@@ -550,6 +550,11 @@ impl Connection {
     }
 
     /// Whether the socket can be handed back at all (a plain TCP connection).
+    /// Whether a handler asked for the connection ([`Connection::request_handback`]).
+    pub(crate) fn handback_requested(&self) -> bool {
+        self.handback.requested()
+    }
+
     pub(crate) fn can_hand_back(&self) -> bool {
         self.handback.available()
     }
