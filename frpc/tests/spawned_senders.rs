@@ -33,6 +33,13 @@ pub trait Producer {
     async fn fail(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status>;
     /// Parks the sender in a task that never sends nor lets it go.
     async fn park(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status>;
+    /// Forwards events from a spawned task until its client goes (`StreamSender::closed`).
+    async fn subscribe(
+        &self,
+        ctx: &Context,
+        request: Text,
+        outbound: StreamSender<Text>,
+    ) -> Result<(), Status>;
     /// Sends whether the stream took response metadata (an fRPC stream's end carries none).
     async fn metadata(
         &self,
@@ -48,6 +55,9 @@ struct Svc {
     late_sends: Arc<Mutex<Vec<Result<(), String>>>>,
     parked: Arc<Mutex<Vec<StreamSender<Text>>>>,
     park_started: Option<mpsc::UnboundedSender<()>>,
+    /// Subscribers' tasks that saw their client go.
+    gone: Option<mpsc::UnboundedSender<()>>,
+    events: Option<tokio::sync::broadcast::Sender<String>>,
 }
 
 /// Resolves once the handler that made `returned` has returned (its sender is dropped then).
@@ -115,6 +125,28 @@ impl Producer for Svc {
         Ok(())
     }
 
+    async fn subscribe(&self, _: &Context, _: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
+        let mut events = self.events.as_ref().expect("a topic").subscribe();
+        let gone = self.gone.clone().expect("a gone channel");
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    event = events.recv() => {
+                        let Ok(event) = event else { break };
+                        if outbound.send(text(event)).await.is_err() {
+                            break;
+                        }
+                    }
+                    () = outbound.closed() => {
+                        let _ = gone.send(());
+                        break;
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
     async fn metadata(&self, ctx: &Context, _: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
         let mut metadata = frpc::Metadata::new();
         metadata.insert("cursor", "next").unwrap();
@@ -128,7 +160,20 @@ async fn serve(
     svc: Svc,
 ) -> (
     std::net::SocketAddr,
-    tokio::sync::oneshot::Sender<()>,
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (addr, _, stop, serving) = serve_counted(svc).await;
+    (addr, stop, serving)
+}
+
+/// [`serve`], with the server (for its count of open streams).
+async fn serve_counted(
+    svc: Svc,
+) -> (
+    std::net::SocketAddr,
+    frpc::Server,
+    oneshot::Sender<()>,
     tokio::task::JoinHandle<()>,
 ) {
     let bound = frpc::Server::builder()
@@ -137,6 +182,7 @@ async fn serve(
         .bind("127.0.0.1:0")
         .await
         .unwrap();
+    let server = bound.server().clone();
     let addr = bound.local_addr();
     let (stop, stopped) = oneshot::channel::<()>();
     let serving = tokio::spawn(async move {
@@ -147,7 +193,7 @@ async fn serve(
             .await
             .unwrap();
     });
-    (addr, stop, serving)
+    (addr, server, stop, serving)
 }
 
 /// A hang guard (the test fails rather than waits forever); never a timing assertion.
@@ -240,4 +286,73 @@ async fn an_frpc_stream_says_it_takes_no_response_metadata() {
     let mut stream = client.metadata(text("")).await.unwrap();
     let taken = within("the reply", stream.message()).await.unwrap().unwrap();
     assert_eq!(taken.value, "false");
+}
+
+/// Waits until `done` holds, looking again after every yield (a hang guard, not a timing
+/// assertion).
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    within(what, async {
+        while !done() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+/// A sender parked by a task of the handler's does not hold its stream's place once the
+/// connection closes: the place goes with the handler's task (a client that opened streams to
+/// a pub/sub method and left held every place of a quiet topic).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_sender_gives_its_place_back_when_the_connection_closes() {
+    let (started, mut parked) = mpsc::unbounded_channel();
+    let svc = Svc {
+        park_started: Some(started),
+        ..Svc::default()
+    };
+    let (addr, server, _stop, _serving) = serve_counted(svc.clone()).await;
+    let connection = frpc::Client::connect(addr).await.unwrap();
+    let client = ProducerClient::new(connection.clone());
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        streams.push(client.park(text("")).await.unwrap());
+        within("the handler", parked.recv()).await.unwrap();
+    }
+    assert_eq!(server.open_streams(), 3);
+    connection.close();
+    eventually("the places are given back", || server.open_streams() == 0).await;
+    assert_eq!(
+        svc.parked.lock().unwrap().len(),
+        3,
+        "the senders are still parked"
+    );
+}
+
+/// A subscriber's task that selects on `StreamSender::closed` ends when its client goes, and
+/// delivers events until then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_task_sees_its_client_go() {
+    let (gone_tx, mut gone) = mpsc::unbounded_channel();
+    let (events, _) = tokio::sync::broadcast::channel(16);
+    let svc = Svc {
+        gone: Some(gone_tx),
+        events: Some(events.clone()),
+        ..Svc::default()
+    };
+    let (addr, server, _stop, _serving) = serve_counted(svc).await;
+    for round in 0..2 {
+        let connection = frpc::Client::connect(addr).await.unwrap();
+        let client = ProducerClient::new(connection.clone());
+        let mut stream = client.subscribe(text("")).await.unwrap();
+        // The task subscribed before the open was acknowledged: the event reaches it.
+        events.send(format!("event {round}")).unwrap();
+        let got = within("the event", stream.message()).await.unwrap().unwrap();
+        assert_eq!(got.value, format!("event {round}"));
+        // Round 0: the client drops the stream (a CANCEL); round 1: its connection closes.
+        match round {
+            0 => drop(stream),
+            _ => connection.close(),
+        }
+        within("the task sees its client go", gone.recv()).await.unwrap();
+    }
+    eventually("the places are given back", || server.open_streams() == 0).await;
 }

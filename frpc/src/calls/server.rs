@@ -618,8 +618,8 @@ impl<H: Handlers> ServerDispatch<H> {
             cancel: Some(state.clone()),
             ack_window: open.map(|_| window),
         };
-        let stream = match ServerStream::accept(conn, &self.streams, id, ext, setup) {
-            Ok(stream) => stream,
+        let (stream, place) = match ServerStream::accept(conn, &self.streams, id, ext, setup) {
+            Ok(accepted) => accepted,
             Err(err) => {
                 let status = match err {
                     // Too many streams: the client may retry later.
@@ -644,6 +644,10 @@ impl<H: Handlers> ServerDispatch<H> {
         let conn = conn.clone();
         self.rpcs.spawn(
             async move {
+                // The stream counts in the limits while this task runs (and its handler,
+                // with the tasks it waits for); no longer once it is dropped with its
+                // connection or cancelled, whatever its spawned tasks still hold.
+                let _place = place;
                 // Cancelled by the client (or failed by it), or its connection closed: the
                 // handler is dropped, nothing more is sent.
                 let Some(result) = until_closed(&conn, guarded(call, &state)).await.flatten() else {

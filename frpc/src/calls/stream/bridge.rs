@@ -195,6 +195,14 @@ impl<T> fmt::Debug for BridgedSender<T> {
 }
 
 impl<T> BridgedSender<T> {
+    /// Resolves once the other end of the channel is gone (the call ended, its client went);
+    /// at once for a closed request stream.
+    pub(super) async fn closed(&self) {
+        if let Some(out) = &self.out {
+            out.closed().await;
+        }
+    }
+
     /// Ends a client's request stream (the other protocol's half-close) and lets the call go
     /// once its replies are read. Later sends fail.
     pub(super) fn close(&mut self) {

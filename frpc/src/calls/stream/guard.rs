@@ -34,8 +34,6 @@ pub(super) struct StreamGuard {
     pub(super) send_bytes: Option<Arc<ByteCredit>>,
     /// Set once this side ended its half (sent `EOF`).
     pub(super) ended: AtomicBool,
-    /// Opened by the peer: its place in the stream counts is given back when this goes.
-    remote: bool,
     /// Live [`super::StreamSender`]s of this stream, and a signal when one goes: a server
     /// handler that returned `Ok` while a task it spawned still holds one leaves its stream
     /// open until the last goes.
@@ -69,7 +67,6 @@ impl StreamGuard {
             send_credit: inbound.send_credit.clone(),
             send_bytes: inbound.send_bytes.clone(),
             ended: AtomicBool::new(false),
-            remote: !inbound.local,
             senders: AtomicUsize::new(0),
             sender_gone: Notify::new(),
             bulk: AtomicBool::new(false),
@@ -118,9 +115,6 @@ impl Drop for StreamGuard {
             let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
         }
         self.table.remove(self.id, &self.end);
-        if self.remote {
-            self.table.release_remote();
-        }
         #[cfg(feature = "metrics")]
         if let Some(observed) = &self.client.observed {
             observed

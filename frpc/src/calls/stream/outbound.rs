@@ -151,6 +151,48 @@ impl<T> FrpcSender<T> {
 }
 
 impl<T> StreamSender<T> {
+    /// Resolves once nothing sent here can reach the peer any more: its connection closed, or
+    /// the peer cancelled the stream (a gRPC call's: its client went). A task that holds a
+    /// clone while it waits for something to send (a subscription) selects on this, as on a
+    /// `tokio::sync::mpsc::Sender::closed`, to end when its client goes instead of at its next
+    /// `send`:
+    ///
+    /// ```no_run
+    /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+    /// # pub struct Event { pub text: String }
+    /// # async fn forward(outbound: frpc::StreamSender<Event>, mut events: tokio::sync::broadcast::Receiver<Event>) {
+    /// loop {
+    ///     tokio::select! {
+    ///         event = events.recv() => {
+    ///             let Ok(event) = event else { break };
+    ///             if outbound.send(event).await.is_err() {
+    ///                 break;
+    ///             }
+    ///         }
+    ///         () = outbound.closed() => break,
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub async fn closed(&self) {
+        match &self.0 {
+            Sending::Frpc(sender) => {
+                let guard = &sender.guard;
+                let cancelled = async {
+                    match &guard.ext.cancel {
+                        Some(state) => state.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = guard.conn.closed() => {}
+                    () = cancelled => {}
+                }
+            }
+            Sending::Bridged(sender) => sender.closed().await,
+        }
+    }
+
     /// The stream id (0 for a stream another protocol carries: a gRPC call's).
     pub fn id(&self) -> u16 {
         match &self.0 {

@@ -91,14 +91,16 @@ impl ServerStream {
         ServerStream(Opened::Bridged(bridge))
     }
 
+    /// Registers a stream the peer opened; its handler's task keeps the returned place (see
+    /// [`StreamPlace`]).
     pub(crate) fn accept(
         conn: &Arc<Connection>,
         table: &Arc<StreamTable>,
         id: u16,
         ext: StreamExt,
         setup: StreamSetup,
-    ) -> Result<ServerStream, Error> {
-        let inbound = table.accept(id, ext.cancel.clone(), setup)?;
+    ) -> Result<(ServerStream, StreamPlace), Error> {
+        let (inbound, place) = table.accept(id, ext.cancel.clone(), setup)?;
         let guard = Arc::new(StreamGuard::new(
             conn,
             table,
@@ -107,7 +109,7 @@ impl ServerStream {
             ClientSide::default(),
             ext,
         ));
-        Ok(ServerStream(Opened::Frpc { inbound, guard }))
+        Ok((ServerStream(Opened::Frpc { inbound, guard }), place))
     }
 
     pub(crate) fn split<Req: Message, Resp: Message>(self) -> (Streaming<Req>, StreamSender<Resp>) {

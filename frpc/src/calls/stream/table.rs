@@ -79,11 +79,13 @@ pub(crate) struct StreamTable {
     /// This connection's buffered-bytes budget (`ConnectionConfig::max_buffered_bytes`).
     buffered: Arc<ByteBudget>,
     /// Open streams across every connection sharing it (a server's, say). A stream the peer
-    /// opened counts until its last handle goes (its handler is done), not only while its
+    /// opened counts as long as its handler's task runs ([`StreamPlace`]), not only while its
     /// route stands: a peer that closes or fails its streams (an empty `STREAM` packet) must
-    /// not free their places while their handlers run on.
+    /// not free their places while their handlers run on; and a task the handler spawned
+    /// with a clone of its sender does not hold the place once the handler's task is gone
+    /// (its connection closed, the peer cancelled the stream).
     pub(super) gauge: Arc<AtomicUsize>,
-    /// Streams the peer opened whose handles are still alive (see `gauge`), at most
+    /// Streams the peer opened whose handlers' tasks still run (see `gauge`), at most
     /// `max_streams` too.
     pub(super) remote_live: AtomicUsize,
     /// The most `gauge` may reach (a server's `max_open_streams`; no limit on a client).
@@ -106,9 +108,6 @@ pub(crate) struct Inbound {
     pub(super) awaiting_ack: bool,
     /// Set while the consumer waits on an empty buffer: the next message is taken at once.
     pub(super) parked: Arc<AtomicBool>,
-    /// Opened by this side (a stream the peer opened gives its place back when its handles
-    /// go: [`StreamTable::release_remote`]).
-    pub(super) local: bool,
 }
 
 impl StreamTable {
@@ -158,8 +157,8 @@ impl StreamTable {
     }
 
     /// Removes stream `id`'s route: its next packets open a new stream. A stream this side
-    /// opened gives its place back now; one the peer opened when its last handle goes
-    /// ([`StreamTable::release_remote`]).
+    /// opened gives its place back now; one the peer opened when its handler's task ends
+    /// ([`StreamPlace`]).
     pub(super) fn forget(&self, table: &mut Table, id: u16) {
         if let Some(route) = table.routes.remove(&id) {
             route.close_credit();
@@ -182,9 +181,9 @@ impl StreamTable {
         self.forget(table, id);
     }
 
-    /// A stream the peer opened is gone (its last handle dropped): its places, in this
+    /// A stream the peer opened is done (its handler's task ended): its places, in this
     /// connection's count and the server's, are free.
-    pub(super) fn release_remote(&self) {
+    fn release_remote(&self) {
         self.remote_live.fetch_sub(1, Ordering::Relaxed);
         self.gauge.fetch_sub(1, Ordering::Relaxed);
     }
@@ -213,17 +212,20 @@ impl StreamTable {
         Ok((id, self.insert(&mut table, id, None, setup, true)))
     }
 
-    /// Registers a stream the peer opened; `cancel` fires when the peer cancels it.
+    /// Registers a stream the peer opened; `cancel` fires when the peer cancels it. The
+    /// stream's place in the limits is held by the returned [`StreamPlace`], which its
+    /// handler's task keeps.
     pub(crate) fn accept(
-        &self,
+        self: &Arc<Self>,
         id: u16,
         cancel: Option<Arc<CallState>>,
         setup: StreamSetup,
-    ) -> Result<Inbound, Error> {
+    ) -> Result<(Inbound, StreamPlace), Error> {
         let mut table = self.lock();
         self.check_open(&table)?;
         self.remote_live.fetch_add(1, Ordering::Relaxed);
-        Ok(self.insert(&mut table, id, cancel, setup, false))
+        let inbound = self.insert(&mut table, id, cancel, setup, false);
+        Ok((inbound, StreamPlace(self.clone())))
     }
 
     /// The peer's CREDIT for stream `id`: more messages (and bytes) this side may send.
@@ -386,7 +388,6 @@ impl StreamTable {
             send_bytes,
             awaiting_ack: setup.awaiting_ack,
             parked,
-            local,
         }
     }
 
@@ -559,6 +560,17 @@ impl Arena {
         }
         self.0.extend_from_slice(&content);
         self.0.split().freeze()
+    }
+}
+
+/// A stream the peer opened, counted in its connection's and its server's open streams until
+/// dropped: its handler's task holds it.
+#[derive(Debug)]
+pub(crate) struct StreamPlace(Arc<StreamTable>);
+
+impl Drop for StreamPlace {
+    fn drop(&mut self) {
+        self.0.release_remote();
     }
 }
 
