@@ -431,3 +431,52 @@ async fn silent_grpc_connections_are_dropped_at_the_idle_timeout() {
     assert!(!call.is_finished());
     call.abort();
 }
+
+/// A unary call's deadline covers the arrival of its request too, and the request is read only
+/// once the call has its place among the calls in flight: a client whose request never ends
+/// gets DEADLINE_EXCEEDED from the server (it waited for ever, its partly sent body uncounted).
+/// A raw HTTP/2 client, as tonic's would end the call itself at the deadline.
+#[tokio::test]
+async fn a_unary_request_that_never_ends_meets_its_deadline() {
+    use http_body_util::BodyExt;
+    let (addr, _events) = start().await;
+    let io = hyper_util::rt::TokioIo::new(tokio::net::TcpStream::connect(addr).await.unwrap());
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    // Half a gRPC message (its prefix announces 100 bytes, 10 come), then nothing: the body
+    // stays open.
+    let mut half = vec![0u8, 0, 0, 0, 100];
+    half.extend_from_slice(&[0u8; 10]);
+    let frames = futures_util::StreamExt::chain(
+        futures_util::stream::iter([Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(
+            bytes::Bytes::from(half),
+        ))]),
+        futures_util::stream::pending(),
+    );
+    let request = http::Request::post(format!("http://{addr}/benchmark.BenchmarkService/Benchmark"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("grpc-timeout", "200m")
+        .body(http_body_util::StreamBody::new(frames))
+        .unwrap();
+    let answer = async {
+        let response = sender.send_request(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let trailers = body
+            .collect()
+            .await
+            .ok()
+            .and_then(|body| body.trailers().cloned());
+        // A trailers-only answer has its status in the headers.
+        let status =
+            |headers: &http::HeaderMap| headers.get("grpc-status").map(|v| v.to_str().unwrap().to_owned());
+        status(&parts.headers).or_else(|| trailers.as_ref().and_then(status))
+    };
+    let status = tokio::time::timeout(Duration::from_secs(20), answer)
+        .await
+        .expect("the server ends the call at its deadline");
+    assert_eq!(status.as_deref(), Some("4"), "DEADLINE_EXCEEDED");
+}

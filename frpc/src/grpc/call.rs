@@ -89,15 +89,18 @@ impl Call {
         messages: tonic::Streaming<Bytes>,
         state: Arc<CallState>,
     ) -> Result<tonic::Response<Replies>, tonic::Status> {
-        let body = one_request(messages).await?;
         // A dropped call (the client reset the stream, the connection closed) cancels the
         // context that tasks spawned by the handler hold.
         let guard = state.cancel_on_drop();
-        let (gate, handler) = (self.gate.clone(), self.unary_handler(ctx, body));
-        // Waiting for a place counts towards the deadline, as the handler's own wait does.
+        let (gate, call) = (self.gate.clone(), self.clone());
+        // Its place first, then its request: a request still arriving counts among the calls
+        // in flight (`max_inflight`), so partly sent requests hold at most that many bodies (a
+        // client held 5 MiB per stream, 4,096 streams per connection, uncounted). Both waits
+        // count towards the deadline, as the handler's own does.
         let handler: Handler<Bytes> = Box::pin(async move {
             let _place = gate.unary().await;
-            handler.await
+            let body = one_request(messages).await.map_err(from_tonic)?;
+            call.unary_handler(ctx, body).await
         });
         let result = within_deadline(handler, state.clone()).await;
         guard.disarm();
