@@ -862,12 +862,17 @@ async fn serve_connection(
         return run_connection(shared, tokio::io::split(tls), None, peer, shutdown, force).await;
     }
     #[cfg(feature = "grpc")]
-    if let Some(grpc) = &shared.grpc
-        && crate::grpc::is_http2(&stream, config.idle_timeout).await
-    {
-        return grpc
-            .serve_io_until(stream, peer, grpc_signals(&shutdown, &force))
-            .await;
+    if let Some(grpc) = &shared.grpc {
+        use crate::grpc::FirstByte;
+        match crate::grpc::first_byte(&stream, config.idle_timeout).await {
+            FirstByte::Http2 => {
+                return grpc
+                    .serve_io_until(stream, peer, grpc_signals(&shutdown, &force))
+                    .await;
+            }
+            FirstByte::Silent => return tracing::debug!(%peer, "closing a silent connection"),
+            FirstByte::Frpc => {}
+        }
     }
     let join: Join<_, _> =
         Box::new(|read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other));

@@ -472,15 +472,27 @@ fn grpc_health_reply(reply: Bytes) -> Result<Bytes, Status> {
     }
 }
 
-/// Whether a new connection is an HTTP/2 client's: its first byte is the preface's `P`
-/// (a Frisbee header starts with `00`). Peeks, so nothing is consumed; a connection that sends
-/// nothing within `patience`, or fails, is left to fRPC (which reports it).
-pub(crate) async fn is_http2(stream: &tokio::net::TcpStream, patience: Duration) -> bool {
+/// Who a new connection on a shared port is, by its first byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FirstByte {
+    /// The HTTP/2 preface's `P`: a gRPC client.
+    Http2,
+    /// Anything else (a Frisbee header starts with `00`), or a failure fRPC then reports.
+    Frpc,
+    /// Nothing within the idle timeout: dropped as idle (handing it to fRPC would give it a
+    /// second idle timeout).
+    Silent,
+}
+
+/// Peeks at a new connection's first byte (nothing is consumed) to tell a gRPC client from an
+/// fRPC one, for at most `patience`.
+pub(crate) async fn first_byte(stream: &tokio::net::TcpStream, patience: Duration) -> FirstByte {
     let mut first = [0u8; 1];
-    matches!(
-        tokio::time::timeout(patience, stream.peek(&mut first)).await,
-        Ok(Ok(1)) if first[0] == b'P'
-    )
+    match tokio::time::timeout(patience, stream.peek(&mut first)).await {
+        Ok(Ok(1)) if first[0] == b'P' => FirstByte::Http2,
+        Ok(_) => FirstByte::Frpc,
+        Err(_) => FirstByte::Silent,
+    }
 }
 
 /// Parses `grpc-timeout`: at most 8 digits and a unit (`H`, `M`, `S`, `m`, `u`, `n`).
