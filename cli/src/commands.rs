@@ -52,6 +52,7 @@ impl Connect {
             Some(limit) => config.connect_timeout(limit),
             None => config,
         };
+        let connect_timeout = config.connect_timeout;
         let mut client = match &self.tls {
             None => frpc::Client::connect_with(self.addr.as_str(), config).await?,
             Some(tls) => {
@@ -60,10 +61,32 @@ impl Connect {
                 frpc::Client::connect_tls(self.addr.as_str(), name, rustls, config).await?
             }
         };
+        self.answered(&client, connect_timeout).await?;
         if !self.headers.is_empty() {
             client = client.with_metadata(headers_metadata(&self.headers)?);
         }
         Ok(client)
+    }
+}
+
+impl Connect {
+    /// Waits for the server's first answer, within the connect timeout: a server that closes
+    /// the connection before answering (one at its `max_connections`, a framing mismatch) or
+    /// never answers fails the connection, as grpcurl's dial does (exit 1), not a call.
+    async fn answered(&self, client: &frpc::Client, limit: std::time::Duration) -> Result<(), CliError> {
+        match tokio::time::timeout(limit, client.negotiation()).await {
+            Ok(frpc::Negotiated::Closed(reason)) => {
+                Err(CliError::Other(crate::error::flags_for_framings(format!(
+                    "cannot connect to {}: the server closed the connection before answering: {reason}",
+                    self.addr
+                ))))
+            }
+            Ok(_) => Ok(()),
+            Err(_) => Err(other(format!(
+                "cannot connect to {}: no answer within {limit:?}",
+                self.addr
+            ))),
+        }
     }
 }
 
@@ -150,7 +173,16 @@ pub async fn reflect(client: &frpc::Client) -> Result<Described, CliError> {
             client.peer_addr()
         )));
     };
-    schema::from_reflection(&set).map_err(other)
+    let described = schema::from_reflection(&set).map_err(other)?;
+    // A server of Rust-first services (and health alone) has no descriptors to give.
+    if described.pool.services().len() == 0 {
+        return Err(other(format!(
+            "the server at {} describes no service through reflection (Rust-first services \
+             have no descriptors): pass its schema with --proto FILE [-I DIR]",
+            client.peer_addr()
+        )));
+    }
+    Ok(described)
 }
 
 /// Makes one unary call of `method` (served on operation `op`) with a dynamic request, in

@@ -35,7 +35,8 @@ impl From<frpc::Error> for CliError {
     /// this side (a call's timeout is DEADLINE_EXCEEDED, 68, for a unary call and a stream
     /// alike; a request over the size limit RESOURCE_EXHAUSTED; a connection lost mid-call
     /// UNAVAILABLE), as grpcurl exits; what fails before any call (connecting, TLS, the
-    /// configuration) exits 1.
+    /// configuration, a server that closed the connection before answering: see
+    /// `Connect::client`) exits 1.
     fn from(err: frpc::Error) -> CliError {
         use frpc::Error;
         match err {
@@ -58,7 +59,7 @@ impl From<frpc::Error> for CliError {
 }
 
 /// The runtime's hint at a framing mismatch names `Framing::Legacy`; here the flag does it.
-fn flags_for_framings(text: String) -> String {
+pub(crate) fn flags_for_framings(text: String) -> String {
     text.replace("Framing::Legacy", "--framing legacy")
         .replace("Framing::Frisbee", "--framing frisbee")
 }

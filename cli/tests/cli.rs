@@ -726,3 +726,57 @@ async fn describe_messages_enums_and_methods() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no service, method, message or enum"));
 }
+
+/// A server whose services have no descriptors (Rust-first ones, or health alone) reflects an
+/// empty set: the CLI asks for the schema instead of listing nothing and exiting 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_describes_nothing_asks_for_the_proto() {
+    let (_reporter, health) = frpc::health::service();
+    let server = frpc::Server::builder()
+        .add_service(health)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    tokio::spawn(server.serve());
+    for command in [vec!["list", &addr], vec!["describe", &addr, "demo.Demo"]] {
+        let out = frpc(args(&command), None).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {err}");
+        assert!(
+            err.contains("describes no service") && err.contains("--proto"),
+            "{command:?}: {err}"
+        );
+    }
+}
+
+/// A server that closes each connection at once (one at its `max_connections`) fails the
+/// connection, as grpcurl's dial does: exit 1, before any call (it exited 78, UNAVAILABLE, as a
+/// call that lost its connection).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_closes_at_accept_fails_the_connection() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            drop(stream);
+        }
+    });
+    let call = [
+        "call",
+        &addr,
+        "capture.EchoService/Echo",
+        "{}",
+        "--proto",
+        CAPTURE_PROTO,
+    ];
+    for command in [&call[..], &["list", &addr][..]] {
+        let out = frpc(args(command), None).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {err}");
+        assert!(
+            err.contains("closed the connection before answering"),
+            "{command:?}: {err}"
+        );
+    }
+}

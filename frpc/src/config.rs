@@ -80,7 +80,9 @@ setters!(ServerConfig {
 /// configuration breaking these rules with [`crate::Error::Config`] naming the field:
 /// - `ping_interval` and `idle_timeout` are above zero and at most a year;
 /// - `max_content_length`, `write_queue`, `write_queue_bytes`, `stream_buffer`,
-///   `stream_window` and `max_streams` are at least 1; `stream_window` is at most 1,048,576.
+///   `stream_window`, `stream_window_bytes`, `max_buffered_bytes`, `max_metadata_size`,
+///   `decode.max_depth`, `decode.memory_factor` and `max_streams` are at least 1;
+///   `stream_window` is at most 1,048,576.
 ///
 /// The idle timeout is checked on each ping tick, so the silence that drops a peer is
 /// `idle_timeout` rounded up to a whole number of `ping_interval`s (at least one). An
@@ -374,7 +376,8 @@ pub enum Concurrency {
 /// ```
 ///
 /// **Validity.** `build()` refuses with [`crate::Error::Config`] `max_connections`,
-/// `max_inflight_per_connection`, `max_inflight` or [`Concurrency::Limited`] at 0, and an invalid
+/// `max_inflight_per_connection`, `max_inflight`, `max_open_streams`,
+/// `max_buffered_stream_bytes` or [`Concurrency::Limited`] at 0, and an invalid
 /// [`ConnectionConfig`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -172,7 +172,8 @@ impl Context {
     /// When the client stops waiting for this call: its timeout, sent by an frpc client with
     /// extensions. When it passes, the handler is dropped (its [`Context::cancelled`] fires for
     /// tasks it spawned) and the client gets a [`crate::Code::DeadlineExceeded`] status.
-    /// `None` for calls without a timeout, streams, and plain fRPC clients (Go).
+    /// A stream's deadline bounds the whole stream (sent in its opening). `None` for calls
+    /// without a timeout and plain fRPC clients (Go).
     pub fn deadline(&self) -> Option<std::time::Instant> {
         self.call.as_ref()?.deadline().map(|deadline| deadline.into_std())
     }

@@ -59,7 +59,7 @@ type ServerLayerFn = Box<dyn FnOnce(CallService, bool) -> CallService + Send + S
 ///     let mut config = frpc::ServerConfig::default();
 ///     config.max_connections = 100;
 ///     let server = frpc::Server::builder()
-///         .config(config) // replaces the whole configuration: set it first
+///         .config(config) // the base; the builder's own settings apply over it, before or after
 ///         .concurrency(frpc::Concurrency::Limited(64))
 ///         .framing(frpc::Framing::Frisbee)
 ///         .add_service(GreeterServer::new(Hello))

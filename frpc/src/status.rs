@@ -409,7 +409,8 @@ impl Error {
     /// operation; `InvalidArgument` for a bad configuration or bad metadata; `Cancelled` for a
     /// cancelled call; `Unavailable` when no connection was up; `FailedPrecondition` for a
     /// request sent after its stream was closed, or a message after its stream ended; for a
-    /// client layer's error, `DeadlineExceeded` for tower's timeout and `Unknown` otherwise.
+    /// client layer's error, `DeadlineExceeded` for tower's timeout, `Unavailable` for its
+    /// load shedding (`Overloaded`) and `Unknown` otherwise.
     pub fn code(&self) -> Code {
         match self {
             Error::Status(status) => status.code(),

@@ -223,9 +223,9 @@ impl Endpoint {
     /// black hole with [`Error::Connect`] (`TimedOut`). A failed first attempt is its error
     /// ([`Error::Connect`], [`Error::Config`]…). Must be called within a Tokio runtime.
     ///
-    /// Later connections that close before the server answered anything count as failed
-    /// attempts: the channel backs off (with jitter) before the next, and fails calls at once
-    /// with [`Error::Unavailable`] meanwhile.
+    /// Later connections that close before they served a call, within the longest backoff (5 s
+    /// by default), count as failed attempts: the channel backs off (with jitter) before the
+    /// next, and fails calls at once with [`Error::Unavailable`] meanwhile.
     pub async fn connect(&self) -> Result<Channel, Error> {
         let client = self.connect_client().await?;
         Ok(Channel::supervised(self.clone(), Some(client)))

@@ -85,7 +85,7 @@ impl GrpcChannel {
         Ok(GrpcChannel::new(channel))
     }
 
-    /// The largest reply message accepted (`RESOURCE_EXHAUSTED` beyond it). Default 4 MiB.
+    /// The largest reply message accepted (tonic's `OUT_OF_RANGE` beyond it). Default 4 MiB.
     pub fn max_decoding_message_size(mut self, limit: usize) -> GrpcChannel {
         self.max_decoding = limit;
         self

@@ -295,7 +295,8 @@ impl GrpcServer {
         self
     }
 
-    /// The largest response message sent (`RESOURCE_EXHAUSTED` beyond it). Default: no limit.
+    /// The largest response message sent (`OUT_OF_RANGE` beyond it, as tonic's server
+    /// answers). Default: no limit.
     pub fn max_encoding_message_size(mut self, limit: usize) -> GrpcServer {
         self.max_encoding = limit;
         self
