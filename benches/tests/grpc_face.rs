@@ -432,36 +432,30 @@ async fn silent_grpc_connections_are_dropped_at_the_idle_timeout() {
     call.abort();
 }
 
-/// A unary call's deadline covers the arrival of its request too, and the request is read only
-/// once the call has its place among the calls in flight: a client whose request never ends
-/// gets DEADLINE_EXCEEDED from the server (it waited for ever, its partly sent body uncounted).
-/// A raw HTTP/2 client, as tonic's would end the call itself at the deadline.
-#[tokio::test]
-async fn a_unary_request_that_never_ends_meets_its_deadline() {
+/// Sends one gRPC request over a raw HTTP/2 connection: `frames` is its body (left open if it
+/// never ends), `timeout` its `grpc-timeout`; returns the answer's `grpc-status` and
+/// `grpc-message`, from its trailers or, for a trailers-only answer, its headers.
+async fn raw_grpc_call<S>(addr: SocketAddr, path: &str, frames: S, timeout: Option<&str>) -> (String, String)
+where
+    S: futures_util::Stream<Item = Result<hyper::body::Frame<bytes::Bytes>, std::convert::Infallible>>
+        + Send
+        + Unpin
+        + 'static,
+{
     use http_body_util::BodyExt;
-    let (addr, _events) = start().await;
     let io = hyper_util::rt::TokioIo::new(tokio::net::TcpStream::connect(addr).await.unwrap());
     let (mut sender, connection) =
         hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io)
             .await
             .unwrap();
     tokio::spawn(connection);
-    // Half a gRPC message (its prefix announces 100 bytes, 10 come), then nothing: the body
-    // stays open.
-    let mut half = vec![0u8, 0, 0, 0, 100];
-    half.extend_from_slice(&[0u8; 10]);
-    let frames = futures_util::StreamExt::chain(
-        futures_util::stream::iter([Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(
-            bytes::Bytes::from(half),
-        ))]),
-        futures_util::stream::pending(),
-    );
-    let request = http::Request::post(format!("http://{addr}/benchmark.BenchmarkService/Benchmark"))
+    let mut request = http::Request::post(format!("http://{addr}{path}"))
         .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .header("grpc-timeout", "200m")
-        .body(http_body_util::StreamBody::new(frames))
-        .unwrap();
+        .header("te", "trailers");
+    if let Some(timeout) = timeout {
+        request = request.header("grpc-timeout", timeout);
+    }
+    let request = request.body(http_body_util::StreamBody::new(frames)).unwrap();
     let answer = async {
         let response = sender.send_request(request).await.unwrap();
         let (parts, body) = response.into_parts();
@@ -470,13 +464,55 @@ async fn a_unary_request_that_never_ends_meets_its_deadline() {
             .await
             .ok()
             .and_then(|body| body.trailers().cloned());
-        // A trailers-only answer has its status in the headers.
-        let status =
-            |headers: &http::HeaderMap| headers.get("grpc-status").map(|v| v.to_str().unwrap().to_owned());
-        status(&parts.headers).or_else(|| trailers.as_ref().and_then(status))
+        let headers = match parts.headers.contains_key("grpc-status") {
+            true => parts.headers,
+            false => trailers.unwrap_or_default(),
+        };
+        let value = |name: &str| {
+            let value = headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+            value.unwrap_or_default()
+        };
+        (value("grpc-status"), value("grpc-message"))
     };
-    let status = tokio::time::timeout(Duration::from_secs(20), answer)
+    tokio::time::timeout(Duration::from_secs(20), answer)
         .await
-        .expect("the server ends the call at its deadline");
-    assert_eq!(status.as_deref(), Some("4"), "DEADLINE_EXCEEDED");
+        .expect("the server answers")
+}
+
+/// One DATA frame of `body`.
+fn data(body: Vec<u8>) -> Result<hyper::body::Frame<bytes::Bytes>, std::convert::Infallible> {
+    Ok(hyper::body::Frame::data(bytes::Bytes::from(body)))
+}
+
+/// A request that is not the method's protobuf message is INTERNAL, as gRPC servers (tonic's
+/// included) answer one they cannot parse (it was INVALID_ARGUMENT, fRPC's answer).
+#[tokio::test]
+async fn an_undecodable_request_is_internal() {
+    let (addr, _events) = start().await;
+    // Field 1, length 5, one byte: truncated.
+    let message = vec![0u8, 0, 0, 0, 3, 0x0a, 0x05, 0xff];
+    let frames = futures_util::stream::iter([data(message)]);
+    let (status, text) = raw_grpc_call(addr, "/benchmark.BenchmarkService/Benchmark", frames, None).await;
+    assert_eq!(status, "13", "INTERNAL: {text}");
+    assert!(text.starts_with("cannot%20decode%20the%20request"), "{text}");
+}
+
+/// A unary call's deadline covers the arrival of its request too, and the request is read only
+/// once the call has its place among the calls in flight: a client whose request never ends
+/// gets DEADLINE_EXCEEDED from the server (it waited for ever, its partly sent body uncounted).
+/// A raw HTTP/2 client, as tonic's would end the call itself at the deadline.
+#[tokio::test]
+async fn a_unary_request_that_never_ends_meets_its_deadline() {
+    let (addr, _events) = start().await;
+    // Half a gRPC message (its prefix announces 100 bytes, 10 come), then nothing: the body
+    // stays open.
+    let mut half = vec![0u8, 0, 0, 0, 100];
+    half.extend_from_slice(&[0u8; 10]);
+    let frames = futures_util::StreamExt::chain(
+        futures_util::stream::iter([data(half)]),
+        futures_util::stream::pending(),
+    );
+    let path = "/benchmark.BenchmarkService/Benchmark";
+    let (status, text) = raw_grpc_call(addr, path, frames, Some("200m")).await;
+    assert_eq!(status, "4", "DEADLINE_EXCEEDED: {text}");
 }

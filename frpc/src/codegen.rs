@@ -135,6 +135,11 @@ fn decode_request<Req: Message>(
     match codec::decode_as::<Req>(content, encoding, limits) {
         Ok(Envelope::Message(request)) => Ok(request),
         Ok(Envelope::Error(text)) => Err(Status::new(format!("the request was an error: {text}"))),
+        // gRPC servers (tonic's included) answer a request they cannot parse INTERNAL; frpc
+        // peers get INVALID_ARGUMENT, the client's bad argument.
+        Err(err) if encoding == codec::Encoding::Grpc => {
+            Err(Status::internal(format!("cannot decode the request: {err}")))
+        }
         Err(err) => Err(Status::invalid_argument(format!(
             "cannot decode the request: {err}"
         ))),

@@ -116,8 +116,8 @@ impl<T: Message> BridgedStreaming<T> {
     }
 
     /// The next message: `Ok(None)` at the end, the source's error once it failed; one that
-    /// does not decode is [`Error::InvalidMessage`] on a server (the client's bad argument),
-    /// [`Error::Decode`] on a client.
+    /// does not decode is [`Error::Decode`] (INTERNAL, what gRPC servers, tonic's included,
+    /// answer a request they cannot parse).
     pub(super) fn poll_message(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<Option<T>, Error>> {
         if self.done {
             return Poll::Ready(Ok(None));
@@ -145,7 +145,6 @@ impl<T: Message> BridgedStreaming<T> {
             Ok(Envelope::Error(text)) => {
                 Err(Error::InvalidMessage(format!("unexpected error message: {text}")))
             }
-            Err(err) if self.server => Err(Error::InvalidMessage(err.to_string())),
             Err(err) => Err(Error::Decode(err)),
         })
     }
