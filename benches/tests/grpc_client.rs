@@ -99,16 +99,7 @@ async fn frpc_face() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
 
 /// An frpc server serving fRPC and gRPC on one port.
 async fn shared_port() -> (SocketAddr, mpsc::UnboundedReceiver<String>) {
-    let (svc, rx) = unary_svc::Svc::new();
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .add_service(fpb::BenchmarkServiceServer::new(svc))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
-    (addr, rx)
+    unary_svc::shared_port(Default::default()).await
 }
 
 async fn client(addr: SocketAddr) -> fpb::BenchmarkServiceClient<GrpcChannel> {

@@ -190,16 +190,7 @@ async fn oversized_requests_are_refused_and_unknown_methods_unimplemented() {
 
 #[tokio::test]
 async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
-    let (svc, mut events) = Svc::new();
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .add_service(fpb::BenchmarkServiceServer::new(svc))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
-
+    let (addr, mut events) = unary_svc::shared_port(Default::default()).await;
     let frpc_client = fpb::BenchmarkServiceClient::connect(addr).await.unwrap();
     let mut grpc_client = client(addr).await;
     // Both kinds of connection open at once, calls interleaved on each.
@@ -238,16 +229,8 @@ async fn one_port_serves_frpc_and_grpc_clients_at_the_same_time() {
 /// cancelled calls are answered again.
 #[tokio::test]
 async fn grpc_calls_take_the_servers_places() {
-    let (svc, mut events) = Svc::new();
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .concurrency(frpc::Concurrency::Limited(1))
-        .add_service(fpb::BenchmarkServiceServer::new(svc))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
+    let config = frpc::ServerConfig::default().concurrency(frpc::Concurrency::Limited(1));
+    let (addr, mut events) = unary_svc::shared_port(config).await;
     let mut grpc_client = client(addr).await;
     let mut hanging = grpc_client.clone();
     let hang = tokio::spawn(async move { hanging.benchmark(request("hang")).await });
@@ -355,15 +338,7 @@ async fn replies_over_the_sending_limit_are_out_of_range() {
 async fn a_shared_port_holds_grpc_replies_to_max_content_length() {
     let mut config = frpc::ServerConfig::default();
     config.connection.max_content_length = 1024;
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .config(config)
-        .add_service(fpb::BenchmarkServiceServer::new(Svc::new().0))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
+    let (addr, _events) = unary_svc::shared_port(config).await;
     let mut grpc_client = client(addr).await;
     let status = grpc_client.benchmark(request("grow:2000")).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
@@ -386,18 +361,9 @@ async fn a_shared_port_holds_grpc_replies_to_max_content_length() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_grpc_connections_are_dropped_at_the_idle_timeout() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (svc, mut events) = Svc::new();
     let mut config = frpc::ServerConfig::default();
     config.connection.idle_timeout = Duration::from_millis(200);
-    let bound = frpc::Server::builder()
-        .config(config)
-        .grpc(true)
-        .add_service(fpb::BenchmarkServiceServer::new(svc))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
+    let (addr, mut events) = unary_svc::shared_port(config).await;
 
     /// Reads (and drops) what the server sends until it closes; never answers.
     async fn until_closed(mut peer: tokio::net::TcpStream) {

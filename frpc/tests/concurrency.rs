@@ -10,18 +10,6 @@ use std::time::Duration;
 use frpc::{Client, Concurrency};
 use support::*;
 
-/// Waits until `n` GATED handlers have started.
-async fn gated_started(server: &Running, n: usize) {
-    let state = &server.service.state;
-    loop {
-        let notified = state.started.notified();
-        if state.gated_started.load(Ordering::SeqCst) >= n {
-            return;
-        }
-        notified.await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_handler_does_not_delay_quick_calls_on_its_connection() {
     for mode in [Concurrency::PerRpc, Concurrency::Limited(8)] {

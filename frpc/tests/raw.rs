@@ -156,13 +156,9 @@ async fn a_takeover_waits_for_running_calls_at_most_the_grace() {
     let gated = Packet::new(1, GATED, Text::new("waits").to_polyglot());
     codec.encode(&gated, &mut out).unwrap();
     stream.write_all(&out).await.unwrap();
-    let state = server.service.state.clone();
-    let started = state.started.notified();
-    if state.gated_started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-        tokio::time::timeout(Duration::from_secs(20), started)
-            .await
-            .unwrap();
-    }
+    tokio::time::timeout(Duration::from_secs(20), gated_started(&server, 1))
+        .await
+        .unwrap();
     let mut out = BytesMut::new();
     let upgrade = Packet::new(2, UPGRADE, Text::new("hello").to_polyglot());
     codec.encode(&upgrade, &mut out).unwrap();

@@ -571,13 +571,9 @@ async fn a_half_close_closes_the_connection_and_drops_its_calls() {
         .await
         .unwrap();
     drop(framed);
-    let state = server.service.state.clone();
-    let started = state.started.notified();
-    if state.gated_started.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-        tokio::time::timeout(Duration::from_secs(20), started)
-            .await
-            .unwrap();
-    }
+    tokio::time::timeout(Duration::from_secs(20), gated_started(&server, 1))
+        .await
+        .unwrap();
     stream.shutdown().await.unwrap();
     // The gate never opens: whatever comes back before the end is heartbeats.
     let mut got = Vec::new();

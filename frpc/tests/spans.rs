@@ -128,10 +128,9 @@ async fn a_unary_handler_runs_inside_its_rpc_span_in_every_mode_and_for_plain_cl
     }
 }
 
-/// A failed unary call is logged once at DEBUG inside its rpc span (with its method), as a
-/// failed stream is; it logged nothing at any level.
-#[tokio::test(flavor = "current_thread")]
-async fn a_failed_unary_call_is_logged_in_its_span() {
+/// Makes one unary call of `value` to a fresh server under a subscriber of its own: the
+/// call's error, and every line logged meanwhile.
+async fn failed_call_logged(value: &str) -> (frpc::Error, Vec<String>) {
     let buffer = Buffer::default();
     let _guard = tracing::subscriber::set_default(subscriber(&buffer));
     let server = frpc::Server::builder()
@@ -142,9 +141,17 @@ async fn a_failed_unary_call_is_logged_in_its_span() {
     let addr = server.local_addr();
     let serving = tokio::spawn(server.serve());
     let client = TracedClient::connect(addr).await.unwrap();
-    let err = client.unary(Text { value: "fail".into() }).await.unwrap_err();
+    let err = client.unary(Text { value: value.into() }).await.unwrap_err();
+    serving.abort();
+    (err, lines(&buffer))
+}
+
+/// A failed unary call is logged once at DEBUG inside its rpc span (with its method), as a
+/// failed stream is; it logged nothing at any level.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_unary_call_is_logged_in_its_span() {
+    let (err, lines) = failed_call_logged("fail").await;
     assert_eq!(err.code(), frpc::Code::NotFound);
-    let lines = lines(&buffer);
     let failed: Vec<_> = lines.iter().filter(|line| line.contains("call failed")).collect();
     assert_eq!(failed.len(), 1, "{lines:#?}");
     assert!(
@@ -158,35 +165,18 @@ async fn a_failed_unary_call_is_logged_in_its_span() {
         "{}",
         failed[0]
     );
-    serving.abort();
 }
 
 /// A handler's panic reaches its client as a bare INTERNAL; its message is logged on the
 /// server, at ERROR, in the call's span.
 #[tokio::test(flavor = "current_thread")]
 async fn a_handler_panic_is_logged_not_sent() {
-    let buffer = Buffer::default();
-    let _guard = tracing::subscriber::set_default(subscriber(&buffer));
-    let server = frpc::Server::builder()
-        .add_service(TracedServer::new(Svc))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    let serving = tokio::spawn(server.serve());
-    let client = TracedClient::connect(addr).await.unwrap();
-    let err = client
-        .unary(Text {
-            value: "panic".into(),
-        })
-        .await
-        .unwrap_err();
+    let (err, lines) = failed_call_logged("panic").await;
     let status = err.status().expect("a remote status");
     assert_eq!(
         (status.code(), status.message()),
         (frpc::Code::Internal, "handler panicked")
     );
-    let lines = lines(&buffer);
     let logged: Vec<_> = lines
         .iter()
         .filter(|line| line.contains("the secret is 42"))
@@ -197,7 +187,6 @@ async fn a_handler_panic_is_logged_not_sent() {
         "{}",
         logged[0]
     );
-    serving.abort();
 }
 
 // Current-thread runtime: the server's tasks run on this thread, under its default subscriber.

@@ -45,6 +45,24 @@ impl Svc {
     }
 }
 
+/// An frpc server of [`Svc`] serving fRPC and gRPC on one port (`grpc(true)`) with `config`,
+/// on 127.0.0.1:0; its address and the service's events.
+pub async fn shared_port(
+    config: frpc::ServerConfig,
+) -> (std::net::SocketAddr, mpsc::UnboundedReceiver<String>) {
+    let (svc, events) = Svc::new();
+    let bound = frpc::Server::builder()
+        .config(config)
+        .grpc(true)
+        .add_service(fpb::BenchmarkServiceServer::new(svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    (addr, events)
+}
+
 /// Sets the response metadata of a `meta` call, and answers with the caller's `x-user`.
 fn echo_metadata(ctx: &frpc::Context) -> fpb::Response {
     let user = ctx.metadata().get("x-user").unwrap_or("-").to_string();

@@ -264,6 +264,19 @@ pub struct Running {
     pub done: tokio::task::JoinHandle<Result<(), frpc::Error>>,
 }
 
+/// Waits until `n` GATED handlers have started.
+#[allow(dead_code, reason = "each test file uses its part")]
+pub async fn gated_started(server: &Running, n: usize) {
+    let state = &server.service.state;
+    loop {
+        let notified = state.started.notified();
+        if state.gated_started.load(Ordering::SeqCst) >= n {
+            return;
+        }
+        notified.await;
+    }
+}
+
 pub async fn start(config: frpc::ServerConfig) -> Running {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
