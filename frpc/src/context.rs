@@ -59,6 +59,9 @@ pub struct Context {
     inner: Arc<Inner>,
     /// The call's extension state (connections that negotiated extensions only).
     call: Option<CallInfo>,
+    /// What the server's layers gave the handler ([`crate::CallRequest::extensions_mut`]);
+    /// `None` until one did.
+    extensions: Option<Arc<http::Extensions>>,
 }
 
 impl Clone for Context {
@@ -72,6 +75,7 @@ impl Clone for Context {
                 CallInfo::Lazy { .. } => CallInfo::State(call.state()),
                 CallInfo::State(_) => call.clone(),
             }),
+            extensions: self.extensions.clone(),
         }
     }
 }
@@ -137,6 +141,7 @@ impl Context {
                 shutdown,
             }),
             call: None,
+            extensions: None,
         }
     }
 
@@ -158,6 +163,7 @@ impl Context {
                 shutdown,
             }),
             call: Some(CallInfo::State(call)),
+            extensions: None,
         }
     }
 
@@ -166,7 +172,35 @@ impl Context {
         Context {
             inner: self.inner.clone(),
             call: Some(call),
+            extensions: None,
         }
+    }
+
+    /// What the server's layers or interceptors put in the call's extensions, for the handler,
+    /// as tonic's `Request::extensions`: an authenticated user, a request id (see
+    /// [`crate::CallRequest::extensions_mut`]). Empty when none did.
+    ///
+    /// ```
+    /// # #[derive(Clone)] struct User(String);
+    /// fn greet(ctx: &frpc::Context) -> String {
+    ///     match ctx.extensions().get::<User>() {
+    ///         Some(User(name)) => format!("hello, {name}"),
+    ///         None => "hello, stranger".into(),
+    ///     }
+    /// }
+    /// ```
+    pub fn extensions(&self) -> &http::Extensions {
+        static NONE: std::sync::OnceLock<http::Extensions> = std::sync::OnceLock::new();
+        match &self.extensions {
+            Some(extensions) => extensions,
+            None => NONE.get_or_init(http::Extensions::new),
+        }
+    }
+
+    /// The call's extensions, to add to (the first addition allocates them; a clone of the
+    /// context made before keeps what it had).
+    pub(crate) fn extensions_mut(&mut self) -> &mut http::Extensions {
+        Arc::make_mut(self.extensions.get_or_insert_with(Default::default))
     }
 
     /// When the client stops waiting for this call: its timeout, sent by an frpc client with

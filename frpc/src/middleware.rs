@@ -204,6 +204,37 @@ impl CallRequest {
         &self.ctx
     }
 
+    /// The call's extensions: what layers before this one added ([`Context::extensions`]).
+    pub fn extensions(&self) -> &http::Extensions {
+        self.ctx.extensions()
+    }
+
+    /// The call's extensions, to add to: what a layer inserts here the handler reads from
+    /// [`Context::extensions`], as tonic's `Request::extensions_mut` hands values from an
+    /// interceptor to a service (an authenticated user, say). Interceptors see the call by
+    /// reference; a layer that owns it adds to it, tower's `FilterLayer` when it may refuse
+    /// the call too:
+    ///
+    /// ```
+    /// #[derive(Clone)]
+    /// struct User(String);
+    ///
+    /// // Refuses calls without a token; hands the user to the handler (`ctx.extensions()`).
+    /// let auth = tower::filter::FilterLayer::new(|mut call: frpc::CallRequest| {
+    ///     let user = match call.metadata().get("authorization") {
+    ///         Some(token) => token.trim_start_matches("Bearer ").to_owned(),
+    ///         None => return Err(frpc::Status::unauthenticated("no token")),
+    ///     };
+    ///     call.extensions_mut().insert(User(user));
+    ///     Ok(call)
+    /// });
+    /// let builder = frpc::Server::builder().layer(auth);
+    /// # drop(builder);
+    /// ```
+    pub fn extensions_mut(&mut self) -> &mut http::Extensions {
+        self.ctx.extensions_mut()
+    }
+
     /// The request metadata the client sent ([`Context::metadata`]: empty from plain fRPC
     /// clients).
     pub fn metadata(&self) -> &Metadata {

@@ -45,7 +45,12 @@ struct Svc {
 }
 
 impl Probe for Svc {
-    async fn echo(&self, _ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+    async fn echo(&self, ctx: &frpc::Context, request: Text) -> Result<Text, frpc::Status> {
+        // `whoami`: the user a layer put in the call's extensions.
+        if request.value == "whoami" {
+            let user = ctx.extensions().get::<User>();
+            return Ok(text(user.map_or("stranger", |user| &user.0)));
+        }
         Ok(request)
     }
 
@@ -518,4 +523,39 @@ async fn a_panicking_layer_fails_its_call_and_the_server_goes_on() {
     assert_eq!(err.to_string(), "INTERNAL: handler panicked");
     // The stack's lock was released by the unwinding call.
     assert_eq!(c.echo(text("ok")).await.unwrap().value, "ok");
+}
+
+/// Who a layer found the caller to be, for the handler (`CallRequest::extensions_mut`).
+#[derive(Clone)]
+struct User(String);
+
+/// A layer hands a value to the handler through the call's extensions, as a tonic interceptor
+/// does with `Request::extensions_mut`: tower's `FilterLayer` refuses calls without a token and
+/// puts the user in the others, which the handler reads from `ctx.extensions()`.
+#[tokio::test]
+async fn a_layer_hands_the_handler_values_through_the_extensions() {
+    let auth = tower::filter::FilterLayer::new(|mut call: CallRequest| {
+        let user = match call.metadata().get("token") {
+            Some(token) => token.to_owned(),
+            None => return Err(Status::unauthenticated("no token")),
+        };
+        assert!(
+            call.extensions().get::<User>().is_none(),
+            "nothing before this layer"
+        );
+        call.extensions_mut().insert(User(user));
+        Ok(call)
+    });
+    let h = serve(|b| b.layer(auth)).await;
+    let c = client(h.addr).await;
+    assert_eq!(
+        with_token(&c, "ana").echo(text("whoami")).await.unwrap().value,
+        "ana"
+    );
+    let err = c.echo(text("whoami")).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err}");
+    // Without layers, a handler's extensions are empty.
+    let plain = serve(|b| b).await;
+    let c = client(plain.addr).await;
+    assert_eq!(c.echo(text("whoami")).await.unwrap().value, "stranger");
 }
