@@ -65,6 +65,7 @@ setters!(ServerConfig {
     connection: ConnectionConfig,
     concurrency: Concurrency,
     max_connections: usize,
+    max_connections_per_address: usize,
     max_inflight_per_connection: usize,
     max_inflight: usize,
     max_open_streams: usize,
@@ -376,7 +377,7 @@ pub enum Concurrency {
 /// ```
 ///
 /// **Validity.** `build()` refuses with [`crate::Error::Config`] `max_connections`,
-/// `max_inflight_per_connection`, `max_inflight`, `max_open_streams`,
+/// `max_connections_per_address`, `max_inflight_per_connection`, `max_inflight`, `max_open_streams`,
 /// `max_buffered_stream_bytes` or [`Concurrency::Limited`] at 0, and an invalid
 /// [`ConnectionConfig`].
 #[derive(Debug, Clone)]
@@ -388,6 +389,14 @@ pub struct ServerConfig {
     pub concurrency: Concurrency,
     /// Connections served at once; further ones are closed at accept. Default: 10,000.
     pub max_connections: usize,
+    /// TCP connections from one IP address served at once; its further ones are closed at
+    /// accept (logged). One peer can otherwise take every `max_connections` place: a
+    /// connection that sends a byte now and then is not idle (a packet's header announcing
+    /// 5 MiB, then a byte every 2 s: 10,000 connections for 5 kB/s). Default: no limit
+    /// (`usize::MAX`), as clients behind one proxy or NAT share an address: set it where
+    /// clients have their own (say 100). At least 1. Unix sockets and `serve_io` are not
+    /// counted.
+    pub max_connections_per_address: usize,
     /// RPCs running at once on one connection; while at the limit, the connection is not read
     /// (TCP backpressure). Default: 4096.
     pub max_inflight_per_connection: usize,
@@ -446,6 +455,7 @@ impl Default for ServerConfig {
             connection: ConnectionConfig::default(),
             concurrency: Concurrency::PerRpc,
             max_connections: 10_000,
+            max_connections_per_address: usize::MAX,
             max_inflight_per_connection: 4096,
             max_inflight: 16_384,
             max_open_streams: 8_192,
@@ -462,6 +472,7 @@ impl ServerConfig {
     pub(crate) fn check(&self) -> Result<(), String> {
         self.connection.check()?;
         at_least_one("max_connections", self.max_connections)?;
+        at_least_one("max_connections_per_address", self.max_connections_per_address)?;
         at_least_one("max_inflight_per_connection", self.max_inflight_per_connection)?;
         at_least_one("max_inflight", self.max_inflight)?;
         at_least_one("max_open_streams", self.max_open_streams)?;

@@ -2,11 +2,12 @@
 //! transport connection; routes each operation to its service or raw route and shuts down
 //! gracefully. Services floor.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -328,7 +329,7 @@ impl Builder {
         self.config.check().map_err(Error::Config)?;
         let mut routes: IdMap<u16, Route> = IdMap::default();
         // Who claimed each operation, to name both sides of a collision.
-        let mut claims: std::collections::HashMap<u16, String> = Default::default();
+        let mut claims: HashMap<u16, String> = Default::default();
         let mut claim = |op: u16, route: Route, what: String| -> Result<(), Error> {
             if op::is_reserved(op) {
                 return Err(Error::Config(format!(
@@ -417,6 +418,7 @@ impl Builder {
                 limits,
                 config: self.config,
                 connections: AtomicUsize::new(0),
+                per_address: Default::default(),
             }),
         })
     }
@@ -551,6 +553,8 @@ struct Shared {
     config: ServerConfig,
     limits: Arc<Limits>,
     connections: AtomicUsize,
+    /// Connections per IP address, when `max_connections_per_address` limits them.
+    per_address: Mutex<HashMap<IpAddr, usize>>,
 }
 
 /// An frpc server, built with [`Server::builder`]. Cheap to clone.
@@ -756,9 +760,12 @@ impl Server {
         force: &CancellationToken,
     ) {
         let Some(counted) = self.admit() else { return };
+        let Some(address) = AddressPlace::admit(&self.shared, &stream) else {
+            return;
+        };
         let task = serve_connection(self.shared.clone(), stream, shutdown.clone(), force.clone());
         connections.spawn(async move {
-            let _counted = counted;
+            let _counted = (counted, address);
             task.await;
         });
     }
@@ -777,6 +784,44 @@ impl Server {
             let _counted = counted;
             run_connection(shared, stream.into_split(), None, NO_PEER_ADDR, shutdown, force).await;
         });
+    }
+}
+
+/// Counts a TCP connection against its IP address's `max_connections_per_address` while it
+/// lives; nothing when that is unlimited (the default: no map, no lock).
+struct AddressPlace(Option<(Arc<Shared>, IpAddr)>);
+
+impl AddressPlace {
+    /// The connection's place, or `None` (logged) when its address has as many as allowed.
+    fn admit(shared: &Arc<Shared>, stream: &TcpStream) -> Option<AddressPlace> {
+        let limit = shared.config.max_connections_per_address;
+        let Ok(peer) = stream.peer_addr() else {
+            return Some(AddressPlace(None));
+        };
+        if limit == usize::MAX {
+            return Some(AddressPlace(None));
+        }
+        let mut counts = shared.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        let count = counts.entry(peer.ip()).or_insert(0);
+        if *count >= limit {
+            tracing::warn!(%peer, limit, "refusing a connection over the limit of its address");
+            return None;
+        }
+        *count += 1;
+        Some(AddressPlace(Some((shared.clone(), peer.ip()))))
+    }
+}
+
+impl Drop for AddressPlace {
+    fn drop(&mut self) {
+        let Some((shared, ip)) = self.0.take() else { return };
+        let mut counts = shared.per_address.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = counts.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&ip);
+            }
+        }
     }
 }
 

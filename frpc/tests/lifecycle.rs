@@ -321,3 +321,45 @@ fn a_client_whose_runtime_shut_down_fails_its_calls_at_once() {
     assert!(client.is_closed());
     drop(serving);
 }
+
+/// A client bound to `source` (a loopback address of its own) connected to `server`.
+async fn client_from(source: &str, server: std::net::SocketAddr) -> Client {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    let stream = socket.connect(server).await.unwrap();
+    Client::from_stream(stream, frpc::ClientConfig::default()).unwrap()
+}
+
+/// `max_connections_per_address`: one address's connections beyond it are closed at accept,
+/// while another address is served, and a freed place serves the address again. One peer
+/// cannot take every `max_connections` place.
+#[tokio::test]
+async fn connections_over_an_addresss_limit_are_closed_at_accept() {
+    let cfg = config(Concurrency::PerRpc).max_connections_per_address(2);
+    let server = start(cfg).await;
+    let first = client_from("127.0.0.1", server.addr).await;
+    let second = client_from("127.0.0.1", server.addr).await;
+    for client in [&first, &second] {
+        assert_eq!(client.negotiation().await, frpc::Negotiated::Extensions);
+    }
+    let third = client_from("127.0.0.1", server.addr).await;
+    let refused = tokio::time::timeout(Duration::from_secs(5), third.negotiation())
+        .await
+        .expect("no hang");
+    assert!(matches!(refused, frpc::Negotiated::Closed(_)), "{refused:?}");
+    // Another address is served meanwhile.
+    let other = client_from("127.0.0.2", server.addr).await;
+    assert_eq!(call(&other, ECHO, "other").await.unwrap().value, "other");
+    // Once a place of the first address frees up, it is served again.
+    first.close();
+    let mut served = false;
+    for _ in 0..100 {
+        let again = client_from("127.0.0.1", server.addr).await;
+        if again.negotiation().await == frpc::Negotiated::Extensions {
+            served = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(served);
+}

@@ -220,6 +220,10 @@ async fn invalid_server_config_is_refused_at_build_naming_the_field() {
         .collect();
     configs.push(("max_connections", ServerConfig::default().max_connections(0)));
     configs.push((
+        "max_connections_per_address",
+        ServerConfig::default().max_connections_per_address(0),
+    ));
+    configs.push((
         "max_inflight_per_connection",
         ServerConfig::default().max_inflight_per_connection(0),
     ));
