@@ -356,3 +356,71 @@ async fn a_subscriber_task_sees_its_client_go() {
     }
     eventually("the places are given back", || server.open_streams() == 0).await;
 }
+
+/// A stream whose client went (it dropped the stream, or its deadline passed) gives its place
+/// in its connection's `max_streams` back, whatever a task of the handler's still holds: the
+/// connection opens another (its place stayed taken while the parked sender lived).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_sender_gives_its_connections_place_back_when_the_client_goes() {
+    let (started, mut parked) = mpsc::unbounded_channel();
+    let svc = Svc {
+        park_started: Some(started),
+        ..Svc::default()
+    };
+    let mut config = frpc::ServerConfig::default();
+    config.connection.max_streams = 1;
+    let bound = frpc::Server::builder()
+        .config(config)
+        .add_service(ProducerServer::new(svc.clone()))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let connection = frpc::Client::connect(addr).await.unwrap();
+    assert_eq!(connection.negotiation().await, frpc::Negotiated::Extensions);
+    let client = ProducerClient::new(connection.clone());
+    // Dropped by its client (a CANCEL), then past its deadline.
+    let stream = client.park(text("")).await.unwrap();
+    within("the handler", parked.recv()).await.unwrap();
+    drop(stream);
+    let timed = ProducerClient::new(connection.with_timeout(Duration::from_millis(300)));
+    let opened = within("the next open", async {
+        loop {
+            match timed.park(text("")).await {
+                Ok(stream) => break stream,
+                // Refused while the place is taken; or, on a busy machine, past its deadline
+                // before the open's answer: try again.
+                Err(err) => {
+                    let retry = [frpc::Code::ResourceExhausted, frpc::Code::DeadlineExceeded];
+                    assert!(retry.contains(&err.code()), "{err}");
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    })
+    .await;
+    within("the handler", parked.recv()).await.unwrap();
+    let mut opened = opened;
+    let err = within("the deadline", opened.message()).await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::DeadlineExceeded, "{err}");
+    // Both senders are still parked; the connection still opens a stream.
+    let again = within("the third open", async {
+        loop {
+            match client.park(text("")).await {
+                Ok(stream) => break stream,
+                Err(err) => {
+                    assert_eq!(err.code(), frpc::Code::ResourceExhausted, "{err}");
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    })
+    .await;
+    within("the handler", parked.recv()).await.unwrap();
+    assert!(
+        svc.parked.lock().unwrap().len() >= 3,
+        "the senders are still parked"
+    );
+    drop(again);
+}

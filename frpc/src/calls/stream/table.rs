@@ -225,7 +225,12 @@ impl StreamTable {
         self.check_open(&table)?;
         self.remote_live.fetch_add(1, Ordering::Relaxed);
         let inbound = self.insert(&mut table, id, cancel, setup, false);
-        Ok((inbound, StreamPlace(self.clone())))
+        let place = StreamPlace {
+            table: self.clone(),
+            id,
+            end: inbound.end.clone(),
+        };
+        Ok((inbound, place))
     }
 
     /// The peer's CREDIT for stream `id`: more messages (and bytes) this side may send.
@@ -564,13 +569,21 @@ impl Arena {
 }
 
 /// A stream the peer opened, counted in its connection's and its server's open streams until
-/// dropped: its handler's task holds it.
+/// dropped: its handler's task holds it. Its end is the stream's: its route goes too, whatever
+/// handles a task the handler spawned still holds (their sends then reach nobody, and fail
+/// once the peer is gone).
 #[derive(Debug)]
-pub(crate) struct StreamPlace(Arc<StreamTable>);
+pub(crate) struct StreamPlace {
+    table: Arc<StreamTable>,
+    id: u16,
+    /// Tells this stream's route from a newer one under the same id.
+    end: Arc<OnceLock<EndReason>>,
+}
 
 impl Drop for StreamPlace {
     fn drop(&mut self) {
-        self.0.release_remote();
+        self.table.remove(self.id, &self.end);
+        self.table.release_remote();
     }
 }
 
