@@ -615,3 +615,17 @@ async fn large_and_small_messages_cross_a_bidi_stream_byte_exact() {
     }
     assert!(replies.message().await.unwrap().is_none());
 }
+
+/// A handler that gives clones of its sender to tasks and returns `Ok` keeps its gRPC stream
+/// open until the last clone goes, as on fRPC (the response ended at the return, and the
+/// tasks' sends failed).
+#[tokio::test]
+async fn spawned_senders_keep_a_grpc_stream_open() {
+    let (addr, _events) = start().await;
+    let mut client = client(addr).await;
+    let replies = client.count(count(40, "spawned")).await.unwrap().into_inner();
+    let (mut got, end) = drain(replies).await;
+    end.unwrap();
+    got.sort_unstable();
+    assert_eq!(got, (0..40).collect::<Vec<_>>());
+}

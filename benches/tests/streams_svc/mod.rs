@@ -31,7 +31,9 @@ pub type Events = mpsc::UnboundedSender<String>;
 ///   `x-echo-user` whenever the client sent one;
 /// - `hang`: reports `<method> hang <has deadline>`, then waits forever; a task reports
 ///   `<method> cancelled` once the context is cancelled;
-/// - `shutdown` (Count): sends until the server shuts down, then reports `count drained`.
+/// - `shutdown` (Count): sends until the server shuts down, then reports `count drained`;
+/// - `spawned` (Count): two tasks holding clones of the sender send the items (each its half,
+///   in order) after the handler returned `Ok`.
 pub struct Svc {
     pub events: Events,
 }
@@ -72,6 +74,25 @@ impl fpb::Streams for Svc {
     ) -> Result<(), frpc::Status> {
         if request.mode == "meta" {
             echo_user(ctx, None);
+        }
+        if request.mode == "spawned" {
+            // The items come from two tasks holding clones, after the handler returned.
+            for half in [0..request.n / 2, request.n / 2..request.n] {
+                let outbound = outbound.clone();
+                tokio::spawn(async move {
+                    for n in half {
+                        let item = fpb::Item {
+                            text: format!("item {n}"),
+                            n,
+                            ..Default::default()
+                        };
+                        if outbound.send(item).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            return Ok(());
         }
         for n in 0..request.n {
             outbound

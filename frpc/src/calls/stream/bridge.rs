@@ -14,13 +14,14 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
 use frpc_wire::polyglot::{Envelope, Message};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -158,6 +159,15 @@ pub(crate) struct BridgedSender<T> {
     _message: PhantomData<fn(T)>,
 }
 
+/// The live senders of a server's bridged stream, and a signal when one goes: a handler that
+/// returned `Ok` while a task it spawned holds one leaves its stream open until the last goes,
+/// as on an fRPC stream.
+#[derive(Debug, Default)]
+struct Senders {
+    count: AtomicUsize,
+    gone: Notify,
+}
+
 /// What a bridged sender checks besides sending: a server's shutdown and headers, a client's
 /// size limit and deadline.
 #[derive(Clone)]
@@ -166,6 +176,7 @@ enum Side {
         /// Fires when the server begins shutting down.
         draining: CancellationToken,
         headers: Arc<Headers>,
+        senders: Arc<Senders>,
     },
     Client {
         /// The largest request message (its protobuf bytes).
@@ -179,10 +190,22 @@ enum Side {
 
 impl<T> Clone for BridgedSender<T> {
     fn clone(&self) -> Self {
+        if let Side::Server { senders, .. } = &self.side {
+            senders.count.fetch_add(1, Ordering::AcqRel);
+        }
         BridgedSender {
             out: self.out.clone(),
             side: self.side.clone(),
             _message: PhantomData,
+        }
+    }
+}
+
+impl<T> Drop for BridgedSender<T> {
+    fn drop(&mut self) {
+        if let Side::Server { senders, .. } = &self.side {
+            senders.count.fetch_sub(1, Ordering::AcqRel);
+            senders.gone.notify_one();
         }
     }
 }
@@ -194,6 +217,25 @@ impl<T> fmt::Debug for BridgedSender<T> {
 }
 
 impl<T> BridgedSender<T> {
+    /// Waits until this is the stream's last sender (a server's: see [`Senders`]); ends early
+    /// with the shutdown's error once the server begins shutting down.
+    pub(super) async fn others_gone(&self) -> Result<(), Error> {
+        let Side::Server {
+            draining, senders, ..
+        } = &self.side
+        else {
+            return Ok(());
+        };
+        // `notify_one` keeps a wake-up for a sender that goes between the look and the wait.
+        while senders.count.load(Ordering::Acquire) > 1 {
+            tokio::select! {
+                () = senders.gone.notified() => {}
+                () = draining.cancelled() => return Err(Error::ShuttingDown),
+            }
+        }
+        Ok(())
+    }
+
     /// Resolves once the other end of the channel is gone (the call ended, its client went);
     /// at once for a closed request stream.
     pub(super) async fn closed(&self) {
@@ -233,11 +275,14 @@ impl<T: Message> BridgedSender<T> {
     }
 
     pub(super) fn new(bridge: &Bridge) -> BridgedSender<T> {
+        let senders = Arc::new(Senders::default());
+        senders.count.fetch_add(1, Ordering::AcqRel);
         BridgedSender {
             out: Some(bridge.replies.clone()),
             side: Side::Server {
                 draining: bridge.draining.clone(),
                 headers: bridge.headers.clone(),
+                senders,
             },
             _message: PhantomData,
         }

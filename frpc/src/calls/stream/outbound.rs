@@ -26,8 +26,8 @@ use super::guard::*;
 /// from several tasks). A handler that returns `Ok` while a clone lives (a task it spawned,
 /// as a tonic handler returns a `ReceiverStream`) leaves its stream open until the last clone
 /// is dropped, or until the server begins shutting down (the stream then ends with
-/// `UNAVAILABLE`); an `Err` ends it at once, and later sends fail with
-/// [`Error::StreamEnded`]:
+/// `UNAVAILABLE`), on the gRPC face as on fRPC; an `Err` ends it at once, and later sends fail
+/// with [`Error::StreamEnded`] (on the gRPC face, [`Error::Cancelled`]):
 ///
 /// ```
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
@@ -302,12 +302,12 @@ impl<T: Message> StreamSender<T> {
         }
     }
 
-    /// Waits until no other clone of this sender is left (see [`FrpcSender::others_gone`]);
-    /// a bridged stream (the gRPC face's) at once.
+    /// Waits until no other clone of this sender is left (see [`FrpcSender::others_gone`]), on
+    /// an fRPC stream and a bridged one (the gRPC face's) alike.
     pub(crate) async fn others_gone(&self, ctx: &crate::Context) -> Result<(), Status> {
         match &self.0 {
             Sending::Frpc(sender) => sender.others_gone(ctx).await,
-            Sending::Bridged(_) => Ok(()),
+            Sending::Bridged(sender) => sender.others_gone().await.map_err(Status::from),
         }
     }
 
