@@ -875,8 +875,8 @@ fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
     };
     format!(
         "{reason} before sending a valid packet: is it refusing connections (an frpc server at \
-         its `max_connections` closes new ones at once), or does it use the other framing? This \
-         side uses {ours}; try {other}"
+         its `max_connections`, or this address's `max_connections_per_address`, closes new ones \
+         at once), or does it use the other framing? This side uses {ours}; try {other}"
     )
 }
 
