@@ -357,6 +357,24 @@ async fn a_subscriber_task_sees_its_client_go() {
     eventually("the places are given back", || server.open_streams() == 0).await;
 }
 
+/// Opens a `park` stream, again while the connection's place is taken (RESOURCE_EXHAUSTED) or,
+/// on a busy machine, the open's deadline passed before its answer.
+async fn park_when_admitted(client: &ProducerClient<frpc::Client>) -> frpc::Streaming<Text> {
+    within("an admitted open", async {
+        loop {
+            match client.park(text("")).await {
+                Ok(stream) => break stream,
+                Err(err) => {
+                    let retry = [frpc::Code::ResourceExhausted, frpc::Code::DeadlineExceeded];
+                    assert!(retry.contains(&err.code()), "{err}");
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    })
+    .await
+}
+
 /// A stream whose client went (it dropped the stream, or its deadline passed) gives its place
 /// in its connection's `max_streams` back, whatever a task of the handler's still holds: the
 /// connection opens another (its place stayed taken while the parked sender lived).
@@ -385,38 +403,13 @@ async fn a_parked_sender_gives_its_connections_place_back_when_the_client_goes()
     within("the handler", parked.recv()).await.unwrap();
     drop(stream);
     let timed = ProducerClient::new(connection.with_timeout(Duration::from_millis(300)));
-    let opened = within("the next open", async {
-        loop {
-            match timed.park(text("")).await {
-                Ok(stream) => break stream,
-                // Refused while the place is taken; or, on a busy machine, past its deadline
-                // before the open's answer: try again.
-                Err(err) => {
-                    let retry = [frpc::Code::ResourceExhausted, frpc::Code::DeadlineExceeded];
-                    assert!(retry.contains(&err.code()), "{err}");
-                    tokio::task::yield_now().await;
-                }
-            }
-        }
-    })
-    .await;
+    let opened = park_when_admitted(&timed).await;
     within("the handler", parked.recv()).await.unwrap();
     let mut opened = opened;
     let err = within("the deadline", opened.message()).await.unwrap_err();
     assert_eq!(err.code(), frpc::Code::DeadlineExceeded, "{err}");
     // Both senders are still parked; the connection still opens a stream.
-    let again = within("the third open", async {
-        loop {
-            match client.park(text("")).await {
-                Ok(stream) => break stream,
-                Err(err) => {
-                    assert_eq!(err.code(), frpc::Code::ResourceExhausted, "{err}");
-                    tokio::task::yield_now().await;
-                }
-            }
-        }
-    })
-    .await;
+    let again = park_when_admitted(&client).await;
     within("the handler", parked.recv()).await.unwrap();
     assert!(
         svc.parked.lock().unwrap().len() >= 3,

@@ -14,14 +14,13 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context as TaskContext, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
 use frpc_wire::polyglot::{Envelope, Message};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +29,8 @@ use crate::calls::ext::CallState;
 use crate::config::DecodeLimits;
 use crate::metadata::Metadata;
 use crate::status::Error;
+
+use super::common::SenderCount;
 
 /// The inbound contents of a bridged stream, each a protobuf message: a server's requests
 /// bare, a client's replies behind the marker; an error ends the stream abnormally (the
@@ -159,15 +160,6 @@ pub(crate) struct BridgedSender<T> {
     _message: PhantomData<fn(T)>,
 }
 
-/// The live senders of a server's bridged stream, and a signal when one goes: a handler that
-/// returned `Ok` while a task it spawned holds one leaves its stream open until the last goes,
-/// as on an fRPC stream.
-#[derive(Debug, Default)]
-struct Senders {
-    count: AtomicUsize,
-    gone: Notify,
-}
-
 /// What a bridged sender checks besides sending: a server's shutdown and headers, a client's
 /// size limit and deadline.
 #[derive(Clone)]
@@ -176,7 +168,7 @@ enum Side {
         /// Fires when the server begins shutting down.
         draining: CancellationToken,
         headers: Arc<Headers>,
-        senders: Arc<Senders>,
+        senders: Arc<SenderCount>,
     },
     Client {
         /// The largest request message (its protobuf bytes).
@@ -191,7 +183,7 @@ enum Side {
 impl<T> Clone for BridgedSender<T> {
     fn clone(&self) -> Self {
         if let Side::Server { senders, .. } = &self.side {
-            senders.count.fetch_add(1, Ordering::AcqRel);
+            senders.add();
         }
         BridgedSender {
             out: self.out.clone(),
@@ -204,8 +196,7 @@ impl<T> Clone for BridgedSender<T> {
 impl<T> Drop for BridgedSender<T> {
     fn drop(&mut self) {
         if let Side::Server { senders, .. } = &self.side {
-            senders.count.fetch_sub(1, Ordering::AcqRel);
-            senders.gone.notify_one();
+            senders.remove();
         }
     }
 }
@@ -217,8 +208,8 @@ impl<T> fmt::Debug for BridgedSender<T> {
 }
 
 impl<T> BridgedSender<T> {
-    /// Waits until this is the stream's last sender (a server's: see [`Senders`]); ends early
-    /// with the shutdown's error once the server begins shutting down.
+    /// Waits until this is the stream's last sender (a server's: see [`SenderCount`]); ends
+    /// early with the shutdown's error once the server begins shutting down.
     pub(super) async fn others_gone(&self) -> Result<(), Error> {
         let Side::Server {
             draining, senders, ..
@@ -226,14 +217,11 @@ impl<T> BridgedSender<T> {
         else {
             return Ok(());
         };
-        // `notify_one` keeps a wake-up for a sender that goes between the look and the wait.
-        while senders.count.load(Ordering::Acquire) > 1 {
-            tokio::select! {
-                () = senders.gone.notified() => {}
-                () = draining.cancelled() => return Err(Error::ShuttingDown),
-            }
-        }
-        Ok(())
+        let shutting_down = async {
+            draining.cancelled().await;
+            Error::ShuttingDown
+        };
+        senders.alone(shutting_down).await
     }
 
     /// Resolves once the other end of the channel is gone (the call ended, its client went);
@@ -275,8 +263,8 @@ impl<T: Message> BridgedSender<T> {
     }
 
     pub(super) fn new(bridge: &Bridge) -> BridgedSender<T> {
-        let senders = Arc::new(Senders::default());
-        senders.count.fetch_add(1, Ordering::AcqRel);
+        let senders = Arc::new(SenderCount::default());
+        senders.add();
         BridgedSender {
             out: Some(bridge.replies.clone()),
             side: Side::Server {

@@ -3,18 +3,52 @@
 
 use std::any::Any;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use frpc_wire::polyglot::{self, EOF_MESSAGE, encode};
 use frpc_wire::{Packet, op};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::calls::budget::Share;
 use crate::calls::codec;
 use crate::calls::ext::{self, CallState};
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
+
+/// The live senders of a server's stream (fRPC or bridged), and a signal when one goes: a
+/// handler that returned `Ok` while a task it spawned holds one leaves its stream open until
+/// the last goes.
+#[derive(Debug, Default)]
+pub(super) struct SenderCount {
+    count: AtomicUsize,
+    gone: Notify,
+}
+
+impl SenderCount {
+    pub(super) fn add(&self) {
+        self.count.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(super) fn remove(&self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
+        self.gone.notify_one();
+    }
+
+    /// Waits until one sender is left, or `stop` resolves first (its error then).
+    pub(super) async fn alone<E>(&self, stop: impl std::future::Future<Output = E>) -> Result<(), E> {
+        tokio::pin!(stop);
+        // `notify_one` keeps a wake-up for a sender that goes between the look and the wait.
+        while self.count.load(Ordering::Acquire) > 1 {
+            tokio::select! {
+                () = self.gone.notified() => {}
+                err = &mut stop => return Err(err),
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Why an inbound stream ended without an `EOF`.
 #[derive(Debug, Clone)]

@@ -1,11 +1,11 @@
 //! [`StreamGuard`]: what every handle of one stream shares; the last one to go forgets the
 //! stream (and cancels or ends it toward the peer).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use frpc_wire::op;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 
 use crate::calls::ext;
 use crate::status::Error;
@@ -34,11 +34,8 @@ pub(super) struct StreamGuard {
     pub(super) send_bytes: Option<Arc<ByteCredit>>,
     /// Set once this side ended its half (sent `EOF`).
     pub(super) ended: AtomicBool,
-    /// Live [`super::StreamSender`]s of this stream, and a signal when one goes: a server
-    /// handler that returned `Ok` while a task it spawned still holds one leaves its stream
-    /// open until the last goes.
-    pub(super) senders: AtomicUsize,
-    pub(super) sender_gone: Notify,
+    /// Live [`super::StreamSender`]s of this stream (see [`SenderCount`]).
+    pub(super) senders: SenderCount,
     /// Set once a send had to wait for credit: the producer outruns its consumer, so its
     /// messages go through the writer's queue, batched, from then on (see `send_raw`).
     pub(super) bulk: AtomicBool,
@@ -67,8 +64,7 @@ impl StreamGuard {
             send_credit: inbound.send_credit.clone(),
             send_bytes: inbound.send_bytes.clone(),
             ended: AtomicBool::new(false),
-            senders: AtomicUsize::new(0),
-            sender_gone: Notify::new(),
+            senders: SenderCount::default(),
             bulk: AtomicBool::new(false),
             #[cfg(feature = "metrics")]
             counts: Arc::default(),

@@ -134,15 +134,14 @@ impl<T> Clone for StreamSender<T> {
 
 impl<T> Drop for FrpcSender<T> {
     fn drop(&mut self) {
-        self.guard.senders.fetch_sub(1, Ordering::AcqRel);
-        self.guard.sender_gone.notify_one();
+        self.guard.senders.remove();
     }
 }
 
 impl<T> FrpcSender<T> {
     /// A sender of the stream `guard` shares, counted among its live senders.
     fn counted(guard: Arc<StreamGuard>) -> FrpcSender<T> {
-        guard.senders.fetch_add(1, Ordering::AcqRel);
+        guard.senders.add();
         FrpcSender {
             guard,
             _message: PhantomData,
@@ -361,16 +360,11 @@ impl<T: Message> FrpcSender<T> {
     /// task it spawned still sends. Ends early, with the shutdown's error, once the server
     /// begins shutting down or the connection closes (the stream could send nothing more).
     pub(super) async fn others_gone(&self, ctx: &crate::Context) -> Result<(), Status> {
-        let shutting_down = ctx.shutting_down();
-        tokio::pin!(shutting_down);
-        // `notify_one` keeps a wake-up for a sender that goes between the look and the wait.
-        while self.guard.senders.load(Ordering::Acquire) > 1 {
-            tokio::select! {
-                () = self.guard.sender_gone.notified() => {}
-                () = &mut shutting_down => return Err(Status::from(Error::ShuttingDown)),
-            }
-        }
-        Ok(())
+        let shutting_down = async {
+            ctx.shutting_down().await;
+            Status::from(Error::ShuttingDown)
+        };
+        self.guard.senders.alone(shutting_down).await
     }
 
     /// Protobuf when the stream is (the client asked for it in the open message, on a connection
