@@ -57,8 +57,9 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     /// A handle whose calls carry `metadata` (added to what it already carries).
     fn with_metadata(&self, metadata: Metadata) -> Self;
 
-    /// A handle whose unary calls (and a `GrpcChannel`'s streaming calls) leave their response
-    /// metadata in `slot`.
+    /// A handle whose calls leave their response metadata in `slot`: a unary call's when its
+    /// reply comes; a streaming call's when the server's end comes over fRPC, the headers when
+    /// they come and then headers and trailers on a `GrpcChannel`.
     fn with_response_metadata(&self, slot: &MetadataSlot) -> Self;
 
     /// Makes one unary call by operation number: `encode` writes the request in protobuf

@@ -328,8 +328,10 @@ impl Client {
         self.metadata.as_deref()
     }
 
-    /// A handle to the same connection whose unary calls leave their response metadata in
-    /// `slot` (see [`Client::with_metadata`] for an example).
+    /// A handle to the same connection whose calls leave their response metadata in `slot`
+    /// (see [`Client::with_metadata`] for an example): a unary call's when its reply comes, a
+    /// streaming call's when the server's end comes (read to the end; a client-streaming
+    /// call's once its response came).
     pub fn with_response_metadata(&self, slot: &MetadataSlot) -> Client {
         Client {
             response: Some(slot.clone()),
@@ -552,6 +554,7 @@ impl Client {
             idle: self.stream_idle_timeout,
             // The call's timeout bounds the whole stream, from its opening on.
             deadline: timeout.map(|limit| (tokio::time::Instant::now() + limit, limit)),
+            response: self.response.clone(),
             #[cfg(feature = "metrics")]
             observed: self
                 .stream_observer

@@ -221,14 +221,14 @@ impl Context {
             .unwrap_or(&NO_METADATA)
     }
 
-    /// Sets the response metadata of this unary call, sent with its reply (success or error)
-    /// to an frpc client with extensions. Setting it again replaces it. On the gRPC face
-    /// streaming calls take it too: set before the first reply it goes in the response's
-    /// headers, set after in its trailers.
+    /// Sets the response metadata of this call, sent to an frpc client that takes metadata:
+    /// a unary call's with its reply (success or error), a streaming call's with the stream's
+    /// end (its `EOF`, or the error that ends it), as gRPC's trailers. Setting it again
+    /// replaces it. On the gRPC face, set before a stream's first reply it goes in the
+    /// response's headers, set after in its trailers.
     ///
     /// Returns `false` where nothing is sent: a client that does not take metadata (a Go
-    /// client), and an fRPC stream (its end carries no metadata; over fRPC, send what a
-    /// stream's client needs in its messages).
+    /// client, or extensions off on either side).
     pub fn set_response_metadata(&self, metadata: Metadata) -> bool {
         let Some(call) = &self.call else { return false };
         let state = call.state();

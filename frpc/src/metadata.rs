@@ -224,9 +224,10 @@ impl Metadata {
 }
 
 /// Where a client handle puts the response metadata of its calls (see
-/// `Client::with_response_metadata`): each unary call through the handle replaces it with what
-/// the server sent (`None` when it sent nothing). Cheap to clone; clones share the slot. Give
-/// each concurrent call its own slot.
+/// `Client::with_response_metadata`): each call through the handle replaces it with what the
+/// server sent (`None` when it sent nothing): a unary call when its reply comes, a streaming
+/// call when the server's end comes. Cheap to clone; clones share the slot. Give each
+/// concurrent call its own slot.
 #[derive(Debug, Clone, Default)]
 pub struct MetadataSlot {
     slot: Arc<Mutex<Option<Metadata>>>,

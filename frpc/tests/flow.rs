@@ -355,44 +355,58 @@ async fn a_peer_exceeding_its_credit_gets_its_stream_failed() {
 }
 
 /// A server that sends past the client's window: the client fails the stream (its reader gets
-/// what the window held, then RESOURCE_EXHAUSTED) and tells the server.
+/// what the window held, then RESOURCE_EXHAUSTED) and tells the server: with CANCEL where the
+/// server takes cancellation (its handler is dropped, as when the client drops the stream),
+/// else with the error and `EOF`.
 #[tokio::test]
 async fn a_server_exceeding_its_credit_gets_its_stream_failed() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let peer = tokio::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
-        let _offer = next(&mut raw).await;
-        send(&mut raw, 2, 0xFFFF, &[1, 0, 0, 0, 0x6f]).await;
-        let open = next(&mut raw).await;
-        assert_eq!(open.content[..10], [0xfe, 0x04, 0, 0, 0, 4, 0, 0, 0, 4]);
-        let _request = next(&mut raw).await;
-        send(&mut raw, 0xFFFF, 0xFFFF, &[]).await; // an unknown extension packet id: ignored
-        send(&mut raw, 5, 0xFFFF, &[0, 1, 0, 0, 0, 8]).await;
-        for n in 0..6 {
-            send(&mut raw, 1, 2, &encoded(&n.to_string())).await;
+    // ACCEPTed extensions: flow control, open acknowledgement, codes, metadata, deadlines,
+    // with and without cancellation.
+    for accepted in [0x6f, 0x6e] {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let peer = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+            let _offer = next(&mut raw).await;
+            send(&mut raw, 2, 0xFFFF, &[1, 0, 0, 0, accepted]).await;
+            let open = next(&mut raw).await;
+            assert_eq!(open.content[..10], [0xfe, 0x04, 0, 0, 0, 4, 0, 0, 0, 4]);
+            let _request = next(&mut raw).await;
+            send(&mut raw, 0xFFFF, 0xFFFF, &[]).await; // an unknown extension packet id: ignored
+            send(&mut raw, 5, 0xFFFF, &[0, 1, 0, 0, 0, 8]).await;
+            for n in 0..6 {
+                send(&mut raw, 1, 2, &encoded(&n.to_string())).await;
+            }
+            let told = next(&mut raw).await;
+            if accepted & 1 != 0 {
+                // CANCEL (packet id 3) of stream 1 (docs/extensions.md §4).
+                assert_eq!(
+                    (told.id, told.op, &told.content[..]),
+                    (3, 0xFFFF, &[0, 2, 0, 1][..])
+                );
+                return;
+            }
+            assert_eq!((told.id, told.op), (1, 2));
+            assert_eq!(told.content[..9], [0xfe, 0x03, 0, 0, 0, 1, 8, 0, 0x06]);
+            let eof = next(&mut raw).await;
+            assert_eq!((eof.id, &eof.content[..]), (1, EOF));
+        });
+        let flow = FlowClient::new(
+            frpc::Client::connect_with(addr, client_config(Framing::Frisbee, 4))
+                .await
+                .unwrap(),
+        );
+        let mut produce = bounded("produce", flow.produce(text("6"))).await.unwrap();
+        // Read nothing until the server got the client's verdict.
+        bounded("raw server", peer).await.unwrap();
+        for n in 0..4 {
+            assert_eq!(produce.message().await.unwrap().unwrap().value, n.to_string());
         }
-        let failed = next(&mut raw).await;
-        assert_eq!((failed.id, failed.op), (1, 2));
-        assert_eq!(failed.content[..9], [0xfe, 0x03, 0, 0, 0, 1, 8, 0, 0x06]);
-        let eof = next(&mut raw).await;
-        assert_eq!((eof.id, &eof.content[..]), (1, EOF));
-    });
-    let flow = FlowClient::new(
-        frpc::Client::connect_with(addr, client_config(Framing::Frisbee, 4))
-            .await
-            .unwrap(),
-    );
-    let mut produce = bounded("produce", flow.produce(text("6"))).await.unwrap();
-    // Read nothing until the server got the client's verdict.
-    bounded("raw server", peer).await.unwrap();
-    for n in 0..4 {
-        assert_eq!(produce.message().await.unwrap().unwrap().value, n.to_string());
+        let err = produce.message().await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+        assert!(err.to_string().contains("flow-control credit"), "{err}");
     }
-    let err = produce.message().await.unwrap_err();
-    assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
-    assert!(err.to_string().contains("flow-control credit"), "{err}");
 }
 
 /// Every flow-control example of docs/extensions.md is what frpc writes (the client's stream

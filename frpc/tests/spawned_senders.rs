@@ -40,13 +40,6 @@ pub trait Producer {
         request: Text,
         outbound: StreamSender<Text>,
     ) -> Result<(), Status>;
-    /// Sends whether the stream took response metadata (an fRPC stream's end carries none).
-    async fn metadata(
-        &self,
-        ctx: &Context,
-        request: Text,
-        outbound: StreamSender<Text>,
-    ) -> Result<(), Status>;
 }
 
 /// What the spawned tasks saw, for the tests to check.
@@ -144,14 +137,6 @@ impl Producer for Svc {
                 }
             }
         });
-        Ok(())
-    }
-
-    async fn metadata(&self, ctx: &Context, _: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
-        let mut metadata = frpc::Metadata::new();
-        metadata.insert("cursor", "next").unwrap();
-        let taken = ctx.set_response_metadata(metadata);
-        outbound.send(text(taken.to_string())).await?;
         Ok(())
     }
 }
@@ -273,19 +258,6 @@ async fn a_parked_sender_does_not_hold_a_graceful_shutdown() {
     drop(client);
     within("the shutdown", serving).await.unwrap();
     assert_eq!(svc.parked.lock().unwrap().len(), 1, "the sender is still parked");
-}
-
-/// `set_response_metadata` says `false` on an fRPC stream, where nothing would be sent (it
-/// said `true` and dropped the metadata).
-#[tokio::test]
-async fn an_frpc_stream_says_it_takes_no_response_metadata() {
-    let (addr, _stop, _serving) = serve(Svc::default()).await;
-    let connection = frpc::Client::connect(addr).await.unwrap();
-    assert_eq!(connection.negotiation().await, frpc::Negotiated::Extensions);
-    let client = ProducerClient::new(connection);
-    let mut stream = client.metadata(text("")).await.unwrap();
-    let taken = within("the reply", stream.message()).await.unwrap().unwrap();
-    assert_eq!(taken.value, "false");
 }
 
 /// Waits until `done` holds, looking again after every yield (a hang guard, not a timing

@@ -21,6 +21,8 @@ pub struct Text {
 pub trait Hold {
     /// Sends nothing and never returns (a subscription waiting for its first event).
     async fn hold(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status>;
+    /// Sends `first` messages of 2 MiB after `small` small ones, then small ones for ever.
+    async fn flood(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status>;
 }
 
 /// Counts the handlers running now.
@@ -43,12 +45,36 @@ impl Hold for Svc {
         let _live = Live(self.live.clone());
         std::future::pending().await
     }
+
+    async fn flood(&self, _: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        let _live = Live(self.live.clone());
+        let small = request.value.parse::<usize>().unwrap();
+        for _ in 0..small {
+            outbound.send(Text::default()).await?;
+        }
+        // Within the server's limit (5 MiB), over the client's (1 MiB, below).
+        let _ = outbound
+            .send(Text {
+                value: "x".repeat(2 << 20),
+            })
+            .await;
+        loop {
+            outbound.send(Text::default()).await?;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
 }
 
 async fn serve(svc: Svc) -> (std::net::SocketAddr, frpc::Server) {
+    serve_with(svc, frpc::ServerConfig::default()).await
+}
+
+async fn serve_with(svc: Svc, config: frpc::ServerConfig) -> (std::net::SocketAddr, frpc::Server) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = frpc::Server::builder()
+        .config(config)
         .add_service(HoldServer::new(svc))
         .build()
         .unwrap();
@@ -134,4 +160,50 @@ async fn a_closed_connection_drops_its_stream_handlers() {
     .await;
     eventually("their places are free", || server.open_streams() == 0).await;
     drop(streams);
+}
+
+/// A stream message over the client's limit (`max_content_length`, lowered as a tonic user
+/// lowers `max_decoding_message_size`) fails the client's stream with `TooLarge`, and the
+/// server is told with CANCEL: its handler is dropped and the stream's place freed, whether
+/// the message was the first (the call fails) or came later (a receive fails). The client
+/// answered with an error and `EOF`, which a server-streaming handler never reads: it ran on,
+/// waiting for credit, holding the connection's only place (found by a probe, 2026-11-29).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_clients_limit_cancels_the_servers_handler() {
+    let svc = Svc::default();
+    let mut config = frpc::ServerConfig::default();
+    config.connection.max_streams = 1;
+    let (addr, _server) = serve_with(svc.clone(), config).await;
+    let mut client_config = frpc::ClientConfig::default();
+    client_config.connection.max_content_length = 1 << 20;
+    let connection = frpc::Client::connect_with(addr, client_config).await.unwrap();
+    assert_eq!(connection.negotiation().await, frpc::Negotiated::Extensions);
+    let client = HoldClient::new(connection);
+    for small in [0, 3] {
+        let failed = async {
+            let mut stream = client
+                .flood(Text {
+                    value: small.to_string(),
+                })
+                .await?;
+            loop {
+                stream.message().await?;
+            }
+        };
+        let result: Result<(), frpc::Error> = tokio::time::timeout(Duration::from_secs(20), failed)
+            .await
+            .unwrap();
+        let err = result.unwrap_err();
+        assert!(
+            matches!(err, frpc::Error::TooLarge { .. }),
+            "{small} small first: {err}"
+        );
+        eventually("the server's handler is dropped", || {
+            svc.live.load(Ordering::SeqCst) == 0
+        })
+        .await;
+    }
+    // The connection's one stream place is free again.
+    let mut stream = client.flood(Text { value: "1".into() }).await.unwrap();
+    assert_eq!(stream.message().await.unwrap(), Some(Text::default()));
 }

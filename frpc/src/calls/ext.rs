@@ -520,8 +520,8 @@ pub(crate) struct CallState {
     pub(crate) metadata: Metadata,
     /// What the handler sets for the reply.
     pub(crate) response: Mutex<Option<Metadata>>,
-    /// Whether response metadata reaches the client: not on an fRPC stream, whose end carries
-    /// none (`Context::set_response_metadata` then says so).
+    /// Whether response metadata reaches the client: an fRPC stream's end carries it only to
+    /// a client that took the metadata extension (`Context::set_response_metadata` says so).
     pub(crate) carries_response: bool,
 }
 
@@ -546,10 +546,11 @@ impl CallState {
         }
     }
 
-    /// The state of an fRPC stream with `header`: its end carries no response metadata.
-    pub(crate) fn for_stream(header: Header) -> CallState {
+    /// The state of an fRPC stream with `header`, whose end carries the response metadata
+    /// when `carries_response` (the client took the metadata extension).
+    pub(crate) fn for_stream(header: Header, carries_response: bool) -> CallState {
         CallState {
-            carries_response: false,
+            carries_response,
             ..CallState::new(header)
         }
     }

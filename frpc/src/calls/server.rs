@@ -603,10 +603,17 @@ impl<H: Handlers> ServerDispatch<H> {
             send_bytes: peer_window.bytes.filter(|_| bytes).map(i64::from),
             awaiting_ack: false,
             codes: bits & ext::EXT_STATUS != 0,
+            // Only the opener cancels a stream.
+            cancels: false,
         };
         // Every stream the peer opens has a state, plain peers' too: its handler is cancelled
-        // when the peer fails the stream (closes it with an empty packet, overflows it).
-        let state = Arc::new(CallState::for_stream(header.unwrap_or_default()));
+        // when the peer fails the stream (closes it with an empty packet, overflows it). Its
+        // end carries response metadata to a client that takes metadata.
+        let carries_response = bits & ext::EXT_METADATA != 0;
+        let state = Arc::new(CallState::for_stream(
+            header.unwrap_or_default(),
+            carries_response,
+        ));
         // The client asks for protobuf with the marker behind the method (docs/extensions.md
         // §10); only on a connection that negotiated it.
         let bits = match open_message.peek() == Some(codec::MARKER) {
@@ -655,7 +662,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 };
                 // A handler dropped at its deadline, or one that returned without ending the
                 // stream: end it for the handler.
-                end.ensure(&result, bits).await;
+                end.ensure(&result).await;
                 if let Err(status) = result {
                     tracing::debug!(%status, "streaming call failed");
                 }

@@ -259,7 +259,8 @@ impl Channel {
         }
     }
 
-    /// A handle to the same channel whose unary calls leave their response metadata in `slot`.
+    /// A handle to the same channel whose calls leave their response metadata in `slot`, as
+    /// [`crate::Client::with_response_metadata`]'s do.
     pub fn with_response_metadata(&self, slot: &MetadataSlot) -> Channel {
         Channel {
             response: Some(slot.clone()),
@@ -555,7 +556,7 @@ impl Caller for Channel {
                 (client, timeout)
             }
         };
-        client.set_options(timeout, self.metadata.clone(), None);
+        client.set_options(timeout, self.metadata.clone(), self.response.clone());
         #[cfg(feature = "metrics")]
         client.set_stream_observer(self.stream_observer.clone());
         Ok(client)

@@ -14,6 +14,7 @@ use tokio::sync::{Notify, Semaphore};
 use crate::calls::budget::Share;
 use crate::calls::codec;
 use crate::calls::ext::{self, CallState};
+use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
 
@@ -128,26 +129,44 @@ pub(crate) struct StreamSetup {
     pub(crate) awaiting_ack: bool,
     /// Errors this side sends on its own (overflow, credit exceeded) carry a status code.
     pub(crate) codes: bool,
+    /// The peer takes cancellation: a stream this side opened and fails on its own (overflow,
+    /// credit exceeded, a message over the limit) is cancelled toward it.
+    pub(crate) cancels: bool,
 }
 
-/// The content of a stream error: the polyglot error, behind a STATUS header when the stream
-/// has status codes (and the code says more than UNKNOWN).
-pub(super) fn error_content(status: &Status, codes: bool) -> Bytes {
+/// The content of a stream error: the polyglot error, behind a header with its STATUS when
+/// the stream has status codes (and the code says more than UNKNOWN) and with `metadata`, the
+/// response metadata of a server's stream that ends with it (see `StreamGuard::end_metadata`).
+pub(super) fn error_content(status: &Status, codes: bool, metadata: Option<Metadata>) -> Bytes {
     let content = polyglot::error_to_bytes(status.message());
-    match codes && status.code() != Code::Unknown {
-        false => content,
-        true => ext::Header {
-            code: Some(status.code()),
+    let header = ext::Header {
+        code: Some(status.code()).filter(|&code| codes && code != Code::Unknown),
+        metadata,
+        ..ext::Header::default()
+    };
+    match header.is_empty() {
+        true => content,
+        false => header.encode(&content),
+    }
+}
+
+/// The content that ends a stream's half: `EOF`, behind a header with `metadata` (the
+/// response metadata of a server's stream, see `StreamGuard::end_metadata`).
+pub(super) fn eof_content(metadata: Option<Metadata>) -> Bytes {
+    match metadata {
+        None => Bytes::from_static(EOF_MESSAGE),
+        Some(metadata) => ext::Header {
+            metadata: Some(metadata),
             ..ext::Header::default()
         }
-        .encode(&content),
+        .encode(EOF_MESSAGE),
     }
 }
 
 /// Sends an error and `EOF` on a stream without waiting (from places that cannot await).
 pub(super) fn send_detached(conn: &Connection, id: u16, status: Status, codes: bool) {
     let packets = [
-        Packet::new(id, op::STREAM, error_content(&status, codes)),
+        Packet::new(id, op::STREAM, error_content(&status, codes, None)),
         Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)),
     ];
     for packet in packets {
@@ -179,6 +198,8 @@ pub(crate) struct ClientSide {
     pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) idle: Option<Duration>,
     pub(crate) deadline: Option<(tokio::time::Instant, Duration)>,
+    /// Where the response metadata the server's end carries goes (`with_response_metadata`).
+    pub(crate) response: Option<crate::metadata::MetadataSlot>,
     /// Told when the stream is over (a [`crate::Channel`] with metrics).
     #[cfg(feature = "metrics")]
     pub(crate) observed: Option<super::counts::Observed>,

@@ -4,11 +4,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use frpc_wire::op;
 use tokio::sync::Semaphore;
 
 use crate::calls::ext;
-use crate::status::Error;
+use crate::metadata::Metadata;
+use crate::status::{Error, Status};
 use crate::transport::connection::Connection;
 
 use super::bytes::ByteCredit;
@@ -87,6 +89,25 @@ impl StreamGuard {
             .get()
             .filter(|reason| reason.failed_here())
             .map(|reason| reason.error(self.id))
+    }
+
+    /// The response metadata a server's handler set, taken for the content that ends the
+    /// stream (its error, or `EOF`): only on a server's stream whose client took the metadata
+    /// extension (docs/extensions.md §7), and only once.
+    pub(super) fn end_metadata(&self) -> Option<Metadata> {
+        let state = self.ext.cancel.as_ref().filter(|state| state.carries_response)?;
+        state.take_response().filter(|metadata| !metadata.is_empty())
+    }
+
+    /// The content that ends this side's half: `EOF`, with the response metadata on a server.
+    pub(super) fn eof(&self) -> Bytes {
+        eof_content(self.end_metadata())
+    }
+
+    /// The content of an error that ends the stream, with its code (status codes negotiated)
+    /// and, on a server, the response metadata.
+    pub(super) fn error(&self, status: &Status) -> Bytes {
+        error_content(status, self.ext.bits & ext::EXT_STATUS != 0, self.end_metadata())
     }
 
     pub(super) fn is_cancelled(&self) -> bool {

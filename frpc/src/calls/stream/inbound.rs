@@ -193,16 +193,17 @@ impl<T: Message> Streaming<T> {
     }
 
     /// A client-streaming call's one reply came. On fRPC the server is done (its `EOF`
-    /// follows, nobody reads it, nothing to cancel: see [`FrpcStreaming::finish_ok`]); on a
-    /// bridged stream the call's outcome follows (gRPC's trailers: their metadata, or an error
-    /// status after all), read here.
+    /// follows, nothing to cancel: see [`FrpcStreaming::finish_ok`]), and the `EOF` is read
+    /// only for the response metadata it carries to a caller that wants it (it follows the
+    /// reply at once); on a bridged stream the call's outcome follows (gRPC's trailers: their
+    /// metadata, or an error status after all), read here.
     pub(super) async fn end_of_reply(&mut self) -> Result<(), Error> {
         match &mut self.0 {
-            Receiving::Frpc(stream) => {
+            Receiving::Frpc(stream) if !stream.end_carries_metadata() => {
                 stream.finish_ok();
                 Ok(())
             }
-            Receiving::Bridged(_) => match self.message().await? {
+            _ => match self.message().await? {
                 None => Ok(()),
                 Some(_) => Err(Error::Status(Status::internal(
                     "the server sent more than one response to a client-streaming call",
@@ -369,24 +370,30 @@ impl<T: Message> FrpcStreaming<T> {
         if !is_control(&content) {
             self.consumed(content.len());
         }
-        // An error with a status code, from an frpc server that accepted our offer (perhaps
-        // after this stream opened). No fRPC message starts with the header byte.
-        let (code, content) = match ext::has_prefix(&content) {
-            false => (None, content),
+        // An error with a status code, or the end with response metadata, from an frpc server
+        // that accepted our offer (perhaps after this stream opened). No fRPC message starts
+        // with the header byte.
+        let (header, content) = match ext::has_prefix(&content) {
+            false => (ext::Header::default(), content),
             true => match ext::split(&content, self.guard.conn.max_metadata_size()) {
-                Ok((header, body)) => (header.code, body),
+                Ok(split) => split,
                 Err(err) => {
                     self.finish();
                     return Poll::Ready(Err(self.malformed(err.to_string())));
                 }
             },
         };
+        let code = header.code;
         Poll::Ready(
             match codec::decode::<T>(&content, self.guard.conn.decode_limits()) {
                 Ok(Envelope::Message(message)) => Ok(Some(message)),
                 Ok(Envelope::Error(text)) => {
                     // Anything after the first EOF (Go may send two) is ignored.
                     self.finish();
+                    // The server's end carries the response metadata (none from Go servers).
+                    if let Some(slot) = &self.guard.client.response {
+                        slot.set(header.metadata);
+                    }
                     if text == "EOF" {
                         Ok(None)
                     } else {
@@ -397,6 +404,12 @@ impl<T: Message> FrpcStreaming<T> {
                 Err(err) => Err(self.undecodable(err)),
             },
         )
+    }
+
+    /// Whether the peer's end may carry response metadata this stream's caller wants: a
+    /// client's stream with a response slot, whose server took the metadata extension.
+    fn end_carries_metadata(&self) -> bool {
+        self.guard.client.response.is_some() && self.guard.ext.bits & ext::EXT_METADATA != 0
     }
 
     /// The stream is over on the peer's side.

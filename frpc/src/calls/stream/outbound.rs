@@ -8,14 +8,13 @@ use std::sync::atomic::Ordering;
 use std::task::Poll;
 
 use bytes::Bytes;
-use frpc_wire::polyglot::{EOF_MESSAGE, Message};
+use frpc_wire::polyglot::Message;
 use frpc_wire::{Packet, op};
 
 use crate::calls::{codec, ext};
 use crate::status::{Error, Status};
 
 use super::bridge::BridgedSender;
-use super::common::*;
 use super::guard::*;
 
 /// Sends messages on a stream: the server's response stream, or the client's request stream.
@@ -487,7 +486,7 @@ impl<T: Message> FrpcSender<T> {
 
     pub(super) async fn send_eof(&self) -> Result<(), Error> {
         self.guard.ended.store(true, Ordering::Relaxed);
-        self.send_raw(Bytes::from_static(EOF_MESSAGE), false).await
+        self.send_raw(self.guard.eof(), false).await
     }
 
     /// Runs a server handler; with open acknowledgement, sends OPENED once its first poll is
@@ -515,8 +514,7 @@ impl<T: Message> FrpcSender<T> {
     }
 
     pub(super) async fn send_error(&self, status: &Status) -> Result<(), Error> {
-        let content = error_content(status, self.guard.ext.bits & ext::EXT_STATUS != 0);
-        self.send_raw(content, false).await
+        self.send_raw(self.guard.error(status), false).await
     }
 }
 
@@ -525,6 +523,6 @@ fn eof_detached(guard: &StreamGuard) {
     if !guard.conn.is_closed() {
         let _ = guard
             .conn
-            .try_send(Packet::new(guard.id, op::STREAM, Bytes::from_static(EOF_MESSAGE)));
+            .try_send(Packet::new(guard.id, op::STREAM, guard.eof()));
     }
 }

@@ -47,7 +47,7 @@ impl StreamEnd {
     /// Ends the stream with the handler's outcome unless the handler ended it. Sent past the
     /// stream's cancellation: a handler dropped at its deadline has its token cancelled, and
     /// the client still gets DEADLINE_EXCEEDED (errors and `EOF` take no credit).
-    pub(crate) async fn ensure(self, result: &Result<(), Status>, bits: u32) {
+    pub(crate) async fn ensure(self, result: &Result<(), Status>) {
         let Some(guard) = &self.guard else { return };
         if guard.ended.swap(true, Ordering::Relaxed)
             || guard.conn.is_closed()
@@ -56,11 +56,15 @@ impl StreamEnd {
             return;
         }
         if let Err(status) = result {
-            let content = error_content(status, bits & ext::EXT_STATUS != 0);
-            let _ = guard.conn.send(Packet::new(guard.id, op::STREAM, content)).await;
+            let _ = guard
+                .conn
+                .send(Packet::new(guard.id, op::STREAM, guard.error(status)))
+                .await;
         }
-        let eof = Packet::new(guard.id, op::STREAM, Bytes::from_static(EOF_MESSAGE));
-        let _ = guard.conn.send(eof).await;
+        let _ = guard
+            .conn
+            .send(Packet::new(guard.id, op::STREAM, guard.eof()))
+            .await;
     }
 }
 
@@ -139,7 +143,7 @@ impl ServerStream {
     /// Refuses a stream before any handler ran (unknown method, bad request, too many
     /// streams): its error (with its code when the connection has status codes) and `EOF`.
     pub(crate) async fn refuse(conn: &Connection, id: u16, status: Status, bits: u32) {
-        let content = error_content(&status, bits & ext::EXT_STATUS != 0);
+        let content = error_content(&status, bits & ext::EXT_STATUS != 0, None);
         let _ = conn.send(Packet::new(id, op::STREAM, content)).await;
         let _ = conn
             .send(Packet::new(id, op::STREAM, Bytes::from_static(EOF_MESSAGE)))

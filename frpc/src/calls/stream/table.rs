@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Bytes, BytesMut};
+use frpc_wire::op;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::calls::budget::{ByteBudget, Share};
@@ -17,6 +18,32 @@ use crate::transport::writer::SMALL_CONTENT;
 
 use super::bytes::{ByteCredit, ByteWindow};
 use super::common::*;
+
+/// How the peer learns that this side failed a stream (its peer overflowed it, exceeded its
+/// credit, or sent a message over the limit).
+#[derive(Debug, Clone, Copy)]
+enum Notice {
+    /// CANCEL, as dropping the stream would send: a stream this side opened, whose peer takes
+    /// cancellation. Its handler is dropped; an error would not reach a server-streaming
+    /// handler, which never reads the client's half, and it would run on, holding its place.
+    Cancel,
+    /// The error (with its code when `codes`) and `EOF`: for a stream the peer opened, or a
+    /// peer without cancellation (Go's).
+    Error { codes: bool },
+}
+
+impl Notice {
+    /// Sends the notice without waiting (best effort: with the write queue full the peer is
+    /// not reading anyway).
+    fn send(self, conn: &Connection, id: u16, status: Status) {
+        match self {
+            Notice::Cancel => {
+                let _ = conn.try_send(ext::cancel(op::STREAM, id));
+            }
+            Notice::Error { codes } => send_detached(conn, id, status, codes),
+        }
+    }
+}
 
 #[derive(Debug)]
 pub(super) struct Route {
@@ -41,6 +68,9 @@ pub(super) struct Route {
     pub(super) awaiting_ack: bool,
     /// The stream's errors carry a status code (status codes negotiated).
     pub(super) codes: bool,
+    /// Opened by this side, whose peer takes cancellation: this side failing it tells the peer
+    /// with CANCEL (see [`Notice`]).
+    pub(super) cancels: bool,
     /// Set by the consumer while it waits on an empty buffer (see [`Arena`]).
     pub(super) parked: Arc<AtomicBool>,
     /// Where small messages wait, copied out of the read buffer.
@@ -48,6 +78,14 @@ pub(super) struct Route {
 }
 
 impl Route {
+    /// How the peer learns that this side failed the stream.
+    fn notice(&self) -> Notice {
+        match self.cancels {
+            true => Notice::Cancel,
+            false => Notice::Error { codes: self.codes },
+        }
+    }
+
     /// Ends this side's sending credit: nothing more will come.
     pub(super) fn close_credit(&self) {
         if let Some(credit) = &self.send_credit {
@@ -373,6 +411,7 @@ impl StreamTable {
             send_credit: send_credit.clone(),
             recv_bytes: recv_bytes.clone(),
             send_bytes: send_bytes.clone(),
+            cancels: local && setup.cancels,
             local,
             awaiting_ack: setup.awaiting_ack,
             codes: setup.codes,
@@ -449,13 +488,13 @@ impl StreamTable {
                 stream = id,
                 "the peer sent beyond its flow-control credit; failing the stream"
             );
-            let codes = route.codes;
+            let notice = route.notice();
             let _ = route.end.set(EndReason::CreditExceeded);
             self.forget_failed(&mut table, id);
             drop(table);
             let status =
                 Status::resource_exhausted(format!("stream {id}: more than the flow-control credit granted"));
-            send_detached(conn, id, status, codes);
+            notice.send(conn, id, status);
             return None;
         }
         // A consumer waiting on an empty buffer takes this message at once: no need for an
@@ -472,13 +511,13 @@ impl StreamTable {
         }) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
-                let codes = route.codes;
+                let notice = route.notice();
                 tracing::warn!(stream = id, "stream consumer too slow; failing the stream");
                 let _ = route.end.set(EndReason::Overflow);
                 self.forget_failed(&mut table, id);
                 drop(table);
                 let status = Status::resource_exhausted(format!("stream {id} overflowed the peer's buffer"));
-                send_detached(conn, id, status, codes);
+                notice.send(conn, id, status);
             }
             // The local handle is gone: drop late messages.
             Err(mpsc::error::TrySendError::Closed(Buffered { content, .. })) => match &route.recv_credit {
@@ -509,14 +548,14 @@ impl StreamTable {
         let Some(route) = table.routes.get(&id) else {
             return;
         };
-        let codes = route.codes;
+        let notice = route.notice();
         let _ = route.end.set(EndReason::TooLarge { len, max });
         self.forget_failed(&mut table, id);
         drop(table);
         let status = Status::resource_exhausted(format!(
             "stream message of {len} bytes exceeds the limit of {max} bytes"
         ));
-        send_detached(conn, id, status, codes);
+        notice.send(conn, id, status);
     }
 
     /// Ends every stream because the connection closed (the dispatchers' close handler).
