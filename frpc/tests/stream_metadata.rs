@@ -58,7 +58,7 @@ impl Trailers for Svc {
     async fn watch(&self, ctx: &Context, request: Text, outbound: StreamSender<Text>) -> Result<(), Status> {
         ctx.set_response_metadata(metadata("cursor", "replaced"));
         outbound.send(text("first")).await?;
-        ctx.set_response_metadata(metadata("cursor", &request.value));
+        ctx.set_response_metadata(metadata("cursor", &cursor(&request.value)));
         match request.value.as_str() {
             "fail" => Err(Status::not_found("gone")),
             _ => Ok(()),
@@ -66,11 +66,16 @@ impl Trailers for Svc {
     }
 
     async fn sum(&self, ctx: &Context, mut inbound: Streaming<Text>) -> Result<Text, Status> {
-        let mut count = 0;
-        while inbound.message().await?.is_some() {
+        let (mut count, mut last) = (0, String::new());
+        while let Some(request) = inbound.message().await? {
             count += 1;
+            last = request.value;
         }
-        ctx.set_response_metadata(metadata("count", &count.to_string()));
+        let value = match last.as_str() {
+            "big" => cursor(&last),
+            _ => count.to_string(),
+        };
+        ctx.set_response_metadata(metadata("count", &value));
         Ok(text(count.to_string()))
     }
 
@@ -99,6 +104,14 @@ impl Trailers for Svc {
         let taken = ctx.set_response_metadata(metadata("cursor", "x"));
         outbound.send(text(taken.to_string())).await?;
         Ok(())
+    }
+}
+
+/// The cursor for a request: 2,000 bytes for `big` (over a client's limit of 256 below).
+fn cursor(request: &str) -> String {
+    match request {
+        "big" => "v".repeat(2000),
+        other => other.to_owned(),
     }
 }
 
@@ -205,6 +218,37 @@ async fn a_spawned_senders_end_carries_the_handlers_metadata() {
     );
     assert!(within("end", stream.message()).await.unwrap().is_none());
     assert_eq!(value(&slot, "from").as_deref(), Some("handler"));
+}
+
+/// Metadata over the client's `max_metadata_size` fails the stream with RESOURCE_EXHAUSTED, as
+/// it fails a unary call, whether or not the caller collects it: a server-streaming call at its
+/// end, a client-streaming call with its response (it was INTERNAL "malformed", and a
+/// client-streaming call failed only where a slot collected the metadata).
+#[tokio::test]
+async fn metadata_over_the_clients_limit_is_resource_exhausted() {
+    let addr = serve(ServerConfig::default()).await;
+    let mut config = ClientConfig::default();
+    config.connection.max_metadata_size = 256;
+    let connection = frpc::Client::connect_with(addr, config).await.unwrap();
+    assert_eq!(connection.negotiation().await, frpc::Negotiated::Extensions);
+    let slot = MetadataSlot::new();
+    for handle in [connection.clone(), connection.with_response_metadata(&slot)] {
+        let client = TrailersClient::new(handle);
+        let mut stream = within("open", client.watch(text("big"))).await.unwrap();
+        assert_eq!(
+            within("first", stream.message()).await.unwrap().unwrap(),
+            text("first")
+        );
+        let err = within("end", stream.message()).await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+        assert!(err.to_string().contains("max_metadata_size"), "{err}");
+
+        let mut call = within("open", client.sum()).await.unwrap();
+        call.send(text("big")).await.unwrap();
+        let err = within("response", call.close_and_recv()).await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+        assert!(slot.take().is_none());
+    }
 }
 
 /// Through a `Channel`, as through a `Client`.

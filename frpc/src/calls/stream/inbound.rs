@@ -193,10 +193,11 @@ impl<T: Message> Streaming<T> {
     }
 
     /// A client-streaming call's one reply came. On fRPC the server is done (its `EOF`
-    /// follows, nothing to cancel: see [`FrpcStreaming::finish_ok`]), and the `EOF` is read
-    /// only for the response metadata it carries to a caller that wants it (it follows the
-    /// reply at once); on a bridged stream the call's outcome follows (gRPC's trailers: their
-    /// metadata, or an error status after all), read here.
+    /// follows at once, nothing to cancel: see [`FrpcStreaming::finish_ok`]); the `EOF` is
+    /// read where it may carry response metadata, so the call's outcome is the same whether
+    /// or not its caller collects it (metadata over our limit fails it, as a unary call's). On
+    /// a bridged stream the call's outcome follows (gRPC's trailers: their metadata, or an
+    /// error status after all), read here.
     pub(super) async fn end_of_reply(&mut self) -> Result<(), Error> {
         match &mut self.0 {
             Receiving::Frpc(stream) if !stream.end_carries_metadata() => {
@@ -252,6 +253,16 @@ impl<T: Message> FrpcStreaming<T> {
         match self.server {
             true => Error::InvalidMessage(text),
             false => Error::Status(Status::internal(text)),
+        }
+    }
+
+    /// The error for a header this side cannot take: malformed (see
+    /// [`malformed`](Self::malformed)), or metadata over `max_metadata_size`, a limit of ours
+    /// (RESOURCE_EXHAUSTED, as a unary reply's).
+    fn bad_header(&self, err: ext::HeaderError) -> Error {
+        match err {
+            ext::HeaderError::Malformed(reason) => self.malformed(reason),
+            too_large => Error::Status(Status::resource_exhausted(too_large.to_string())),
         }
     }
 
@@ -379,7 +390,7 @@ impl<T: Message> FrpcStreaming<T> {
                 Ok(split) => split,
                 Err(err) => {
                     self.finish();
-                    return Poll::Ready(Err(self.malformed(err.to_string())));
+                    return Poll::Ready(Err(self.bad_header(err)));
                 }
             },
         };
@@ -406,10 +417,10 @@ impl<T: Message> FrpcStreaming<T> {
         )
     }
 
-    /// Whether the peer's end may carry response metadata this stream's caller wants: a
-    /// client's stream with a response slot, whose server took the metadata extension.
+    /// Whether the peer's end may carry response metadata: the server took the metadata
+    /// extension.
     fn end_carries_metadata(&self) -> bool {
-        self.guard.client.response.is_some() && self.guard.ext.bits & ext::EXT_METADATA != 0
+        self.guard.ext.bits & ext::EXT_METADATA != 0
     }
 
     /// The stream is over on the peer's side.
