@@ -415,9 +415,9 @@ pub struct ServerConfig {
     /// Streams open at once across every connection of the server (each connection also has
     /// its own `connection.max_streams`); a stream opened beyond it is refused with
     /// RESOURCE_EXHAUSTED (Go clients get its text) and the client may
-    /// retry later. An open stream costs about 8 KiB before any message (its handler's task
+    /// retry later. An open stream costs about 12 KiB before any message (its handler's task
     /// and future, its inbound buffer and state: measured by the `flow_budgets` test), so the
-    /// default bounds that to about 64 MiB. With flow control (frpc peers) a stream buffers at
+    /// default bounds that to about 96 MiB. With flow control (frpc peers) a stream buffers at
     /// most `connection.stream_window` messages and `connection.stream_window_bytes` bytes
     /// (plus one message); in bytes, inbound stream data is bounded across the server by
     /// `max_buffered_stream_bytes`. Default: 8,192. At least 1.

@@ -342,7 +342,7 @@ async fn tiny_messages_between_padding_keep_no_read_buffer_alive() {
 
 /// Attack 4b of issue #23: 8 connections × 4,096 streams, each opened with one message nobody
 /// reads (once +290 MiB). Streams beyond `max_open_streams` (8,192) are refused with
-/// RESOURCE_EXHAUSTED; the peak stays within their cost (about 8 KiB each: 64 MiB) + 64 MiB,
+/// RESOURCE_EXHAUSTED; the peak stays within their cost (about 12 KiB each: 96 MiB) + 32 MiB,
 /// and a good client's unary calls are served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thousands_of_stuck_streams_stay_within_the_budget() {
