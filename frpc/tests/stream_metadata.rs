@@ -152,15 +152,18 @@ fn value(slot: &MetadataSlot, key: &str) -> Option<String> {
     slot.take()?.get(key).map(str::to_owned)
 }
 
+/// Reads `stream`'s one message, `expected`, then its end.
+async fn one_then_the_end(stream: &mut Streaming<Text>, expected: &str) {
+    let message = within(expected, stream.message()).await.unwrap();
+    assert_eq!(message, Some(text(expected)));
+    assert!(within("the end", stream.message()).await.unwrap().is_none());
+}
+
 #[tokio::test]
 async fn a_server_streams_end_carries_the_metadata_set_last() {
     let (client, slot) = client().await;
     let mut stream = within("open", client.watch(text("c-7"))).await.unwrap();
-    assert_eq!(
-        within("first", stream.message()).await.unwrap().unwrap(),
-        text("first")
-    );
-    assert!(within("end", stream.message()).await.unwrap().is_none());
+    one_then_the_end(&mut stream, "first").await;
     assert_eq!(value(&slot, "cursor").as_deref(), Some("c-7"));
 }
 
@@ -212,11 +215,7 @@ async fn a_bidi_streams_end_carries_its_metadata() {
 async fn a_spawned_senders_end_carries_the_handlers_metadata() {
     let (client, slot) = client().await;
     let mut stream = within("open", client.spawned(text(""))).await.unwrap();
-    assert_eq!(
-        within("late", stream.message()).await.unwrap().unwrap(),
-        text("late")
-    );
-    assert!(within("end", stream.message()).await.unwrap().is_none());
+    one_then_the_end(&mut stream, "late").await;
     assert_eq!(value(&slot, "from").as_deref(), Some("handler"));
 }
 
