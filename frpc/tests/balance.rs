@@ -6,6 +6,7 @@ mod channel_support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -499,4 +500,111 @@ impl Named for Bare {
         out.send(Text::new("bare")).await?;
         Ok(())
     }
+}
+
+/// A call an endpoint took runs to its reply when that endpoint stops taking new ones: every
+/// endpoint reports NOT_SERVING (the drain before a shutdown the guide recommends), or its
+/// endpoint is removed. The call failed with UNAVAILABLE at once while the server still ran it
+/// (found by a probe, 2026-11-29), and a retrying layer would have run it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_finishes_when_its_endpoint_stops_taking_calls() {
+    for drain in ["not serving", "removed"] {
+        let servers = servers(2).await;
+        let (channel, changes) = Channel::balance_channel(4);
+        for (key, server) in servers.iter().enumerate() {
+            changes
+                .send(Change::Insert(key, server.endpoint()))
+                .await
+                .unwrap();
+        }
+        within("connect", channel.connected(2)).await;
+        let client = NamedClient::new(channel.clone());
+        let call = tokio::spawn(async move { client.hold(Text::default()).await });
+        let busy = within("in flight", async {
+            loop {
+                if let Some(i) = (0..2).find(|&i| servers[i].stats.active.load(Ordering::SeqCst) > 0) {
+                    return i;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        match drain {
+            "not serving" => servers
+                .iter()
+                .for_each(|server| server.health.set_all_not_serving()),
+            _ => {
+                for key in 0..2 {
+                    changes.send(Change::Remove(key)).await.unwrap();
+                }
+            }
+        }
+        within("no endpoint takes calls", channel.wait_connected(|n| n == 0)).await;
+        // Not a wait for readiness: time for a wrong failure of the call to show.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!call.is_finished(), "{drain}: {:?}", call.await);
+        servers[busy].stats.gate.add_permits(1);
+        let reply = within("the reply", call).await.unwrap();
+        assert!(reply.is_ok(), "{drain}: {reply:?}");
+    }
+}
+
+/// `state_changes` of a balanced channel reports a change made before `changed()` is called
+/// (it waited for the next one), and only changes of the state (it woke with `Ready` when one
+/// of two endpoints went down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balanced_state_changes_miss_nothing_and_report_only_changes() {
+    let mut servers = servers(2).await;
+    let slow = |server: &TestServer| {
+        let backoff = Duration::from_secs(60);
+        server
+            .endpoint()
+            .backoff(Backoff::default().initial(backoff).max(backoff))
+    };
+    let channel = Channel::balance_list(servers.iter().map(slow));
+    within("connect", channel.connected(2)).await;
+    let mut changes = channel.state_changes();
+    servers[1].stop().await;
+    within("one down", channel.wait_connected(|n| n == 1)).await;
+    assert_eq!(channel.state(), frpc::channel::ChannelState::Ready);
+    servers[0].stop().await;
+    within("both down", channel.wait_connected(|n| n == 0)).await;
+    // Both changes happened before this look: it returns the state they led to.
+    let state = within("the change", changes.changed()).await;
+    assert_ne!(state, frpc::channel::ChannelState::Ready);
+    assert_eq!(state, channel.state());
+}
+
+/// A balanced channel's endpoints and discovery stop with its last clone, whoever still holds
+/// the sender of its changes (they went on dialling, and DNS discovery resolving, for ever).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_balanced_channel_stops_its_discovery() {
+    let servers = servers(1).await;
+    let (channel, changes) = Channel::balance_channel(4);
+    changes
+        .send(Change::Insert(0, servers[0].endpoint()))
+        .await
+        .unwrap();
+    within("connect", channel.connected(1)).await;
+    drop(channel);
+    within("the channel's end closes its changes", changes.closed()).await;
+
+    let addr = servers[0].addr;
+    let resolver_alive = Arc::new(());
+    let held = resolver_alive.clone();
+    let channel = frpc::discover::Dns::new("cluster.test", 0)
+        .interval(Duration::from_millis(20))
+        .resolver(move |_, _| {
+            let _held = &held;
+            async move { Ok(vec![addr]) }
+        })
+        .channel();
+    within("connect", channel.connected(1)).await;
+    drop(channel);
+    within("discovery stops, dropping its resolver", async {
+        while Arc::strong_count(&resolver_alive) > 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
 }

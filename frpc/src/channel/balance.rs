@@ -36,7 +36,7 @@ const BUFFER: usize = 1024;
 /// The shared part of a balanced channel.
 #[derive(Clone)]
 pub(crate) struct Balanced {
-    buffer: Buffer<Request, BoxFuture<Result<Reply, BoxError>>>,
+    buffer: Buffer<Routed, BoxFuture<Result<Reply, BoxError>>>,
     endpoints: Arc<Endpoints>,
     /// Asks the forwarder to apply every change sent so far, then answer.
     sync: mpsc::UnboundedSender<oneshot::Sender<()>>,
@@ -172,11 +172,25 @@ impl Balanced {
         let limit = request.timeout;
         let work = async {
             self.wait_ready().await?;
+            let taken = Arc::new(AtomicBool::new(false));
+            let routed = Routed {
+                request,
+                taken: taken.clone(),
+            };
+            let mut reply = send(self.buffer.clone(), routed);
             // The balancer waits while no endpoint is ready; give up when none is connecting
-            // either (every endpoint went down or was removed since the check above).
+            // either (every endpoint went down or was removed since the check above), unless
+            // an endpoint took the call already: that one runs on its connection, which
+            // answers it or fails it when it closes (a removed or draining endpoint's calls
+            // finish, as tower's balancer lets them).
             tokio::select! {
-                reply = send(self.buffer.clone(), request) => reply.map_err(Error::from_layer),
-                () = self.all_down() => Err(self.endpoints.health.unavailable()),
+                biased;
+                reply = &mut reply => return reply.map_err(Error::from_layer),
+                () = self.all_down() => {}
+            }
+            match taken.load(Ordering::Acquire) {
+                true => reply.await.map_err(Error::from_layer),
+                false => Err(self.endpoints.health.unavailable()),
             }
         };
         match limit {
@@ -259,13 +273,19 @@ impl Balanced {
     }
 }
 
-/// Hands `request` to the balancer. A plain function: the buffer's future is proved `Send`
+/// A call on its way through the balancer: `taken` is set once an endpoint takes it.
+struct Routed {
+    request: Request,
+    taken: Arc<AtomicBool>,
+}
+
+/// Hands `routed` to the balancer. A plain function: the buffer's future is proved `Send`
 /// here, where its error type is concrete (inside an `async` block rustc cannot prove it).
 fn send(
-    buffer: Buffer<Request, BoxFuture<Result<Reply, BoxError>>>,
-    request: Request,
+    buffer: Buffer<Routed, BoxFuture<Result<Reply, BoxError>>>,
+    routed: Routed,
 ) -> BoxFuture<Result<Reply, BoxError>> {
-    Box::pin(buffer.oneshot(request))
+    Box::pin(buffer.oneshot(routed))
 }
 
 /// Applies the changes sent to a balanced channel: starts each inserted endpoint's connection
@@ -293,7 +313,11 @@ impl<K: Hash + Eq + Clone + Send + 'static> Forwarder<K> {
                         return;
                     }
                 }
-                Some(done) = syncs.recv() => {
+                sync = syncs.recv() => {
+                    // Every clone of the channel is gone (each holds a sync sender): its
+                    // endpoints stop with this task, whoever still holds the change sender
+                    // (a discovery then stops too, its receiver gone).
+                    let Some(done) = sync else { return };
                     // Every change whose `send` returned before the sync was asked is queued.
                     while let Ok(change) = changes.try_recv() {
                         if !self.apply(change).await {
@@ -354,7 +378,7 @@ struct EndpointService {
     wait: Option<BoxFuture<()>>,
 }
 
-impl Service<Request> for EndpointService {
+impl Service<Routed> for EndpointService {
     type Response = Reply;
     type Error = Error;
     type Future = BoxFuture<Result<Reply, Error>>;
@@ -376,7 +400,9 @@ impl Service<Request> for EndpointService {
         }
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, routed: Routed) -> Self::Future {
+        routed.taken.store(true, Ordering::Release);
+        let request = routed.request;
         let handle = self.handle.clone();
         Box::pin(async move {
             let mut client = handle.client().await?;

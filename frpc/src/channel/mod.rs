@@ -355,7 +355,10 @@ impl Channel {
     pub fn state_changes(&self) -> StateChanges {
         StateChanges(match &self.inner {
             Inner::Single(handle) => Changes::Single(handle.subscribe()),
-            Inner::Balanced(balanced) => Changes::Balanced(balanced.health()),
+            Inner::Balanced(balanced) => Changes::Balanced {
+                last: balanced.state(),
+                health: balanced.health(),
+            },
         })
     }
 
@@ -570,7 +573,12 @@ pub struct StateChanges(Changes);
 #[derive(Debug)]
 enum Changes {
     Single(tokio::sync::watch::Receiver<single::State>),
-    Balanced(Arc<single::Health>),
+    /// The endpoints' counts, whose signal wakes only those waiting when they change: the
+    /// state last returned tells a change made between two looks.
+    Balanced {
+        health: Arc<single::Health>,
+        last: ChannelState,
+    },
 }
 
 impl StateChanges {
@@ -583,10 +591,17 @@ impl StateChanges {
                 Ok(()) => rx.borrow_and_update().public(),
                 Err(_) => ChannelState::Shutdown,
             },
-            Changes::Balanced(health) => {
-                health.changed.notified().await;
-                health.public()
-            }
+            Changes::Balanced { health, last } => loop {
+                let changed = health.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                let now = health.public();
+                if now != *last {
+                    *last = now.clone();
+                    return now;
+                }
+                changed.await;
+            },
         }
     }
 }
