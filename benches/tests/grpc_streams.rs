@@ -629,3 +629,38 @@ async fn spawned_senders_keep_a_grpc_stream_open() {
     got.sort_unstable();
     assert_eq!(got, (0..40).collect::<Vec<_>>());
 }
+
+/// A connection to the shared port that has sent nothing yet (neither fRPC nor HTTP/2) is
+/// dropped when the server begins shutting down: it held `serve_with_shutdown` up to its idle
+/// timeout (20 s here), past the grace.
+#[tokio::test]
+async fn a_silent_connection_does_not_hold_the_shared_ports_shutdown() {
+    let (tx, _events) = mpsc::unbounded_channel();
+    let mut config = frpc::ServerConfig::default();
+    config.connection.idle_timeout = Duration::from_secs(20);
+    config.shutdown_grace = Duration::from_millis(200);
+    let bound = frpc::Server::builder()
+        .config(config)
+        .grpc(true)
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    let server = bound.server().clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(bound.serve_with_shutdown(async {
+        let _ = stopped.await;
+    }));
+    let _silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    while server.connections() == 0 {
+        tokio::task::yield_now().await;
+    }
+    stop.send(()).unwrap();
+    // A hang guard well below the idle timeout, not a timing assertion on the grace.
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the shutdown waited for the silent connection")
+        .unwrap()
+        .unwrap();
+}

@@ -254,6 +254,8 @@ impl Context {
     /// running then are dropped, without a reply), flushes their replies and resolves the
     /// returned future to the TCP stream plus the bytes already read but not parsed. Await it
     /// outside the handler (spawn a task): it resolves only after the handler has returned.
+    /// Streams open on the connection are not ended: what their handlers send goes out ahead
+    /// of the raw bytes, and they hold the handback up to the grace; end them first.
     ///
     /// Race-free when called from a raw route ([`crate::Builder::route`]) or with
     /// [`crate::Concurrency::Inline`]: nothing after the triggering packet is parsed. With

@@ -888,11 +888,12 @@ async fn serve_connection(
     let _ = stream.set_nodelay(config.nodelay);
     #[cfg(feature = "tls")]
     if let Some(acceptor) = shared.tls.clone() {
-        let handshake = tokio::time::timeout(config.idle_timeout, acceptor.accept(stream)).await;
-        let tls = match handshake {
-            Ok(Ok(tls)) => tls,
-            Ok(Err(err)) => return tracing::debug!(%peer, error = %err, "TLS handshake failed"),
-            Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+        let handshake = tokio::time::timeout(config.idle_timeout, acceptor.accept(stream));
+        let tls = match until_shutdown(&shutdown, handshake).await {
+            Some(Ok(Ok(tls))) => tls,
+            Some(Ok(Err(err))) => return tracing::debug!(%peer, error = %err, "TLS handshake failed"),
+            Some(Err(_)) => return tracing::debug!(%peer, "TLS handshake timed out"),
+            None => return tracing::debug!(%peer, "shutting down during a TLS handshake"),
         };
         // Over TLS, gRPC clients are those that chose ALPN `h2`.
         #[cfg(feature = "grpc")]
@@ -909,7 +910,11 @@ async fn serve_connection(
     #[cfg(feature = "grpc")]
     if let Some(grpc) = &shared.grpc {
         use crate::grpc::FirstByte;
-        match crate::grpc::first_byte(&stream, config.idle_timeout).await {
+        let first = crate::grpc::first_byte(&stream, config.idle_timeout);
+        match until_shutdown(&shutdown, first)
+            .await
+            .unwrap_or(FirstByte::Silent)
+        {
             FirstByte::Http2 => {
                 return grpc
                     .serve_io_until(stream, peer, grpc_signals(&shutdown, &force))
@@ -922,6 +927,17 @@ async fn serve_connection(
     let join: Join<_, _> =
         Box::new(|read: OwnedReadHalf, write| read.reunite(write).map_err(std::io::Error::other));
     run_connection(shared, stream.into_split(), Some(join), peer, shutdown, force).await;
+}
+
+/// `work` (a connection's TLS handshake, or its first byte), unless the server begins shutting
+/// down first (`None`): a connection that has made no call yet is dropped then, instead of
+/// holding the shutdown up to its idle timeout.
+#[cfg(any(feature = "tls", feature = "grpc"))]
+async fn until_shutdown<T>(shutdown: &CancellationToken, work: impl Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        done = work => Some(done),
+        () = shutdown.cancelled() => None,
+    }
 }
 
 /// What a gRPC connection on the shared port follows: the server's shutdown and its end.

@@ -171,3 +171,42 @@ async fn a_silent_handshake_fails_within_the_connect_timeout() {
     assert!(err.to_string().contains("no TLS handshake within 200ms"), "{err}");
     held.abort();
 }
+
+/// A connection still in its TLS handshake when the server begins shutting down is dropped
+/// then: a silent client held `serve_with_shutdown` up to its idle timeout (20 s here), past a
+/// 200 ms grace (found by a probe, 2026-11-29).
+#[tokio::test]
+async fn a_connection_in_its_handshake_does_not_hold_the_shutdown() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut config = frpc::ServerConfig::default();
+    config.connection.idle_timeout = Duration::from_secs(20);
+    config.shutdown_grace = Duration::from_millis(200);
+    let server = Server::builder()
+        .config(config)
+        .tls(certs().server)
+        .add_service(TestService::default())
+        .build()
+        .unwrap();
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let signal = stop.clone();
+    let serving = tokio::spawn({
+        let server = server.clone();
+        async move {
+            server
+                .serve_listener_with_shutdown(listener, async move { signal.notified().await })
+                .await
+        }
+    });
+    let _silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    while server.connections() == 0 {
+        tokio::task::yield_now().await;
+    }
+    stop.notify_one();
+    // A hang guard well below the idle timeout, not a timing assertion on the grace.
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the shutdown waited for the handshake")
+        .unwrap()
+        .unwrap();
+}
