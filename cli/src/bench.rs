@@ -87,6 +87,7 @@ pub async fn bench(
     let first = connect.client().await?;
     let pool = schema.pool(&first).await?;
     let method = schema::method(&pool, method).map_err(other)?;
+    let op = pool.operation(&method).map_err(other)?;
     let body = encode_request(&method, request)?;
     let mut clients = vec![first];
     for _ in 1..load.connections {
@@ -94,7 +95,7 @@ pub async fn bench(
     }
     let finished = Arc::new(AtomicU64::new(0));
     let progress = progress_bar(load, finished.clone());
-    let run = run(clients, pool.operation(&method), body, load, finished);
+    let run = run(clients, op, body, load, finished);
     let summary = run.await;
     if let Some(progress) = progress {
         progress.abort();

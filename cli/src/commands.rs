@@ -217,7 +217,7 @@ pub async fn call(
     let client = connect.client().await?;
     let pool = schema.pool(&client).await?;
     let method = schema::method(&pool, method).map_err(other)?;
-    let op = pool.operation(&method);
+    let op = pool.operation(&method).map_err(other)?;
     if method.is_client_streaming() {
         let requests = match request {
             None | Some("-") => Requests::stdin(&method),
@@ -252,7 +252,8 @@ fn one_request(method: &MethodDescriptor, text: &str) -> Result<DynamicMessage, 
     }
 }
 
-/// `frpc list`: every service the server reflects, one per line.
+/// `frpc list`: every service the server serves (as its reflection says; with `--proto`, every
+/// service of the files), one per line.
 pub async fn list(connect: &Connect, schema: &Schema) -> Result<String, CliError> {
     let client = connect.client().await?;
     let pool = schema.pool(&client).await?;
@@ -270,7 +271,7 @@ pub async fn describe(connect: &Connect, schema: &Schema, name: &str) -> Result<
     if let Some(service) = pool.get_service_by_name(name) {
         let mut out = format!("service {} {{\n", service.full_name());
         for m in service.methods() {
-            out.push_str(&format!("  {}\n", rpc_line(&pool, &m)));
+            out.push_str(&format!("  {}\n", rpc_line(&pool, &m)?));
         }
         out.push('}');
         return Ok(out);
@@ -288,26 +289,39 @@ pub async fn describe(connect: &Connect, schema: &Schema, name: &str) -> Result<
         return Ok(out);
     }
     if let Ok(method) = schema::method(&pool, name) {
-        return Ok(rpc_line(&pool, &method));
+        return rpc_line(&pool, &method);
     }
     Err(other(format!(
         "no service, method, message or enum `{name}` in the schema"
     )))
 }
 
-/// A method as a .proto declares it, with its operation number and kind.
-fn rpc_line(pool: &Described, m: &MethodDescriptor) -> String {
+/// A health check that got no answer within `patience`.
+fn silent_server(connect: &Connect, patience: std::time::Duration) -> CliError {
+    CliError::Status {
+        code: frpc::Code::DeadlineExceeded,
+        message: format!(
+            "no answer within {patience:?}: does {} serve frpc's health service? \
+             (Go fRPC servers have none)",
+            connect.addr
+        ),
+    }
+}
+
+/// A method as a .proto declares it, with its operation number and kind; a method the server
+/// does not serve is an error.
+fn rpc_line(pool: &Described, m: &MethodDescriptor) -> Result<String, CliError> {
     let stream = |yes: bool| if yes { "stream " } else { "" };
-    format!(
+    Ok(format!(
         "rpc {}({}{}) returns ({}{}); // operation {}, {}",
         m.name(),
         stream(m.is_client_streaming()),
         m.input().full_name(),
         stream(m.is_server_streaming()),
         m.output().full_name(),
-        pool.operation(m),
+        pool.operation(m).map_err(other)?,
         schema::kind(m),
-    )
+    ))
 }
 
 /// A message's fields as its .proto declares them: the members of each oneof inside it (at
@@ -388,15 +402,10 @@ pub async fn health(
         timeout: None,
         ..connect.clone()
     };
-    let health = HealthClient::new(untimed.client().await?);
-    let silent = || CliError::Status {
-        code: frpc::Code::DeadlineExceeded,
-        message: format!(
-            "no answer within {patience:?}: does {} serve frpc's health service? \
-             (Go fRPC servers have none)",
-            connect.addr
-        ),
-    };
+    // The connection's first answer within the patience too (`--timeout` bounds connecting).
+    let connected = tokio::time::timeout(patience, untimed.client()).await;
+    let health = HealthClient::new(connected.map_err(|_| silent_server(connect, patience))??);
+    let silent = || silent_server(connect, patience);
     let first = async {
         if !watch {
             return Ok((health.check(service).await?, None));

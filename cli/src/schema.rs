@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use prost_reflect::{DescriptorPool, MethodDescriptor};
+use prost_reflect::{DescriptorPool, MethodDescriptor, ServiceDescriptor};
 
 /// Why the schema could not be had.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +24,12 @@ pub enum SchemaError {
     /// No such method.
     #[error("service `{0}` has no method `{1}` (methods: {2})")]
     NoMethod(String, String, String),
+    /// The server's files describe the method, but the server does not serve it (reflection
+    /// named the methods it serves).
+    #[error(
+        "the server does not serve `{0}`: its files describe it beside what it serves (services served: {1})"
+    )]
+    NotServed(String, String),
 }
 
 /// Compiles `protos`, searched in `includes` (the directory of each file when none is given).
@@ -64,12 +70,29 @@ impl Described {
 
     /// The method's operation number: the server's own when it sent them (a server numbering
     /// across files, `OperationNumbering::PerPackage` or `Shared`, cannot be told from its
-    /// files), else counted per file ([`operation`]).
-    pub fn operation(&self, method: &MethodDescriptor) -> u16 {
+    /// files), else counted per file ([`operation`]). A server that sent its numbers serves
+    /// no other method: counting one its files describe beside them would name another
+    /// method's operation, so such a method is [`SchemaError::NotServed`].
+    pub fn operation(&self, method: &MethodDescriptor) -> Result<u16, SchemaError> {
         match self.ops.get(method.full_name()) {
-            Some(op) => *op,
-            None => operation(method),
+            Some(op) => Ok(*op),
+            None if self.ops.is_empty() => Ok(operation(method)),
+            None => Err(SchemaError::NotServed(
+                method.full_name().to_string(),
+                self.services()
+                    .map(|s| s.full_name().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )),
         }
+    }
+
+    /// The services to call: those the server serves where it said (a reflecting frpc
+    /// server names its methods), else every service of the files.
+    pub fn services(&self) -> impl Iterator<Item = ServiceDescriptor> + '_ {
+        self.pool
+            .services()
+            .filter(|s| self.ops.is_empty() || s.methods().any(|m| self.ops.contains_key(m.full_name())))
     }
 }
 

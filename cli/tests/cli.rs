@@ -780,3 +780,64 @@ async fn a_server_that_closes_at_accept_fails_the_connection() {
         );
     }
 }
+
+/// A reflecting server's files may describe services it does not serve (a package's other
+/// files come along): `list` shows only what it serves, and calling or describing another
+/// method fails (exit 1) instead of counting its operation from the files: that named a served
+/// method's operation, `split.Billing/Charge` reaching `Orders.Place` with exit 0.
+#[tokio::test(flavor = "multi_thread")]
+async fn methods_the_server_does_not_serve_are_refused() {
+    let server = frpc::Server::builder()
+        .add_service(frpc_codegen_tests::per_package::split::OrdersServer::new(Split))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    tokio::spawn(server.serve());
+    let out = frpc(args(&["list", &addr]), None).await;
+    assert_eq!(stdout(&out).trim(), "split.Orders");
+    let charge = [
+        "call",
+        &addr,
+        "split.Billing/Charge",
+        r#"{"id":"t","amount":"21"}"#,
+    ];
+    for command in [&charge[..], &["describe", &addr, "split.Billing"][..]] {
+        let out = frpc(args(command), None).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {err}");
+        assert!(
+            err.contains("does not serve `split.Billing.Charge`") && err.contains("served: split.Orders"),
+            "{command:?}: {err}"
+        );
+    }
+    let place = ["call", &addr, "split.Orders/Place", r#"{"id":"t","amount":"21"}"#];
+    assert_eq!(json(&frpc(args(&place), None).await)["amount"], "21");
+}
+
+/// `health --timeout` bounds connecting too, as the docs say: a listener that never answers
+/// fails the check within it (it waited for the connection's 5 s idle timeout, and said the
+/// server closed the connection).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_health_check_of_a_silent_server_ends_at_its_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let held = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = frpc(args(&["health", &addr, "--timeout", "0.5"]), None).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(68), "{err}"); // DEADLINE_EXCEEDED
+    assert!(err.contains("no answer within 500ms"), "{err}");
+    // Seconds apart from the idle timeout's 5 s: not a timing assertion on the 0.5 s.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    held.abort();
+}
