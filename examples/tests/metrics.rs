@@ -56,6 +56,36 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
         // Op 99 is unknown to the server: the reply is an error (UNIMPLEMENTED).
         let _ = tower::ServiceExt::oneshot(channel.clone(), request).await;
     }
+    // A call its caller drops before the reply (a timeout around it) is booked CANCELLED
+    // (it was not booked at all): here to a peer that answers the connection (a PONG, as a Go
+    // server answers the client's PING), then reads requests and answers none.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let held = tokio::spawn(async move {
+        use futures_util::{SinkExt, StreamExt};
+        let (stream, _) = silent.accept().await.unwrap();
+        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
+        let mut framed = tokio_util::codec::Framed::new(stream, codec);
+        framed.send(frpc::wire::Packet::pong()).await.unwrap();
+        while framed.next().await.is_some() {}
+    });
+    let dropped = ClientMetricsLayer::new(echo_service::SERVICE_NAME).method(98, "Dropped");
+    let unanswered = frpc::Endpoint::from(silent_addr)
+        .connect()
+        .await
+        .unwrap()
+        .with_metrics(dropped);
+    let request = frpc::channel::Request {
+        op: 98,
+        path: "",
+        body: frpc::codegen::Message::to_polyglot(&pb::Request::default()),
+        timeout: None,
+        metadata: None,
+    };
+    let call = tower::ServiceExt::oneshot(unanswered, request);
+    let gave_up = tokio::time::timeout(std::time::Duration::from_millis(50), call).await;
+    assert!(gave_up.is_err(), "the silent peer answered: {gave_up:?}");
+    held.abort();
     let through_channel = pb::EchoServiceClient::new(channel);
     through_channel.echo(pb::Request::default()).await.unwrap();
     through_channel
@@ -136,6 +166,8 @@ async fn a_scrape_counts_every_call_by_method_and_status_code() {
         "{text}"
     );
     assert_eq!(count("rpc_client_duration_count", "Echo", 0), 1.0, "{text}");
+    let cancelled = frpc::Code::Cancelled as u8;
+    assert_eq!(count("rpc_client_requests", "Dropped", cancelled), 1.0, "{text}");
 
     // Messages per stream, on both sides (summaries: `_sum` adds the streams' counts).
     assert_eq!(

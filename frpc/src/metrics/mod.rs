@@ -24,7 +24,8 @@
 //! (`rpc_server_requests`, `rpc_server_duration_count`, `rpc_service="demo.Greeter"`).
 //!
 //! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`), on both
-//! sides: the server books a call whose handler was dropped unanswered as `CANCELLED` (the
+//! sides, and so does a unary call its caller drops before the reply (a timeout or `select!`
+//! around it): the server books a call whose handler was dropped unanswered as `CANCELLED` (the
 //! client cancelled it, its connection closed), or `DEADLINE_EXCEEDED` past its deadline, and
 //! so too a handler that failed once its call was cancelled (a stream whose client's
 //! connection closed fails its next read or send). A handler's error with code OK is booked
@@ -370,19 +371,47 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let recorder = self.recorder.clone();
-        let (op, path) = (request.op, request.path);
-        let started = Instant::now();
+        let mut call = ClientCall {
+            recorder: Some(self.recorder.clone()),
+            op: request.op,
+            path: request.path,
+            started: Instant::now(),
+        };
         let answer = self.inner.call(request);
         Box::pin(async move {
             let result = answer.await.map_err(Into::into);
-            let code = match &result {
+            call.record(match &result {
                 Ok(reply) => reply_code(reply),
                 Err(error) => error.downcast_ref::<Error>().map_or(Code::Unknown, Error::code),
-            };
-            recorder.record(op, path, code, started.elapsed().as_secs_f64(), None);
+            });
             result
         })
+    }
+}
+
+/// A unary call the client layer has yet to record: recorded with its code once answered, or
+/// as `CANCELLED` if its caller drops it first (a `select!`, a timeout around it), as the
+/// server books it and as the client's streams are.
+struct ClientCall {
+    /// `None` once recorded.
+    recorder: Option<Arc<ClientRecorder>>,
+    op: u16,
+    path: &'static str,
+    started: Instant,
+}
+
+impl ClientCall {
+    fn record(&mut self, code: Code) {
+        if let Some(recorder) = self.recorder.take() {
+            let seconds = self.started.elapsed().as_secs_f64();
+            recorder.record(self.op, self.path, code, seconds, None);
+        }
+    }
+}
+
+impl Drop for ClientCall {
+    fn drop(&mut self) {
+        self.record(Code::Cancelled);
     }
 }
 
