@@ -441,10 +441,11 @@ pub struct ServerConfig {
     /// Go clients (who never offer). Default: `true`.
     pub protobuf: bool,
     /// How long a shutting-down server (`serve_with_shutdown`) waits for running calls. When
-    /// shutdown begins the server stops reading, handles what it already received, and its
-    /// streams' `send`s fail with [`crate::Error::ShuttingDown`]; unary calls and
-    /// client-streaming replies still answer (a client-streaming call whose requests had all
-    /// arrived: nothing more is read). Once the grace is over, handlers'
+    /// shutdown begins the server refuses calls and streams started from then on with
+    /// UNAVAILABLE (it reads on, as HTTP/2 after its GOAWAY), and its streams' `send`s fail
+    /// with [`crate::Error::ShuttingDown`]; unary calls and client-streaming replies still
+    /// answer (client streams still sending deliver their requests). Once the grace is over,
+    /// handlers'
     /// [`crate::Context::cancelled`] fires and every connection is closed. `Duration::ZERO`:
     /// cancel and close at once. Default: 5 s.
     pub shutdown_grace: Duration,

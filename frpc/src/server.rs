@@ -667,8 +667,10 @@ impl Server {
             .await
     }
 
-    /// Serves until `signal` resolves, then shuts down gracefully: stops accepting, handles the
-    /// requests already received, lets running calls finish and their replies flush for up to
+    /// Serves until `signal` resolves, then shuts down gracefully: stops accepting, refuses the
+    /// calls and streams started after it with UNAVAILABLE (as HTTP/2's GOAWAY; the connections
+    /// are still read, so client streams can finish), lets running calls finish and their
+    /// replies flush for up to
     /// [`ServerConfig::shutdown_grace`] (streams' sends fail with [`Error::ShuttingDown`] from
     /// the start), then fires handlers' [`Context::cancelled`] and closes every connection.
     pub async fn serve_listener_with_shutdown(
@@ -949,9 +951,10 @@ fn grpc_signals(shutdown: &CancellationToken, force: &CancellationToken) -> crat
     }
 }
 
-/// Serves one connection until it closes. When the reader stops because the server is shutting
-/// down or a handler took the connection over, the calls already running finish and reply
-/// before the connection is closed (a takeover then hands the socket back). When it stops
+/// Serves one connection until it closes. When the server begins shutting down (the reader
+/// reads on, refusing new calls) or a handler takes the connection over (the reader stops),
+/// the calls already running finish and reply before the connection is closed (a takeover then
+/// hands the socket back). When the reader stops
 /// because the peer closed (its FIN, a half-close included, as Go reads it), the connection is
 /// closed already: the calls still running are dropped (their client is taken to be gone).
 async fn run_connection<R, W>(
@@ -979,12 +982,16 @@ async fn run_connection<R, W>(
     };
     let config = &shared.config.connection;
     let (conn, tasks) = Connection::spawn(io, join, peer, config, dispatch, options);
+    let mut reader = tasks.reader;
     tokio::select! {
-        _ = tasks.reader => {}
+        _ = &mut reader => {}
         _ = force.cancelled() => {}
+        // The reader reads on at shutdown, refusing new calls (see `read_loop`), while the
+        // calls it started finish: it marks the connection draining between two packets, so
+        // a call it was starting is among `rpcs` by then.
+        () = conn.drain_started() => {}
     }
-    // The reader stops at shutdown (after handling what it had read): from here on the
-    // connection's streams send no more messages.
+    // From here on the connection's streams send no more messages, and it takes no new call.
     if shutdown.is_cancelled() {
         conn.start_draining();
     }

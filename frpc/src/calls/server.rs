@@ -562,6 +562,11 @@ impl<H: Handlers> ServerDispatch<H> {
     /// Opens a stream the client started with `first`, the stream-open message.
     async fn open_stream(&self, conn: &Arc<Connection>, id: u16, first: Bytes) {
         let bits = self.extensions();
+        // The server is shutting down: a new stream is refused at once (its client may open it
+        // elsewhere), as HTTP/2's GOAWAY refuses new streams; the open ones go on.
+        if conn.is_draining() {
+            return ServerStream::refuse(conn, id, Status::from(Error::ShuttingDown), bits).await;
+        }
         let (header, first) = match bits != 0 && ext::has_prefix(&first) {
             false => (None, first),
             true => match ext::split(&first, conn.max_metadata_size()) {
@@ -699,7 +704,8 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
     fn packet_now(&self, conn: &Arc<Connection>, packet: Packet, slot: &mut UnarySlot) -> Option<Later> {
         let unary = packet.op != op::STREAM
             && packet.op != ext::OP
-            && !matches!(self.limits.concurrency, Concurrency::Limited(_));
+            && !matches!(self.limits.concurrency, Concurrency::Limited(_))
+            && !conn.is_draining();
         let service = match unary.then(|| self.handlers.target(packet.op)) {
             Some(Some(Target::Unary(service))) => service,
             _ => return Some(Later::Packet(packet)),
@@ -736,6 +742,20 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             return self.extension(conn, packet).await;
         }
         match self.handlers.target(packet.op) {
+            Some(Target::Unary(_)) if conn.is_draining() => {
+                let ext = match self.extensions() {
+                    0 => None,
+                    bits => Some((None, bits)),
+                };
+                send_reply(
+                    conn,
+                    packet.id,
+                    packet.op,
+                    Err(Status::from(Error::ShuttingDown)),
+                    ext,
+                )
+                .await
+            }
             Some(Target::Unary(service)) => self.unary(conn, packet, service, slot).await,
             Some(Target::Raw) => self.raw(conn, packet).await,
             Some(Target::Streaming) => tracing::debug!(

@@ -15,7 +15,9 @@
 //!   peer has sent nothing, not a byte, for `idle_timeout` (Go's 5 s read deadline): a packet
 //!   still arriving on a slow link keeps the connection up however long it takes. On a
 //!   server's connection it also passes the shutdown on to the reader, whose wait for input
-//!   then watches a few atomics rather than polling cancellation tokens (a lock each).
+//!   then watches a few atomics rather than polling cancellation tokens (a lock each). The
+//!   reader then marks the connection draining and reads on: the dispatcher refuses new calls
+//!   (HTTP/2's GOAWAY), the open streams get their messages.
 //! - **Takeover** ([`Connection::request_handback`]): the reader stops before the next packet,
 //!   and once the connection is closed the writer flushes what is queued, keeps its half open
 //!   and reunites it with the read half and the bytes read but not parsed ([`super::handback`]).
@@ -139,11 +141,14 @@ pub(crate) struct Connection {
     reader_signal: AtomicWaker,
     /// Makes the reader stop before the next packet, without closing (takeover).
     stopping: AtomicBool,
-    /// Set (by the heartbeat task) once the server's shutdown began: the reader handles what
-    /// it has buffered and stops.
+    /// Set (by the heartbeat task) once the server's shutdown began: the reader marks the
+    /// connection draining between two packets, and reads on.
     drain_requested: AtomicBool,
-    /// Set once the server serving it began shutting down: streams send no more messages.
+    /// Set once the server serving it began shutting down: streams send no more messages, the
+    /// dispatcher refuses new calls.
     draining: AtomicBool,
+    /// Told when `draining` is set.
+    drain_started: tokio::sync::Notify,
     handback: Handback,
     config: ConnectionConfig,
 }
@@ -206,6 +211,7 @@ impl Connection {
             stopping: AtomicBool::new(false),
             drain_requested: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            drain_started: tokio::sync::Notify::new(),
             handback: Handback::new(join.is_some()),
             config: config.clone(),
         });
@@ -511,7 +517,24 @@ impl Connection {
 
     /// Marks the connection as draining: its server is shutting down.
     pub(crate) fn start_draining(&self) {
-        self.draining.store(true, Ordering::Release);
+        if !self.draining.swap(true, Ordering::AcqRel) {
+            self.drain_started.notify_waiters();
+        }
+    }
+
+    /// Resolves once the connection is draining. The reader marks it so between two packets,
+    /// so from then on every call it started is where its server waits for it (a task of its
+    /// own, or its reply queued), none halfway.
+    pub(crate) async fn drain_started(&self) {
+        loop {
+            let started = self.drain_started.notified();
+            tokio::pin!(started);
+            started.as_mut().enable();
+            if self.is_draining() {
+                return;
+            }
+            started.await;
+        }
     }
 
     /// Whether its server is shutting down (never, on a client's connection).
@@ -675,7 +698,7 @@ impl Future for ReaderSignal<'_> {
         if conn.reading_stopped() {
             return std::task::Poll::Ready(Signal::Stop);
         }
-        match conn.drain_was_requested() {
+        match conn.drain_was_requested() && !conn.is_draining() {
             true => std::task::Poll::Ready(Signal::Drain),
             false => std::task::Poll::Pending,
         }
@@ -770,9 +793,10 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         since_drain_check += 1;
         if since_drain_check == DRAIN_CHECK_EVERY {
             since_drain_check = 0;
-            if conn.drain_was_requested() {
-                drain_buffered(&conn, &mut frames, &*dispatch, &mut scratch).await;
-                break;
+            if conn.drain_was_requested() && !conn.is_draining() {
+                conn.start_draining();
+                // The drain's wake-up took the registered waker (see below).
+                signal_registered = false;
             }
         }
         // A frame already read (pipelined packets) is cut with no wait, no signal, no poll.
@@ -789,9 +813,16 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                 match input.await {
                     Woken::Input(next) => next,
                     Woken::Signal(Signal::Stop) => break,
+                    // The server began shutting down: reading goes on (the streams open here
+                    // get their messages, client streams can finish), new calls are refused
+                    // (the dispatcher sees the connection draining), as HTTP/2 does after its
+                    // GOAWAY. The connection closes once its calls are done, or at the grace.
                     Woken::Signal(Signal::Drain) => {
-                        drain_buffered(&conn, &mut frames, &*dispatch, &mut scratch).await;
-                        break;
+                        conn.start_draining();
+                        // The wake-up took the registered waker: register it again, or a later
+                        // stop (a close, a takeover) would not wake this wait.
+                        signal_registered = false;
+                        continue;
                     }
                 }
             }
@@ -846,18 +877,23 @@ fn is_tls_failure(err: &frpc_wire::FrameError) -> bool {
 const LINGER: Duration = super::writer::CLOSE_FLUSH_TIMEOUT;
 
 /// After a close that sent its FIN (the replies flushed), reads and drops what the peer still
-/// sends until it closes its side, for at most [`LINGER`], if the reader has stopped. Closing a
-/// socket with unread input makes the kernel reset the connection, and a reset throws away the
-/// replies still on their way to the peer: a slow-reading client, whose PINGs kept arriving
-/// after the server's reader stopped for a graceful shutdown, lost most of its replies.
-async fn linger<R: AsyncRead + Unpin>(mut parts: oneshot::Receiver<ReadParts<R>>) {
+/// sends until it closes its side, for at most [`LINGER`], once the reader has stopped and
+/// handed its half over. Closing a socket with unread input makes the kernel reset the
+/// connection, and a reset throws away the replies still on their way to the peer: a
+/// slow-reading client, whose PINGs kept arriving while the server flushed its replies at a
+/// graceful shutdown, lost most of them.
+async fn linger<R: AsyncRead + Unpin>(parts: oneshot::Receiver<ReadParts<R>>) {
     use tokio::io::AsyncReadExt;
-    let Ok((mut read, _)) = parts.try_recv() else {
-        return;
+    let lingering = async {
+        // The reader hands its half over as it stops (at once, woken by the close; a server's
+        // reader reads on while its shutdown drains the connection).
+        let Ok((mut read, _)) = parts.await else {
+            return;
+        };
+        let mut scratch = vec![0u8; 4096];
+        while let Ok(1..) = read.read(&mut scratch).await {}
     };
-    let mut scratch = vec![0u8; 4096];
-    let drained = async { while let Ok(1..) = read.read(&mut scratch).await {} };
-    let _ = tokio::time::timeout(LINGER, drained).await;
+    let _ = tokio::time::timeout(LINGER, lingering).await;
 }
 
 /// Adds to why a connection ended a hint at a framing mismatch when the peer never sent one
@@ -878,22 +914,6 @@ fn framing_hint(conn: &Connection, reason: String, parsed_any: bool) -> String {
          its `max_connections`, or this address's `max_connections_per_address`, closes new ones \
          at once), or does it use the other framing? This side uses {ours}; try {other}"
     )
-}
-
-/// Handles the packets already received when a server starts shutting down, without waiting
-/// for more.
-async fn drain_buffered<R: AsyncRead + Unpin, D: Dispatch>(
-    conn: &Arc<Connection>,
-    frames: &mut FrameReader<R>,
-    dispatch: &D,
-    scratch: &mut D::Scratch,
-) {
-    use futures_util::FutureExt;
-    while let Some(Some(Ok(frame))) = frames.next_frame().now_or_never() {
-        if let Some(rest) = handle_now(conn, dispatch, frame, scratch) {
-            finish(conn, dispatch, rest, scratch).await;
-        }
-    }
 }
 
 /// What is left of a frame's handling for the reader to await.
