@@ -85,6 +85,7 @@ extern crate self as frpc;
 // Leaves: no imports from the crate.
 mod config;
 mod hash;
+mod notify;
 mod status;
 mod types;
 // Metadata: imports only the leaf `status`.

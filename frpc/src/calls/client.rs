@@ -249,15 +249,7 @@ impl ClientCalls {
 
     /// Resolves once the server has sent anything.
     pub(crate) async fn answered(&self) {
-        loop {
-            let notified = self.first_answer.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.has_answered() {
-                return;
-            }
-            notified.await;
-        }
+        crate::notify::until(&self.first_answer, || self.has_answered()).await
     }
 
     /// Notes that the server sent something.

@@ -489,15 +489,7 @@ impl Negotiation {
 
     /// Waits until the answer is known.
     pub(crate) async fn resolved(&self) {
-        loop {
-            let notified = self.resolved.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_resolved() {
-                return;
-            }
-            notified.await;
-        }
+        crate::notify::until(&self.resolved, || self.is_resolved()).await
     }
 
     /// Unblocks waiters when the connection closes (they then fail on the closed connection).

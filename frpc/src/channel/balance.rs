@@ -248,15 +248,7 @@ impl Balanced {
     /// Waits until `done(connected endpoints)` holds.
     pub(crate) async fn wait(&self, mut done: impl FnMut(usize) -> bool) {
         let health = &self.endpoints.health;
-        loop {
-            let changed = health.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if done(health.ready()) {
-                return;
-            }
-            changed.await;
-        }
+        crate::notify::until(&health.changed, || done(health.ready())).await
     }
 
     /// A connection to open a stream on: the connected endpoints in turn.

@@ -526,15 +526,7 @@ impl Connection {
     /// so from then on every call it started is where its server waits for it (a task of its
     /// own, or its reply queued), none halfway.
     pub(crate) async fn drain_started(&self) {
-        loop {
-            let started = self.drain_started.notified();
-            tokio::pin!(started);
-            started.as_mut().enable();
-            if self.is_draining() {
-                return;
-            }
-            started.await;
-        }
+        crate::notify::until(&self.drain_started, || self.is_draining()).await
     }
 
     /// Whether its server is shutting down (never, on a client's connection).

@@ -64,16 +64,7 @@ impl ByteCredit {
 
     /// Waits until the credit is above zero, then takes `len` bytes.
     pub(crate) async fn take(&self, len: usize) {
-        loop {
-            let granted = self.granted.notified();
-            let mut granted = std::pin::pin!(granted);
-            // Registered before the check, so a grant between the check and the wait wakes it.
-            granted.as_mut().enable();
-            if self.try_take(len) {
-                return;
-            }
-            granted.await;
-        }
+        crate::notify::until(&self.granted, || self.try_take(len)).await
     }
 }
 
