@@ -324,13 +324,7 @@ async fn health_watch_sends_the_status_then_each_change() {
 
 #[tokio::test]
 async fn grpc_and_frpc_clients_stream_from_one_port_at_the_same_time() {
-    let (tx, _events) = mpsc::unbounded_channel();
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let (bound, _events) = bound_shared(frpc::ServerConfig::default()).await;
     let addr = bound.local_addr();
     tokio::spawn(bound.serve());
     let frpc_client = fpb::StreamsClient::connect(addr).await.unwrap();
@@ -381,14 +375,7 @@ async fn grpc_and_frpc_clients_stream_from_one_port_at_the_same_time() {
 /// opens.
 #[tokio::test]
 async fn grpc_streams_count_in_the_servers_open_streams() {
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .config(frpc::ServerConfig::default().max_open_streams(2))
-        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let (bound, mut events) = bound_shared(frpc::ServerConfig::default().max_open_streams(2)).await;
     let addr = bound.local_addr();
     tokio::spawn(bound.serve());
     let grpc_client = client(addr).await;
@@ -470,19 +457,27 @@ async fn layers_and_interceptors_apply_on_a_standalone_grpc_server() {
     assert_eq!(next(&mut statuses).await, frpc::health::ServingStatus::Serving);
 }
 
+/// The streams service alone on a shared port (fRPC and gRPC) of 127.0.0.1, with `config`,
+/// bound and not yet serving; the receiver gets what its handlers report.
+async fn bound_shared(config: frpc::ServerConfig) -> (frpc::Bound, mpsc::UnboundedReceiver<String>) {
+    let (tx, events) = mpsc::unbounded_channel();
+    let bound = frpc::Server::builder()
+        .config(config)
+        .grpc(true)
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    (bound, events)
+}
+
 /// How a new call after a GOAWAY fails: the server refused its stream (hyper's client says
 /// CANCELLED, "connection closed"), or the channel found nobody listening (UNAVAILABLE).
 const REFUSED: [tonic::Code; 2] = [tonic::Code::Unavailable, tonic::Code::Cancelled];
 
 #[tokio::test]
 async fn a_shutdown_lets_grpc_streams_in_flight_finish_on_the_shared_port() {
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let (bound, mut events) = bound_shared(frpc::ServerConfig::default()).await;
     let addr = bound.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(bound.serve_with_shutdown(async {
@@ -635,17 +630,10 @@ async fn spawned_senders_keep_a_grpc_stream_open() {
 /// timeout (20 s here), past the grace.
 #[tokio::test]
 async fn a_silent_connection_does_not_hold_the_shared_ports_shutdown() {
-    let (tx, _events) = mpsc::unbounded_channel();
     let mut config = frpc::ServerConfig::default();
     config.connection.idle_timeout = Duration::from_secs(20);
     config.shutdown_grace = Duration::from_millis(200);
-    let bound = frpc::Server::builder()
-        .config(config)
-        .grpc(true)
-        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let (bound, _events) = bound_shared(config).await;
     let addr = bound.local_addr();
     let server = bound.server().clone();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
