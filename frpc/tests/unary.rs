@@ -502,14 +502,18 @@ async fn a_call_first_polled_with_another_waker_still_gets_its_reply() {
     let server = start(config(Concurrency::Inline)).await;
     let client = Client::connect(server.addr).await.unwrap();
     let moved = client.clone();
-    let mut first = Box::pin(async move { call(&moved, ECHO, "first").await });
+    // GATED holds its reply until the test lets it go: the first poll cannot see it (an ECHO's
+    // reply could arrive within that poll and end the call there).
+    let mut first = Box::pin(async move { call(&moved, GATED, "first").await });
     let mut elsewhere = std::task::Context::from_waker(std::task::Waker::noop());
     assert!(
         first.as_mut().poll(&mut elsewhere).is_pending(),
         "sent, no reply yet"
     );
-    // Replies come in order: once the next call's is in, the first's was handed over (and
-    // woke the waker that wakes no one).
+    gated_started(&server, 1).await;
+    server.service.state.gate.add_permits(1);
+    // Inline handlers answer in order: once the next call's reply is in, the first's was
+    // handed over (and woke the waker that wakes no one).
     assert_eq!(call(&client, ECHO, "next").await.unwrap().value, "next");
     let reply = tokio::time::timeout(Duration::from_secs(10), tokio::spawn(first))
         .await
