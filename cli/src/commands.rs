@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use frpc::{Caller as _, ClientConfig, ConnectionConfig, Framing, Metadata};
+use frpc::{Caller as _, ClientConfig, ConnectionConfig, Framing, Metadata, MetadataSlot};
 use prost_reflect::{DynamicMessage, MethodDescriptor};
 
 use crate::dynamic::{self, Decoded};
@@ -203,6 +203,17 @@ pub async fn call_unary(
     }
 }
 
+/// What `frpc call` calls.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// `package.Service/Method`.
+    pub method: &'a str,
+    /// The request's text (`None` or `-`: standard input; `@file`: a file's).
+    pub request: Option<&'a str>,
+    /// Where the server's response metadata goes, if it is wanted (`-v`).
+    pub response_metadata: Option<&'a MetadataSlot>,
+}
+
 /// `frpc call`: each reply as a line of JSON, handed to `print` as it arrives. A unary or
 /// server-streaming method takes one request (the argument, `@file`, or all of standard
 /// input); client and bidi streams take one per JSON value of the argument or file, or one per
@@ -210,12 +221,19 @@ pub async fn call_unary(
 pub async fn call(
     connect: &Connect,
     schema: &Schema,
-    method: &str,
-    request: Option<&str>,
+    Call {
+        method,
+        request,
+        response_metadata,
+    }: Call<'_>,
     mut print: impl FnMut(&str),
 ) -> Result<(), CliError> {
-    let client = connect.client().await?;
+    let mut client = connect.client().await?;
     let pool = schema.pool(&client).await?;
+    if let Some(slot) = response_metadata {
+        // After the reflection call, so the slot keeps the method's own.
+        client = client.with_response_metadata(slot);
+    }
     let method = schema::method(&pool, method).map_err(other)?;
     let op = pool.operation(&method).map_err(other)?;
     if method.is_client_streaming() {
@@ -232,6 +250,25 @@ pub async fn call(
     }
     let requests = Requests::Given(vec![request].into_iter());
     stream::call(&client, (&method, op), requests, print).await
+}
+
+/// Response metadata as `frpc call -v` prints it: `Response metadata:`, then `key: value` per
+/// line (a `-bin` key's value in base64, as grpcurl shows it), or `(none)`.
+pub fn metadata_text(metadata: Option<Metadata>) -> String {
+    use base64::Engine as _;
+    let mut text = String::from("Response metadata:\n");
+    let metadata = metadata.unwrap_or_default();
+    if metadata.is_empty() {
+        text.push_str("(none)\n");
+    }
+    for (key, value) in metadata.iter() {
+        let value = match key.ends_with("-bin") {
+            true => base64::engine::general_purpose::STANDARD.encode(value),
+            false => String::from_utf8_lossy(value).into_owned(),
+        };
+        text.push_str(&format!("{key}: {value}\n"));
+    }
+    text
 }
 
 /// The one request of a unary or server-streaming method: exactly one JSON value.

@@ -35,6 +35,11 @@ enum Command {
         /// The request in proto3 JSON, `@file` to read it from a file, or `-` (the default) for
         /// standard input.
         request: Option<String>,
+        /// Also prints the response metadata the server sent (tonic's headers and trailers) to
+        /// standard error, `key: value` per line (a `-bin` key's value in base64), after the
+        /// replies or the error; `(none)` when it sent none.
+        #[arg(short = 'v', long)]
+        verbose: bool,
     },
     /// Lists the services a server serves (reflection, or the --proto files).
     List {
@@ -199,9 +204,20 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
             schema,
             method,
             request,
+            verbose,
         } => {
             let connect = connect.connect()?;
-            commands::call(&connect, &schema.schema(), &method, request.as_deref(), print).await?;
+            let response = verbose.then(frpc::MetadataSlot::new);
+            let call = commands::Call {
+                method: &method,
+                request: request.as_deref(),
+                response_metadata: response.as_ref(),
+            };
+            let called = commands::call(&connect, &schema.schema(), call, print).await;
+            if let Some(slot) = response {
+                eprint!("{}", commands::metadata_text(slot.take()));
+            }
+            called?;
             return Ok(Outcome::Done);
         }
         Command::List { connect, schema } => commands::list(&connect.connect()?, &schema.schema()).await,

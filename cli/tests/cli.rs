@@ -841,3 +841,60 @@ async fn a_health_check_of_a_silent_server_ends_at_its_timeout() {
     );
     held.abort();
 }
+
+/// `-v` prints the response metadata to standard error (the server answers its `echo-*`
+/// request metadata): after a unary reply, after a server stream's end, after a stream that
+/// failed, and `(none)` where there is none (no such keys, or plain fRPC).
+#[tokio::test(flavor = "multi_thread")]
+async fn verbose_calls_print_the_response_metadata() {
+    let server = RustServer::start(Framing::Frisbee).await;
+    let addr = server.addr().to_string();
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    let echoed = "Response metadata:\necho-user: ann\necho-trace-bin: AP8=\n";
+    let headers = [
+        "-v",
+        "-H",
+        "echo-user:ann",
+        "-H",
+        "echo-trace-bin:AP8",
+        "-H",
+        "other:x",
+    ];
+    let call = |method: &str, request: &str, more: &[&str]| {
+        let mut line = args(&["call", &addr, method, request]);
+        line.extend(args(more));
+        line
+    };
+
+    let out = frpc(
+        call("capture.EchoService/Echo", r#"{"Message":"hi"}"#, &headers),
+        None,
+    )
+    .await;
+    assert_echo(&json(&out), "hi");
+    assert_eq!(stderr(&out), echoed);
+
+    let out = frpc(call("capture.EchoService/Search", "{}", &headers), None).await;
+    assert_eq!(messages(&out), ["r0", "r1"]);
+    assert_eq!(stderr(&out), echoed);
+
+    let failing = r#"{"snippets":["fail"]}"#;
+    let out = frpc(call("capture.EchoService/Search", failing, &headers), None).await;
+    assert_eq!(out.status.code(), Some(66), "UNKNOWN");
+    let err = stderr(&out);
+    assert!(err.starts_with(echoed) && err.contains("search failed"), "{err}");
+
+    let out = frpc(
+        call("capture.EchoService/Echo", "{}", &["-v", "-H", "other:x"]),
+        None,
+    )
+    .await;
+    assert_eq!(stderr(&out), "Response metadata:\n(none)\n");
+    let plain = [&headers[..], &["--no-extensions", "--proto", CAPTURE_PROTO]].concat();
+    let out = frpc(call("capture.EchoService/Echo", "{}", &plain), None).await;
+    assert_eq!(stderr(&out), "Response metadata:\n(none)\n");
+
+    // Without -v nothing is printed.
+    let out = frpc(call("capture.EchoService/Echo", "{}", &headers[1..]), None).await;
+    assert_eq!(stderr(&out), "");
+}

@@ -20,11 +20,32 @@ use pb::{Data, Request, Response, SearchResponse, StockPricesWrapper};
 ///   the error "search failed"
 /// - Upload(stream) → `Response { message: "got N" }`
 /// - EchoStream → each request's message echoed back
+///
+/// Echo and Search also answer the request's metadata keys that start with `echo-` as
+/// response metadata (which travels to frpc clients that took the metadata extension only;
+/// Go peers never see it): what `frpc call -v` shows.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CaptureService;
 
+/// Sets the request's `echo-*` metadata as the response's.
+fn echo_metadata(ctx: &Context) {
+    let mut echoed = frpc::Metadata::new();
+    let keys = ctx.metadata().iter().filter(|(key, _)| key.starts_with("echo-"));
+    for (key, value) in keys {
+        // The request's keys and values are valid metadata already: nothing can fail here.
+        let _ = match key.ends_with("-bin") {
+            true => echoed.insert_bin(key, value.to_vec()),
+            false => echoed.insert(key, &String::from_utf8_lossy(value)),
+        };
+    }
+    if !echoed.is_empty() {
+        ctx.set_response_metadata(echoed);
+    }
+}
+
 impl pb::EchoService for CaptureService {
-    async fn echo(&self, _ctx: &Context, request: Request) -> Result<Response, Status> {
+    async fn echo(&self, ctx: &Context, request: Request) -> Result<Response, Status> {
+        echo_metadata(ctx);
         Ok(Response {
             message: request.message,
             test: Some(Data {
@@ -52,10 +73,11 @@ impl pb::EchoService for CaptureService {
 
     async fn search(
         &self,
-        _ctx: &Context,
+        ctx: &Context,
         request: SearchResponse,
         outbound: StreamSender<Response>,
     ) -> Result<(), Status> {
+        echo_metadata(ctx);
         if request.snippets.iter().any(|s| s == "fail") {
             outbound.send(text("partial")).await?;
             return Err(Status::new("search failed"));
