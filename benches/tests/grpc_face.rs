@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tpb::benchmark_service_client::BenchmarkServiceClient;
 use unary_svc::Svc;
 
+mod streams_svc;
 mod unary_svc;
 
 /// The gRPC face alone on a listener, decoding at most 1 KiB per message; the events.
@@ -481,4 +482,43 @@ async fn a_unary_request_that_never_ends_meets_its_deadline() {
     let path = "/benchmark.BenchmarkService/Benchmark";
     let (status, text) = raw_grpc_call(addr, path, frames, Some("200m")).await;
     assert_eq!(status, "4", "DEADLINE_EXCEEDED: {text}");
+}
+
+/// A server-streaming call's deadline covers the arrival of its one request too, as a unary
+/// call's does, and the stream's place among the server's open streams goes with it: it was
+/// read outside the deadline, so a request that never ended held the call, and its place in
+/// `max_open_streams`, for ever.
+#[tokio::test]
+async fn a_server_streaming_request_that_never_ends_meets_its_deadline() {
+    use streams_svc::{Svc, fpb};
+    let (events, _seen) = mpsc::unbounded_channel();
+    let server = frpc::Server::builder()
+        .config(frpc::ServerConfig::default().max_open_streams(1))
+        .grpc(true)
+        .add_service(fpb::StreamsServer::new(Svc { events }))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    let mut half = vec![0u8, 0, 0, 0, 100];
+    half.extend_from_slice(&[0u8; 10]);
+    let frames = futures_util::StreamExt::chain(
+        futures_util::stream::iter([data(half)]),
+        futures_util::stream::pending(),
+    );
+    let (status, text) = raw_grpc_call(addr, "/streams.Streams/Count", frames, Some("200m")).await;
+    assert_eq!(status, "4", "DEADLINE_EXCEEDED: {text}");
+    // Its place is free again: the server's one open stream may be another call's.
+    let frpc_client = fpb::StreamsClient::connect(addr).await.unwrap();
+    let request = fpb::CountRequest {
+        n: 2,
+        mode: String::new(),
+    };
+    let mut items = frpc_client.count(request).await.unwrap();
+    let mut got = Vec::new();
+    while let Some(item) = items.message().await.unwrap() {
+        got.push(item.n);
+    }
+    assert_eq!(got, [0, 1]);
 }

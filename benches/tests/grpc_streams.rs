@@ -652,3 +652,56 @@ async fn a_silent_connection_does_not_hold_the_shared_ports_shutdown() {
         .unwrap()
         .unwrap();
 }
+
+/// A bidi handler that reads its requests in a task of its own still lets its response's
+/// headers go while it waits for the first request: tonic's client waits for them before its
+/// caller sends anything, so the call never opened (the face looked for the wait only right
+/// after polling the handler, and the reading task's wait woke nobody).
+#[tokio::test]
+async fn a_handler_reading_in_a_task_of_its_own_opens_the_call_before_any_request() {
+    let (addr, _events) = start().await;
+    let mut client = client(addr).await;
+    let (tx, rx) = mpsc::channel(4);
+    let mut request = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+    request
+        .metadata_mut()
+        .insert("x-spawned-reader", "yes".parse().unwrap());
+    let response = tokio::time::timeout(Duration::from_secs(10), client.chat(request))
+        .await
+        .expect("the headers came while the handler waited for a request")
+        .unwrap();
+    let mut replies = response.into_inner();
+    tx.send(item("a", 1)).await.unwrap();
+    assert_eq!(replies.message().await.unwrap().unwrap().text, "echo:a");
+    drop(tx);
+    assert!(replies.message().await.unwrap().is_none());
+}
+
+/// `grpc.health.v1.Health/Watch` skips the server's layers, as the fRPC `Watch` does
+/// (`Builder::intercept_health`): a balancer keeps one open per connection, which a
+/// concurrency limit counted (one open watch under a limit of 1 held every other call back)
+/// and a timeout cut.
+#[tokio::test]
+async fn grpc_health_watches_skip_the_servers_layers() {
+    let (tx, _events) = mpsc::unbounded_channel();
+    let (_reporter, health) = frpc::health::service();
+    let bound = frpc::Server::builder()
+        .grpc(true)
+        .layer(tower::limit::ConcurrencyLimitLayer::new(1))
+        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
+        .add_service(health)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let mut statuses = watch(addr, "").await;
+    assert_eq!(next(&mut statuses).await, frpc::health::ServingStatus::Serving);
+    let mut client = client(addr).await;
+    let replies = tokio::time::timeout(Duration::from_secs(10), client.count(count(2, "")))
+        .await
+        .expect("the open watch holds no place under the limit")
+        .unwrap()
+        .into_inner();
+    assert_eq!(drain(replies).await.0, [0, 1]);
+}

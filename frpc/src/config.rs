@@ -126,8 +126,10 @@ pub struct ConnectionConfig {
     /// messages, between frpc peers that negotiated flow control in bytes (`docs/extensions.md`
     /// §9): the peer sends while its byte credit is above zero, so a stream buffers at most
     /// this plus one message. A message larger than the window still passes, alone. Like
-    /// HTTP/2's stream window, given back every quarter window read. Default: 1,048,576 (1 MiB,
-    /// hyper's HTTP/2 default; h2's protocol default is 64 KiB). At least 1.
+    /// HTTP/2's stream window, given back every quarter window read. On a server's gRPC face
+    /// it also bounds the replies a streaming handler sends ahead of HTTP/2 taking them (the
+    /// rest wait for the client's window; one larger reply goes alone). Default: 1,048,576 (1
+    /// MiB, hyper's HTTP/2 default; h2's protocol default is 64 KiB). At least 1.
     pub stream_window_bytes: u32,
     /// Bytes of inbound stream messages one connection may hold buffered (read from the socket,
     /// not yet taken by their consumers), over all its streams, with peers whose streams have

@@ -390,7 +390,7 @@ impl Builder {
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max)
                 .idle_timeout(self.config.connection.idle_timeout)
-                .with_stack(stack.clone(), self.config.connection.decode)
+                .with_stack(stack.clone(), &self.config.connection, self.intercept_health)
                 .with_gate(limits.grpc_gate());
             self.services
                 .iter()

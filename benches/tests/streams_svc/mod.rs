@@ -29,6 +29,8 @@ pub type Events = mpsc::UnboundedSender<String>;
 /// - `meta` (Count): request metadata `x-user` comes back as header `x-echo-user`, and
 ///   trailer `x-done: yes` is set at the end; Sum and Chat send `x-user` back as header
 ///   `x-echo-user` whenever the client sent one;
+/// - request metadata `x-spawned-reader` (Chat): a task of its own reads the requests and
+///   hands them to the handler, which echoes them;
 /// - `hang`: reports `<method> hang <has deadline>`, then waits forever; a task reports
 ///   `<method> cancelled` once the context is cancelled;
 /// - `shutdown` (Count): sends until the server shuts down, then reports `count drained`;
@@ -50,6 +52,30 @@ impl Svc {
         });
         std::future::pending().await
     }
+}
+
+/// Chat with the requests read in a task of its own, which hands each to the handler.
+async fn echo_from_a_reading_task(
+    mut inbound: frpc::Streaming<fpb::Item>,
+    outbound: frpc::StreamSender<fpb::Item>,
+) -> Result<(), frpc::Status> {
+    let (tx, mut rx) = mpsc::channel(4);
+    tokio::spawn(async move {
+        while let Ok(Some(item)) = inbound.message().await {
+            if tx.send(item).await.is_err() {
+                return;
+            }
+        }
+    });
+    while let Some(item) = rx.recv().await {
+        let reply = fpb::Item {
+            text: format!("echo:{}", item.text),
+            n: item.n,
+            data: item.data,
+        };
+        outbound.send(reply).await?;
+    }
+    Ok(())
 }
 
 /// Sets the response metadata of `meta` calls: the caller's `x-user` back, and `extra`.
@@ -163,6 +189,9 @@ impl fpb::Streams for Svc {
     ) -> Result<(), frpc::Status> {
         if ctx.metadata().contains_key("x-user") {
             echo_user(ctx, None);
+        }
+        if ctx.metadata().contains_key("x-spawned-reader") {
+            return echo_from_a_reading_task(inbound, outbound).await;
         }
         while let Some(item) = inbound.message().await? {
             match item.text.as_str() {

@@ -9,7 +9,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use bytes::Bytes;
 use futures_util::{FutureExt, StreamExt};
@@ -17,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::budget::ByteBudget;
 use crate::calls::ext::CallState;
 use crate::calls::stream::{Bridge, BridgeSource, Headers, ServerStream};
 use crate::config::DecodeLimits;
@@ -27,7 +27,7 @@ use crate::status::{Code, Status};
 use crate::types::{BoxFuture, MethodKind};
 
 use super::gate::Gate;
-use super::stream::{REPLY_BUFFER, Replies, from_tonic, requests};
+use super::stream::{REPLY_BUFFER, Replies, Starved, from_tonic, requests};
 use super::{
     Route, Signals, grpc_health_reply, parse_timeout, request_metadata, response_metadata, to_tonic,
 };
@@ -39,6 +39,9 @@ pub(super) struct Call {
     pub(super) stack: Option<Stack>,
     pub(super) peer: SocketAddr,
     pub(super) limits: DecodeLimits,
+    /// The bytes of replies a stream's handler may send ahead of HTTP/2 taking them
+    /// (`ConnectionConfig::stream_window_bytes`).
+    pub(super) reply_window: usize,
     /// The fRPC server's call limits (a shared port).
     pub(super) gate: Gate,
     /// Fires when the connection closes.
@@ -129,12 +132,19 @@ impl Call {
             // Its one request is read here, as for a unary call: a missing or oversize one is
             // answered before the handler runs.
             MethodKind::ServerStreaming => {
-                let body = one_request(messages).await?;
+                // Within the deadline too: a request that stops half-way held its stream's
+                // place past it, as a unary call's once did.
+                let body = match state.deadline {
+                    Some(deadline) => tokio::time::timeout_at(deadline, one_request(messages))
+                        .await
+                        .map_err(|_| to_tonic(&past_deadline(&state), None))??,
+                    None => one_request(messages).await?,
+                };
                 let source = futures_util::stream::once(std::future::ready(Ok(body)));
                 (Box::pin(source) as BridgeSource, None)
             }
             _ => {
-                let starved = Arc::new(AtomicBool::new(false));
+                let starved = Arc::new(Starved::default());
                 (requests(messages, starved.clone()), Some(starved))
             }
         };
@@ -144,6 +154,7 @@ impl Call {
             source,
             limits: self.limits,
             replies: tx,
+            reply_bytes: ByteBudget::new(self.reply_window),
             draining: self.signals.draining.clone(),
             headers: headers.clone(),
         });
@@ -243,11 +254,15 @@ async fn within_deadline<T>(handler: Handler<T>, state: Arc<CallState>) -> Resul
     };
     match tokio::time::timeout_at(deadline, handler).await {
         Ok(result) => result,
-        Err(_) => {
-            state.cancel();
-            Err(Status::with_code(Code::DeadlineExceeded, "deadline exceeded"))
-        }
+        Err(_) => Err(past_deadline(&state)),
     }
+}
+
+/// The call's deadline passed: its context is cancelled (for what the handler spawned) and
+/// the client gets `DEADLINE_EXCEEDED`.
+fn past_deadline(state: &CallState) -> Status {
+    state.cancel();
+    Status::with_code(Code::DeadlineExceeded, "deadline exceeded")
 }
 
 /// The response with the handler's metadata as its headers.

@@ -28,7 +28,7 @@ use tonic::CancellationHandle;
 
 use super::client::{GrpcChannel, from_grpc, grpc_path, some, timed_out, unavailable, zero_timeout};
 use super::{BytesCodec, request_metadata};
-use crate::calls::stream::{BridgeSource, BridgedCall, Keep};
+use crate::calls::stream::{BridgeSource, BridgedCall, Keep, Outbox, Outgoing};
 use crate::metadata::{Metadata, MetadataSlot};
 use crate::status::Error;
 
@@ -101,8 +101,9 @@ impl GrpcChannel {
         path: PathAndQuery,
         deadline: Option<(Instant, Duration)>,
     ) -> Result<BridgedCall, Error> {
-        let (tx, mut rx) = mpsc::channel::<Bytes>(REQUEST_BUFFER);
-        let requests = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let (tx, mut rx) = mpsc::channel::<Outgoing>(REQUEST_BUFFER);
+        let requests =
+            futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(|o| o.content)));
         let mut request = self.request(requests)?;
         let call = self.call(request.cancellation_handle(), deadline);
         let mut grpc = self.grpc();
@@ -126,12 +127,7 @@ impl GrpcChannel {
     }
 
     /// The call as the stream machinery takes it: the sender keeps the call alive too.
-    fn bridged(
-        &self,
-        requests: Option<mpsc::Sender<Bytes>>,
-        replies: BridgeSource,
-        call: Arc<Call>,
-    ) -> BridgedCall {
+    fn bridged(&self, requests: Option<Outbox>, replies: BridgeSource, call: Arc<Call>) -> BridgedCall {
         BridgedCall {
             requests,
             replies,

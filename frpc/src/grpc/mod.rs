@@ -75,6 +75,15 @@ struct Route {
     grpc_health: bool,
 }
 
+impl Route {
+    /// frpc's health service's `Watch`, which the layers let by (see
+    /// [`crate::Builder::intercept_health`]): a balancer keeps one open per connection, which
+    /// a concurrency limit would count and a timeout would cut.
+    fn is_health_watch(&self) -> bool {
+        self.method.op == crate::health::WATCH_OP && self.service.name() == FRPC_HEALTH
+    }
+}
+
 /// The shutdown signals of the server a connection belongs to: a standalone
 /// [`GrpcServer`]'s never fire.
 #[derive(Debug, Clone, Default)]
@@ -104,11 +113,16 @@ pub struct GrpcServer {
     max_decoding: usize,
     max_encoding: usize,
     limits: DecodeLimits,
+    /// The bytes of replies a stream's handler may send ahead of HTTP/2 taking them.
+    reply_window: usize,
     /// The layers and interceptors calls go through: the fRPC server's when it serves this
     /// face ([`crate::Builder::grpc`]), else this server's own ([`GrpcServer::layer`]).
     stack: Option<Stack>,
     /// This server's own layers, the first the outermost, to build `stack` from.
     layers: Vec<SharedLayer>,
+    /// Health's `Watch` goes through the layers too (the fRPC server's
+    /// [`crate::Builder::intercept_health`]).
+    layered_health: bool,
     /// How long calls in flight may go on once a shutdown began ([`GrpcServer::shutdown_grace`]).
     grace: Duration,
     /// How long a connection may stay silent ([`GrpcServer::idle_timeout`]).
@@ -166,8 +180,10 @@ impl GrpcServer {
             max_decoding: DEFAULT_MAX_DECODING,
             max_encoding: usize::MAX,
             limits: crate::config::ConnectionConfig::default().decode,
+            reply_window: crate::config::ConnectionConfig::default().stream_window_bytes as usize,
             stack: None,
             layers: Vec::new(),
+            layered_health: false,
             grace: crate::config::ServerConfig::default().shutdown_grace,
             idle_timeout: crate::config::ConnectionConfig::default().idle_timeout,
             descriptors: Vec::new(),
@@ -220,7 +236,9 @@ impl GrpcServer {
     /// Runs every call through `layer` (any [`tower::Layer`] over calls, see
     /// [`CallLayer`]), as [`crate::Builder::layer`] does on an fRPC server: the first added
     /// is the outermost, and one stack is shared by every connection (a concurrency limit
-    /// is server-wide). Per-service layers ([`crate::LayeredService`]) apply too.
+    /// is server-wide). Per-service layers ([`crate::LayeredService`]) apply too. frpc's
+    /// health service's `Watch` skips the layers, as on an fRPC server
+    /// ([`crate::Builder::intercept_health`]): a balancer keeps one open per connection.
     ///
     /// ```
     /// let server = frpc::grpc::GrpcServer::new()
@@ -261,10 +279,19 @@ impl GrpcServer {
         self
     }
 
-    /// Runs calls through the fRPC server's layer stack, with its decode limits.
-    pub(crate) fn with_stack(mut self, stack: Option<Stack>, limits: DecodeLimits) -> GrpcServer {
+    /// Runs calls through the fRPC server's layer stack, with its connections' decode limits
+    /// and stream windows; health's `Watch` too where `intercept_health` (else it skips the
+    /// layers, as on the fRPC face).
+    pub(crate) fn with_stack(
+        mut self,
+        stack: Option<Stack>,
+        connection: &crate::config::ConnectionConfig,
+        intercept_health: bool,
+    ) -> GrpcServer {
         self.stack = stack;
-        self.limits = limits;
+        self.limits = connection.decode;
+        self.reply_window = connection.stream_window_bytes as usize;
+        self.layered_health = intercept_health;
         self
     }
 
@@ -415,10 +442,14 @@ impl GrpcServer {
             return status.into_http();
         }
         let call = call::Call {
+            stack: match self.layered_health || !route.is_health_watch() {
+                true => self.stack.clone(),
+                false => None,
+            },
             route,
-            stack: self.stack.clone(),
             peer,
             limits: self.limits,
+            reply_window: self.reply_window,
             gate: self.gate.clone(),
             closed,
             signals,

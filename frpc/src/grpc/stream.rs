@@ -15,15 +15,16 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context as TaskContext, Poll};
+use std::task::{Context as TaskContext, Poll, Waker};
 
 use bytes::Bytes;
 use futures_core::Stream;
 use futures_util::StreamExt;
+use futures_util::task::AtomicWaker;
 use tokio::sync::mpsc;
 
 use crate::calls::ext::{CallState, CancelOnDrop};
-use crate::calls::stream::{BridgeSource, Headers};
+use crate::calls::stream::{BridgeSource, Headers, Outgoing};
 use crate::status::{Code, Error, Status};
 use crate::types::BoxFuture;
 use tonic::metadata::MetadataMap;
@@ -31,19 +32,44 @@ use tonic::metadata::MetadataMap;
 use super::{response_metadata, to_tonic};
 
 /// How many replies a streaming handler may send ahead of the client's reading (HTTP/2's
-/// window holds the rest back).
+/// window holds the rest back); in bytes, the stream's reply budget bounds them too
+/// ([`crate::ConnectionConfig::stream_window_bytes`]).
 pub(super) const REPLY_BUFFER: usize = 16;
 
 /// The request messages of a call (frpc's protobuf contents), as a bridged stream's source;
-/// `starved` is set while the handler waits for one that has not come.
-pub(super) fn requests(messages: tonic::Streaming<Bytes>, starved: Arc<AtomicBool>) -> BridgeSource {
+/// `starved` says when the handler waits for one that has not come.
+pub(super) fn requests(messages: tonic::Streaming<Bytes>, starved: Arc<Starved>) -> BridgeSource {
     Box::pin(Requests { messages, starved })
+}
+
+/// Whether a handler waits for a request that has not come, and who waits for that: the
+/// response's headers. The handler may read its requests in a task of its own, so the wait
+/// is woken, not only looked at after polling the handler.
+#[derive(Default)]
+pub(super) struct Starved {
+    flag: AtomicBool,
+    /// The headers' wait, until they went.
+    waiter: AtomicWaker,
+}
+
+impl Starved {
+    fn set(&self, starved: bool) {
+        self.flag.store(starved, Ordering::Release);
+        if starved {
+            self.waiter.wake();
+        }
+    }
+
+    fn is_set(&self, waiter: &Waker) -> bool {
+        self.waiter.register(waiter);
+        self.flag.load(Ordering::Acquire)
+    }
 }
 
 /// See [`requests`].
 struct Requests {
     messages: tonic::Streaming<Bytes>,
-    starved: Arc<AtomicBool>,
+    starved: Arc<Starved>,
 }
 
 impl Stream for Requests {
@@ -51,7 +77,7 @@ impl Stream for Requests {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let polled = self.messages.poll_next_unpin(cx);
-        self.starved.store(polled.is_pending(), Ordering::Relaxed);
+        self.starved.set(polled.is_pending());
         polled.map(|item| item.map(|item| item.map_err(|status| Error::Status(from_tonic(status)))))
     }
 }
@@ -71,8 +97,9 @@ pub(super) fn from_tonic(status: tonic::Status) -> Status {
 pub(super) struct Replies {
     /// A reply taken out early (the response's headers wait for the first one).
     first: Option<Bytes>,
-    /// What the handler sends (streaming methods).
-    rx: Option<mpsc::Receiver<Bytes>>,
+    /// What the handler sends (streaming methods), each holding its share of the stream's
+    /// byte budget until taken from here.
+    rx: Option<mpsc::Receiver<Outgoing>>,
     /// The handler, until it returns.
     handler: Option<BoxFuture<Result<(), Status>>>,
     /// Its outcome, once the replies it sent are out.
@@ -81,7 +108,7 @@ pub(super) struct Replies {
     /// Cancels the call's context if the body is dropped before the handler returned.
     guard: Option<CancelOnDrop>,
     /// Set while the handler waits for a request (client-streaming and bidi).
-    starved: Option<Arc<AtomicBool>>,
+    starved: Option<Arc<Starved>>,
 }
 
 impl Replies {
@@ -100,10 +127,10 @@ impl Replies {
 
     /// A streaming call's replies: what `handler` sends into `rx`, then its outcome.
     pub(super) fn streaming(
-        rx: mpsc::Receiver<Bytes>,
+        rx: mpsc::Receiver<Outgoing>,
         handler: BoxFuture<Result<(), Status>>,
         state: Arc<CallState>,
-        starved: Option<Arc<AtomicBool>>,
+        starved: Option<Arc<Starved>>,
     ) -> Replies {
         let guard = state.cancel_on_drop();
         Replies {
@@ -122,11 +149,16 @@ impl Replies {
     /// handler's failure before any reply (a trailers-only response).
     pub(super) async fn headers(&mut self, headers: &Headers) -> Result<Option<MetadataMap>, tonic::Status> {
         let first = std::future::poll_fn(|cx| match Pin::new(&mut *self).poll_next(cx) {
-            Poll::Pending if self.is_starved() => Poll::Ready(None),
+            Poll::Pending if self.is_starved(cx.waker()) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
             Poll::Ready(item) => Poll::Ready(Some(item)),
         });
-        match first.await {
+        let first = first.await;
+        if let Some(starved) = &self.starved {
+            // Nobody waits for it now: later waits for requests wake no one.
+            starved.waiter.take();
+        }
+        match first {
             Some(Some(Ok(reply))) => self.first = Some(reply),
             // The handler failed before any reply: its metadata goes beside the status.
             Some(Some(Err(status))) if status.code() != tonic::Code::Ok => return Err(status),
@@ -137,10 +169,11 @@ impl Replies {
         Ok(headers.get().map(response_metadata))
     }
 
-    fn is_starved(&self) -> bool {
+    /// Whether the handler waits for a request; if not, `waiter` is woken when it does.
+    fn is_starved(&self, waiter: &Waker) -> bool {
         self.starved
             .as_ref()
-            .is_some_and(|starved| starved.load(Ordering::Relaxed))
+            .is_some_and(|starved| starved.is_set(waiter))
     }
 
     /// The handler returned `outcome`: nothing more comes from it, and its context is not
@@ -177,7 +210,7 @@ impl Stream for Replies {
         }
         if let (Some(handler), Some(rx)) = (&mut this.handler, &mut this.rx) {
             if let Poll::Ready(Some(reply)) = rx.poll_recv(cx) {
-                return Poll::Ready(Some(Ok(reply)));
+                return Poll::Ready(Some(Ok(reply.content)));
             }
             match handler.as_mut().poll(cx) {
                 Poll::Ready(outcome) => this.finished(outcome),
@@ -186,7 +219,7 @@ impl Stream for Replies {
         }
         // The handler is done: what it sent before it returned, then its outcome.
         if let Some(reply) = this.rx.as_mut().and_then(|rx| rx.try_recv().ok()) {
-            return Poll::Ready(Some(Ok(reply)));
+            return Poll::Ready(Some(Ok(reply.content)));
         }
         Poll::Ready(this.end().map(Err))
     }

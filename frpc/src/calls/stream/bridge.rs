@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::codec;
 use crate::calls::ext::CallState;
 use crate::config::DecodeLimits;
@@ -41,6 +42,18 @@ pub(crate) type Source = Pin<Box<dyn futures_core::Stream<Item = Result<Bytes, E
 /// sender, its source) is gone.
 pub(crate) type Keep = Arc<dyn std::any::Any + Send + Sync>;
 
+/// A message on its way to the other protocol. A server's reply holds its share of the
+/// stream's byte budget until that protocol takes it: a peer that does not read holds the
+/// handler back by bytes as well as by the channel's bound in messages.
+pub(crate) struct Outgoing {
+    #[cfg_attr(not(feature = "grpc"), allow(dead_code, reason = "read by the gRPC face"))]
+    pub(crate) content: Bytes,
+    _share: Option<Share>,
+}
+
+/// Where a bridged stream's outgoing messages go.
+pub(crate) type Outbox = mpsc::Sender<Outgoing>;
+
 /// What a bridged [`ServerStream`](super::ServerStream) is made of, until its handler splits it.
 pub(crate) struct Bridge {
     /// The request contents.
@@ -48,7 +61,10 @@ pub(crate) struct Bridge {
     /// What decoding them may cost.
     pub(crate) limits: DecodeLimits,
     /// Where the reply contents go.
-    pub(crate) replies: mpsc::Sender<Bytes>,
+    pub(crate) replies: Outbox,
+    /// The bytes of replies the channel may hold (taken by a send, given back as the other
+    /// protocol takes the reply; one larger reply alone).
+    pub(crate) reply_bytes: Arc<ByteBudget>,
     /// Fires when the server begins shutting down: no more messages, as on fRPC streams.
     pub(crate) draining: CancellationToken,
     /// The response metadata as the first reply leaves.
@@ -155,7 +171,7 @@ impl<T: Message> BridgedStreaming<T> {
 /// The outbound half of a bridged stream. Cheap to clone.
 pub(crate) struct BridgedSender<T> {
     /// `None` once a client closed its request stream.
-    out: Option<mpsc::Sender<Bytes>>,
+    out: Option<Outbox>,
     side: Side,
     _message: PhantomData<fn(T)>,
 }
@@ -169,6 +185,8 @@ enum Side {
         draining: CancellationToken,
         headers: Arc<Headers>,
         senders: Arc<SenderCount>,
+        /// The replies' bytes the channel may hold.
+        budget: Arc<ByteBudget>,
     },
     Client {
         /// The largest request message (its protobuf bytes).
@@ -246,7 +264,7 @@ impl<T: Message> BridgedSender<T> {
     /// A client's request sender: into `out` (`None`: the requests already went), within
     /// `max` bytes a message and the call's `deadline`, keeping the call alive.
     pub(super) fn client(
-        out: Option<mpsc::Sender<Bytes>>,
+        out: Option<Outbox>,
         max: usize,
         deadline: Option<(Instant, Duration)>,
         keep: Keep,
@@ -271,6 +289,7 @@ impl<T: Message> BridgedSender<T> {
                 draining: bridge.draining.clone(),
                 headers: bridge.headers.clone(),
                 senders,
+                budget: bridge.reply_bytes.clone(),
             },
             _message: PhantomData,
         }
@@ -308,12 +327,25 @@ impl<T: Message> BridgedSender<T> {
         let content = content?;
         let out = self.out.as_ref().ok_or(Error::Cancelled)?;
         match &self.side {
-            Side::Server { headers, .. } => {
+            Side::Server { headers, budget, .. } => {
                 // The response's headers are what the handler set before its first reply.
                 headers.get();
-                out.send(content).await.map_err(|_| Error::Cancelled)
+                let share = match budget.try_take(content.len()) {
+                    Some(share) => share,
+                    None => tokio::select! {
+                        share = budget.take(content.len()) => share,
+                        () = out.closed() => return Err(Error::Cancelled),
+                    },
+                };
+                let outgoing = Outgoing {
+                    content,
+                    _share: share,
+                };
+                out.send(outgoing).await.map_err(|_| Error::Cancelled)
             }
-            Side::Client { deadline: None, .. } => out.send(content).await.map_err(|_| Error::Cancelled),
+            Side::Client { deadline: None, .. } => {
+                out.send(unbudgeted(content)).await.map_err(|_| Error::Cancelled)
+            }
             // Past the deadline nothing goes, even with room in the channel (as on fRPC).
             Side::Client {
                 deadline: Some((at, limit)),
@@ -322,11 +354,19 @@ impl<T: Message> BridgedSender<T> {
             Side::Client {
                 deadline: Some((at, limit)),
                 ..
-            } => match tokio::time::timeout_at(*at, out.send(content)).await {
+            } => match tokio::time::timeout_at(*at, out.send(unbudgeted(content))).await {
                 Ok(sent) => sent.map_err(|_| Error::Cancelled),
                 Err(_) => Err(Error::Timeout(*limit)),
             },
         }
+    }
+}
+
+/// A client's request, outside any budget.
+fn unbudgeted(content: Bytes) -> Outgoing {
+    Outgoing {
+        content,
+        _share: None,
     }
 }
 
@@ -336,4 +376,65 @@ pub(super) fn split<Req: Message, Resp: Message>(
 ) -> (BridgedStreaming<Req>, BridgedSender<Resp>) {
     let sender = BridgedSender::new(&bridge);
     (BridgedStreaming::new(bridge.source, bridge.limits, true), sender)
+}
+
+#[cfg(all(test, feature = "grpc"))]
+mod tests {
+    use std::task::Waker;
+
+    use super::*;
+    use crate::health::HealthCheckRequest as Msg;
+
+    /// A server's bridged sender with a reply budget of `bytes`, and its channel's far end.
+    fn server_sender(bytes: usize) -> (BridgedSender<Msg>, mpsc::Receiver<Outgoing>) {
+        let (replies, rx) = mpsc::channel(16);
+        let state = Arc::new(CallState::with(None, Metadata::new()));
+        let bridge = Bridge {
+            source: Box::pin(futures_util::stream::empty()),
+            limits: DecodeLimits::default(),
+            replies,
+            reply_bytes: ByteBudget::new(bytes),
+            draining: CancellationToken::new(),
+            headers: Arc::new(Headers::new(state)),
+        };
+        (BridgedSender::new(&bridge), rx)
+    }
+
+    fn is_pending<F: Future>(future: Pin<&mut F>) -> bool {
+        future
+            .poll(&mut TaskContext::from_waker(Waker::noop()))
+            .is_pending()
+    }
+
+    /// Replies the other protocol has not taken hold the handler back by bytes, not only by
+    /// the channel's 16 messages: 16 unread replies of 4 MB each were held for one stream.
+    #[tokio::test]
+    async fn replies_not_taken_hold_the_sender_back_by_bytes() {
+        let (sender, mut rx) = server_sender(100);
+        sender.send(Ok(Bytes::from(vec![1; 60]))).await.unwrap();
+        let mut second = std::pin::pin!(sender.send(Ok(Bytes::from(vec![2; 60]))));
+        assert!(
+            is_pending(second.as_mut()),
+            "60 + 60 bytes are over the budget of 100"
+        );
+        assert_eq!(rx.recv().await.unwrap().content.len(), 60);
+        second.await.unwrap();
+        // A reply larger than the budget goes alone, once the channel holds no bytes.
+        let mut large = std::pin::pin!(sender.send(Ok(Bytes::from(vec![3; 1000]))));
+        assert!(is_pending(large.as_mut()));
+        drop(rx.recv().await.unwrap());
+        large.await.unwrap();
+        assert_eq!(rx.recv().await.unwrap().content.len(), 1000);
+    }
+
+    /// A sender waiting for room fails once the other end is gone, as a full channel's does.
+    #[tokio::test]
+    async fn a_sender_waiting_for_bytes_fails_when_the_stream_is_gone() {
+        let (sender, rx) = server_sender(10);
+        sender.send(Ok(Bytes::from(vec![1; 10]))).await.unwrap();
+        let mut waiting = std::pin::pin!(sender.send(Ok(Bytes::from(vec![2; 10]))));
+        assert!(is_pending(waiting.as_mut()));
+        drop(rx);
+        assert!(matches!(waiting.await, Err(Error::Cancelled)));
+    }
 }

@@ -4,14 +4,12 @@
 use std::fmt;
 use std::time::Duration;
 
-use bytes::Bytes;
 use frpc_wire::polyglot::Message;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::config::DecodeLimits;
 
-use super::bridge::{BridgedSender, BridgedStreaming, Keep, Source};
+use super::bridge::{BridgedSender, BridgedStreaming, Keep, Outbox, Source};
 use super::inbound::{Receiving, Streaming};
 use super::outbound::{Sending, StreamSender};
 
@@ -21,7 +19,7 @@ use super::outbound::{Sending, StreamSender};
 #[doc(hidden)]
 pub struct BridgedCall {
     /// Where requests go: `None` when the request already went (server streaming).
-    pub(crate) requests: Option<mpsc::Sender<Bytes>>,
+    pub(crate) requests: Option<Outbox>,
     /// The replies, then the call's outcome.
     pub(crate) replies: Source,
     /// What decoding a reply may cost.

@@ -71,7 +71,7 @@ mod server;
 mod table;
 
 #[cfg(feature = "grpc")]
-pub(crate) use self::bridge::{Bridge, Headers, Keep, Source as BridgeSource};
+pub(crate) use self::bridge::{Bridge, Headers, Keep, Outbox, Outgoing, Source as BridgeSource};
 pub use self::bridged_call::BridgedCall;
 pub(crate) use self::client::open;
 pub use self::client::{BidiCall, ClientStreamingCall, ClientStreamingResponse, RequestSender};
