@@ -134,9 +134,12 @@ pub struct ConnectionConfig {
     /// Bytes of inbound stream messages one connection may hold buffered (read from the socket,
     /// not yet taken by their consumers), over all its streams, with peers whose streams have
     /// no windows in bytes (plain fRPC peers such as Go's, frpc peers from before byte windows;
-    /// with byte windows each stream holds at most `stream_window_bytes` and one message).
-    /// When they reach it, the connection is not read until consumers catch up: TCP's own window
-    /// then holds the peer back, and nothing is lost. A message larger than the budget takes
+    /// with byte windows each stream holds at most `stream_window_bytes` and one message, and
+    /// once a stream of the connection has none, opened before they were negotiated or with
+    /// a window of 0, the connection takes the budget again). When they reach it, the
+    /// connection is not read until consumers catch up: TCP's own window then holds the peer
+    /// back, nothing is lost, and the idle timeout does not count the wait (the peer's packets
+    /// wait unread). A message larger than the budget takes
     /// all of it. Default: 16,777,216 (16 MiB: sixteen full byte windows). At least 1.
     pub max_buffered_bytes: usize,
     /// Streams open at once on one connection; more are refused. Default: 4096.

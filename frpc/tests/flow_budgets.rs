@@ -443,3 +443,139 @@ async fn an_opened_without_bytes_turns_byte_counting_off() {
             .all(|content| content[..] == encoded(&blob(1_000).value)[..])
     );
 }
+
+/// A server that stopped reading a connection because its streams' messages fill the budget
+/// does not take it for idle: the peer's packets (its PINGs) wait unread, so the silence is the
+/// server's. Handlers slower than the idle timeout to read closed their connection, and every
+/// call on it failed (session 30's probe: 80 honest 1 MB uploads, none served). Plain fRPC,
+/// the budget's peers; the test waits five idle timeouts before letting the handler read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_waiting_for_its_budget_keeps_the_connection() {
+    for framing in FRAMINGS {
+        let mut config = server_config(framing, 1024);
+        config.connection.max_buffered_bytes = 32 << 10;
+        config.connection.idle_timeout = Duration::from_millis(200);
+        config.connection.ping_interval = Duration::from_millis(50);
+        let running = serve(config).await;
+        let mut client = client_config(framing, 1024);
+        client.extensions = false;
+        let flow = connect(&running, client).await;
+        let mut call = bounded("sink", flow.sink()).await.unwrap();
+        let producer = tokio::spawn(async move {
+            for _ in 0..8 {
+                call.send(blob(BLOB)).await?;
+            }
+            call.close_and_recv().await
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        running.state.gate.add_permits(9);
+        let joined = bounded("sink result", producer).await.unwrap().unwrap();
+        assert_eq!(joined.value, vec![blob(BLOB).value; 8].join(","), "{framing:?}");
+    }
+}
+
+/// The same on a client: a consumer slower than the client's idle timeout to read what fills
+/// its budget keeps its connection and gets every message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_waiting_for_its_budget_keeps_the_connection() {
+    for framing in FRAMINGS {
+        let mut server = server_config(framing, 1024);
+        server.connection.ping_interval = Duration::from_millis(50);
+        let running = serve(server).await;
+        let mut config = client_config(framing, 1024);
+        config.extensions = false;
+        config.connection.max_buffered_bytes = 32 << 10;
+        config.connection.idle_timeout = Duration::from_millis(200);
+        config.connection.ping_interval = Duration::from_millis(50);
+        let flow = connect(&running, config).await;
+        let mut slow = bounded("blobs", flow.blobs(text(&format!("8,{BLOB}"))))
+            .await
+            .unwrap();
+        running.produced(8).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        for _ in 0..8 {
+            let got = bounded("blob", slow.message()).await.unwrap().unwrap();
+            assert_eq!(got.value.len(), BLOB, "{framing:?}");
+        }
+        assert!(slow.message().await.unwrap().is_none());
+    }
+}
+
+/// A raw server that accepted byte windows and answered the client's stream open with OPENED
+/// (`opened` its content: stream 1, then the window), then does what `then` does.
+async fn raw_stream_server<T, F>(
+    opened: &'static [u8],
+    then: impl FnOnce(Raw) -> F + Send + 'static,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<T>)
+where
+    T: Send + 'static,
+    F: Future<Output = T> + Send,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut raw = Framed::new(stream, frpc::wire::PacketCodec::new(Framing::Frisbee));
+        let _offer = next(&mut raw).await;
+        send(&mut raw, 2, 0xFFFF, &[1, 0, 0, 0, 0xef]).await;
+        let _open = next(&mut raw).await;
+        let _request = next(&mut raw).await;
+        send(&mut raw, 5, 0xFFFF, opened).await;
+        then(raw).await
+    });
+    (addr, peer)
+}
+
+/// A server that announces a window of 0 in OPENED (no flow control on the stream) on a
+/// connection with byte windows leaves that stream to the client's connection budget, as a
+/// plain server's are: the client stops reading once its consumer is `max_buffered_bytes`
+/// behind. (It skipped the budget and buffered every message: 1,156 MiB for 300 of 4 MB.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opened_window_of_zero_leaves_the_stream_to_the_budget() {
+    let message = Bytes::from(encoded(&blob(64_000).value));
+    let (addr, peer) = raw_stream_server(&[0, 1, 0, 0, 0, 0], move |mut raw| async move {
+        flood(&mut raw, (0..1000).map(|_| Packet::new(1, 2, message.clone()))).await
+    })
+    .await;
+    let mut config = client_config(Framing::Frisbee, 1024);
+    config.connection.max_buffered_bytes = 256 << 10;
+    let flow = FlowClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
+    let _unread = bounded("blobs", flow.blobs(text("1,1"))).await.unwrap();
+    let sent = bounded("raw server", peer).await.unwrap();
+    assert!(sent < 1000, "the client read all {sent} messages of 64 KB");
+}
+
+/// Stream data behind an (empty) extension header takes flow-control credit as any data
+/// does: a server that sent it so took none, and windows held nothing back. Past the
+/// client's window of 4 the stream fails, and the client CANCELs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_behind_an_extension_header_takes_credit() {
+    let opened = &[0, 1, 0, 0, 0, 8, 0, 0x10, 0, 0];
+    let (addr, peer) = raw_stream_server(opened, |mut raw| async move {
+        let mut behind_a_header = vec![0xfe, 0x00];
+        behind_a_header.extend(encoded("x"));
+        for _ in 0..10 {
+            send(&mut raw, 1, 2, &behind_a_header).await;
+        }
+        next(&mut raw).await
+    })
+    .await;
+    let config = client_config(Framing::Frisbee, 4);
+    let flow = FlowClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
+    let mut unread = bounded("blobs", flow.blobs(text("1,1"))).await.unwrap();
+    let notice = bounded("raw server", peer).await.unwrap();
+    assert_eq!(
+        (notice.op, notice.id, &notice.content[..]),
+        (0xFFFF, 3, &[0, 2, 0, 1][..]),
+        "CANCEL of stream 1"
+    );
+    let mut got = 0;
+    let err = loop {
+        match bounded("message", unread.message()).await {
+            Ok(Some(_)) => got += 1,
+            Ok(None) => panic!("all {got} messages read"),
+            Err(err) => break err,
+        }
+    };
+    assert_eq!((got, err.code()), (4, Code::ResourceExhausted), "{err}");
+}

@@ -173,7 +173,7 @@ async fn a_message_over_the_clients_limit_cancels_the_servers_handler() {
     let svc = Svc::default();
     let mut config = frpc::ServerConfig::default();
     config.connection.max_streams = 1;
-    let (addr, _server) = serve_with(svc.clone(), config).await;
+    let (addr, server) = serve_with(svc.clone(), config).await;
     let mut client_config = frpc::ClientConfig::default();
     client_config.connection.max_content_length = 1 << 20;
     let connection = frpc::Client::connect_with(addr, client_config).await.unwrap();
@@ -198,8 +198,9 @@ async fn a_message_over_the_clients_limit_cancels_the_servers_handler() {
             matches!(err, frpc::Error::TooLarge { .. }),
             "{small} small first: {err}"
         );
-        eventually("the server's handler is dropped", || {
-            svc.live.load(Ordering::SeqCst) == 0
+        // The place goes with the handler's task, a moment after the handler.
+        eventually("the server's handler is dropped and its place freed", || {
+            svc.live.load(Ordering::SeqCst) == 0 && server.open_streams() == 0
         })
         .await;
     }

@@ -695,10 +695,14 @@ impl Dispatch for ClientDispatch {
         let calls = &self.calls;
         if packet.op == op::STREAM {
             let len = packet.content.len();
+            // Busy while it waits: the server's packets wait unread, their silence is ours
+            // (see the server's `buffer_budget`).
+            let busy = conn.mark_busy();
             let budget = Budget {
                 connection: calls.streams.buffer_budget(len, calls.ext.accepted()).await,
                 server: None,
             };
+            drop(busy);
             if calls
                 .streams
                 .route(conn, packet.id, packet.content, budget)

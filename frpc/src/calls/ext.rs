@@ -263,6 +263,21 @@ pub(crate) fn has_prefix(content: &[u8]) -> bool {
     content.first() == Some(&PREFIX)
 }
 
+/// Where the extension header at the start of `content` ends (its fields walked, not parsed),
+/// `None` if it is truncated.
+pub(crate) fn header_len(content: &[u8]) -> Option<usize> {
+    let mut at = 1;
+    loop {
+        let kind = *content.get(at)?;
+        at += 1;
+        if kind == FIELD_END {
+            return Some(at);
+        }
+        let len = u32::from_be_bytes(content.get(at..at + 4)?.try_into().ok()?) as usize;
+        at = at.checked_add(4 + len)?;
+    }
+}
+
 /// Why an extension header cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum HeaderError {

@@ -682,7 +682,11 @@ impl<H> ServerDispatch<H> {
     /// message of `len` bytes, waited for (so this connection is not read meanwhile); a message
     /// larger than a whole budget takes all of it. A connection whose streams have windows in
     /// bytes needs no budget of its own: each stream holds at most its window and one message.
-    async fn buffer_budget(&self, len: usize) -> Budget {
+    /// The connection is busy meanwhile: the peer's packets wait unread in the socket, so its
+    /// silence is ours, and the idle timeout must not close it (it closed every connection
+    /// whose handlers were slower than the timeout to read 16 MiB, losing their calls).
+    async fn buffer_budget(&self, conn: &Connection, len: usize) -> Budget {
+        let _busy = conn.mark_busy();
         let bits = self.accepted.load(Ordering::Relaxed);
         let connection = self.streams.buffer_budget(len, bits).await;
         let budget = &self.limits.stream_bytes;
@@ -732,7 +736,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             Later::Started(started) => return self.resume(conn, started, slot).await,
         };
         if packet.op == op::STREAM {
-            let budget = self.buffer_budget(packet.content.len()).await;
+            let budget = self.buffer_budget(conn, packet.content.len()).await;
             if let Some(first) = self.streams.route(conn, packet.id, packet.content, budget) {
                 self.open_stream(conn, packet.id, first).await;
             }

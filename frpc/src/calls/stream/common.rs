@@ -106,12 +106,19 @@ pub(super) const MAX_CREDIT: usize = if (u32::MAX as usize) < Semaphore::MAX_PER
 /// error, `EOF` and a second `EOF` (Go's habit), none of which take credit.
 pub(super) const CONTROL_ROOM: usize = 4;
 
-/// Whether a stream content is a control message (an error, `EOF`, or an error behind an
+/// Whether a stream content is a control message (an error, `EOF`, or either behind an
 /// extension header) rather than a data message: only data messages take flow-control credit.
 /// A polyglot error envelope starts with `06`, an extension header with `FE`; a data message
-/// never starts with either (`00`, `08`, or another encoding's marker).
+/// never starts with either (`00`, `08`, or another encoding's marker). What follows a header
+/// must be an error too: a peer that put a header in front of data took no credit for it, so
+/// windows held nothing back (a server so sent 300 messages of 4 MB past a byte window).
 pub(super) fn is_control(content: &[u8]) -> bool {
-    matches!(content.first(), Some(&0x06) | Some(&ext::PREFIX))
+    const ERROR: u8 = 0x06;
+    match content.first() {
+        Some(&ERROR) => true,
+        Some(&ext::PREFIX) => ext::header_len(content).and_then(|end| content.get(end)) == Some(&ERROR),
+        _ => false,
+    }
 }
 
 /// How a stream is set up: flow control and open acknowledgement (all off for plain fRPC).

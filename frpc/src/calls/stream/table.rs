@@ -116,6 +116,11 @@ pub(crate) struct StreamTable {
     pub(super) window_bytes: u32,
     /// This connection's buffered-bytes budget (`ConnectionConfig::max_buffered_bytes`).
     buffered: Arc<ByteBudget>,
+    /// A stream of this connection receives without a window in bytes (it opened before flow
+    /// control in bytes was negotiated, or its peer announced no window): from then on every
+    /// stream message of the connection takes the budget, as a plain peer's do. Without it, a
+    /// server announcing a window of 0 in OPENED had its client buffer gigabytes on one stream.
+    unwindowed: AtomicBool,
     /// Open streams across every connection sharing it (a server's, say). A stream the peer
     /// opened counts as long as its handler's task runs ([`StreamPlace`]), not only while its
     /// route stands: a peer that closes or fails its streams (an empty `STREAM` packet) must
@@ -163,6 +168,7 @@ impl StreamTable {
             window: config.stream_window.max(1),
             window_bytes: config.stream_window_bytes.max(1),
             buffered: ByteBudget::new(config.max_buffered_bytes),
+            unwindowed: AtomicBool::new(false),
             gauge,
             remote_live: AtomicUsize::new(0),
             max_total,
@@ -182,10 +188,10 @@ impl StreamTable {
     /// The share of this connection's buffered-bytes budget for a stream message of `len`
     /// bytes, waited for (so the connection is not read meanwhile: TCP's window then holds the
     /// peer back); a message larger than the whole budget takes all of it. A connection whose
-    /// streams have windows in bytes (`bits`, the negotiated extensions) takes none: each
-    /// stream holds at most its window and one message.
+    /// streams all have windows in bytes (`bits`, the negotiated extensions, and none
+    /// `unwindowed`) takes none: each stream holds at most its window and one message.
     pub(crate) async fn buffer_budget(&self, len: usize, bits: u32) -> Option<Share> {
-        if bits & ext::EXT_BYTES != 0 {
+        if bits & ext::EXT_BYTES != 0 && !self.unwindowed.load(Ordering::Acquire) {
             return None;
         }
         match self.buffered.try_take(len) {
@@ -306,6 +312,7 @@ impl StreamTable {
                 route.close_credit();
                 route.recv_credit = None;
                 route.recv_bytes = None;
+                self.unwindowed.store(true, Ordering::Release);
             }
             (Some(credit), messages) => {
                 add_credit(credit, messages - 1);
@@ -317,6 +324,7 @@ impl StreamTable {
                     (Some(credit), None) => {
                         credit.close();
                         route.recv_bytes = None;
+                        self.unwindowed.store(true, Ordering::Release);
                     }
                     (None, _) => {}
                 }
@@ -396,6 +404,9 @@ impl StreamTable {
             .recv_bytes
             .filter(|_| setup.recv_window > 0)
             .map(|window| Arc::new(ByteWindow::new(window)));
+        if recv_bytes.is_none() {
+            self.unwindowed.store(true, Ordering::Release);
+        }
         let send_bytes = setup
             .send_bytes
             .filter(|_| send_credit.is_some())
