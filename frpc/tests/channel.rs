@@ -383,6 +383,17 @@ async fn closing_listener() -> (
     std::net::SocketAddr,
     std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) {
+    closing_listener_after(None).await
+}
+
+/// [`closing_listener`], writing `farewell` to each connection before it closes it.
+async fn closing_listener_after(
+    farewell: Option<frpc::wire::Packet>,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use futures_util::SinkExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -390,7 +401,11 @@ async fn closing_listener() -> (
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             count.fetch_add(1, Ordering::SeqCst);
-            drop(stream);
+            if let Some(packet) = farewell.clone() {
+                let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
+                let mut framed = tokio_util::codec::Framed::new(stream, codec);
+                let _ = framed.send(packet).await;
+            }
         }
     });
     (addr, accepted)
@@ -459,22 +474,30 @@ async fn unavailable_for_a_second(client: &NamedClient<Channel>) -> usize {
     calls
 }
 
-/// Against a server that closes every connection at accept, a channel backs off between
-/// attempts instead of dialling in a tight loop, and its calls fail fast with UNAVAILABLE
-/// rather than waiting out their timeout.
+/// Against a server that closes every connection at accept (or after a packet that answers
+/// nothing the client sent), a channel backs off between attempts instead of dialling in a
+/// tight loop, and its calls fail fast with UNAVAILABLE rather than waiting out their timeout.
 #[tokio::test]
 async fn connections_closed_at_accept_back_off() {
-    let (addr, accepted) = closing_listener().await;
-    let channel = Endpoint::from(addr)
-        .timeout(Duration::from_secs(30))
-        .connect_lazy();
-    let client = NamedClient::new(channel);
-    let calls = unavailable_for_a_second(&client).await;
-    // Backoff of 100 ms doubling: a handful of connections in a second (a tight loop made
-    // thousands), while every call failed at once.
-    let connections = accepted.load(Ordering::SeqCst);
-    assert!(connections <= 8, "{connections} connections in a second");
-    assert!(calls > connections, "{calls} calls, {connections} connections");
+    // A reply to a call nobody made is no call served: the channel redialled such a server at
+    // once, 12,000 times a second (session 30's probe).
+    let unsolicited = frpc::wire::Packet::new(777, 10, bytes::Bytes::from_static(b"\x08\x00"));
+    for farewell in [None, Some(unsolicited)] {
+        let (addr, accepted) = closing_listener_after(farewell.clone()).await;
+        let channel = Endpoint::from(addr)
+            .timeout(Duration::from_secs(30))
+            .connect_lazy();
+        let client = NamedClient::new(channel);
+        let calls = unavailable_for_a_second(&client).await;
+        // Backoff of 100 ms doubling: a handful of connections in a second (a tight loop made
+        // thousands), while every call failed at once.
+        let connections = accepted.load(Ordering::SeqCst);
+        assert!(
+            connections <= 8,
+            "{connections} connections in a second ({farewell:?})"
+        );
+        assert!(calls > connections, "{calls} calls, {connections} connections");
+    }
 }
 
 /// Waits until `changes` reports a state for which `done` holds; returns it.

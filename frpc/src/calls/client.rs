@@ -45,7 +45,9 @@ pub(crate) struct ClientCalls {
     ext: Negotiation,
     /// Set once the server sent anything (a PONG, ACCEPT, a reply): the connection works.
     answered: AtomicBool,
-    /// Set once the server sent a reply or a stream message: the connection served a call.
+    /// Set once the server answered a call in flight or sent a message on a stream this side
+    /// opened: the connection served a call. Not by any packet: a server that sent one reply
+    /// nobody asked for, then closed, had a channel redial it at once, 12,000 times a second.
     served: AtomicBool,
     first_answer: tokio::sync::Notify,
     /// The call polling the read loop itself right now, as `key + 1` (0: none): its reply lands
@@ -242,9 +244,15 @@ impl ClientCalls {
         self.answered.load(Ordering::Acquire)
     }
 
-    /// Whether the server has sent a reply or a stream message yet.
+    /// Whether the server has answered a call or a stream yet.
     pub(crate) fn has_served(&self) -> bool {
         self.served.load(Ordering::Relaxed)
+    }
+
+    fn mark_served(&self) {
+        if !self.served.load(Ordering::Relaxed) {
+            self.served.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Resolves once the server has sent anything.
@@ -516,6 +524,7 @@ impl ClientCalls {
                 tracing::trace!(op, id, "dropping a reply nobody waits for");
                 return false;
             };
+            self.mark_served();
             // The driver polling the loop looks for its reply once done.
             let waker = waker.filter(|_| self.driving_now.load(Ordering::Relaxed) != u64::from(key) + 1);
             (waker, table.takeover_armed && table.waiting() == 0)
@@ -666,9 +675,6 @@ impl Dispatch for ClientDispatch {
         if !calls.answered.load(Ordering::Relaxed) {
             calls.mark_answered();
         }
-        if packet.op != ext::OP && !calls.served.load(Ordering::Relaxed) {
-            calls.served.store(true, Ordering::Relaxed);
-        }
         if packet.op != ext::OP && !calls.ext.is_resolved() {
             // Anything the server sends (a reply, a stream message) answers a packet sent after
             // the offer: with no ACCEPT before it, the server ignored the offer (§2.1), as a PONG
@@ -703,17 +709,18 @@ impl Dispatch for ClientDispatch {
                 server: None,
             };
             drop(busy);
-            if calls
-                .streams
-                .route(conn, packet.id, packet.content, budget)
-                .is_some()
-            {
+            let message = !packet.content.is_empty();
+            match calls.streams.route(conn, packet.id, packet.content, budget) {
                 // Servers never open streams toward clients in fRPC; like Go's client, drop them.
-                tracing::trace!(stream = packet.id, "dropping a stream the server opened");
+                Some(_) => tracing::trace!(stream = packet.id, "dropping a stream the server opened"),
+                // A message on one of ours (a close of an unknown stream is nothing).
+                None if message => calls.mark_served(),
+                None => {}
             }
             return;
         }
         if let Some(tx) = calls.raw.get(packet.op) {
+            calls.mark_served();
             let _ = tx.send(packet).await;
         }
     }
