@@ -217,6 +217,10 @@ impl Builder {
     /// frpc-codegen would generate for it); an extern **enum**, besides what prost needs,
     /// `::frpc::codegen::EnumIndex`. Types that frpc-codegen generated in another crate or
     /// module already do; a missing impl is a rustc error naming the trait.
+    ///
+    /// A package all of whose types are extern (and which has no services) gets no file and
+    /// no module in the include file, as with prost-build: an earlier `compile` into the same
+    /// directory may have written its file.
     pub fn extern_path(mut self, proto_path: impl AsRef<str>, rust_path: impl AsRef<str>) -> Self {
         push(&mut self.extern_paths, proto_path, rust_path);
         self
@@ -347,6 +351,10 @@ impl Builder {
                 numbering: self.operation_numbering,
             },
         )?;
+        // A package with nothing to generate here (every type `extern_path`, or an empty file)
+        // gets no file and no module, as prost-build leaves it out: its stub would overwrite
+        // the file an earlier `compile` wrote for it into the same directory.
+        packages.retain(|p| !(p.messages.is_empty() && p.enums.is_empty() && p.services.is_empty()));
         for package in &mut packages {
             package.file_descriptor_set = package_descriptor_set(&fds, &package.name).encode_to_vec();
         }
