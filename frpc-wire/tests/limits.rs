@@ -185,3 +185,43 @@ fn unknown_enum_mapping_round_trips() {
     assert_eq!(unknown_enum_number(u32::MAX, 3, &[0, 1, 2]), -1);
     assert_eq!(unknown_enum_index(-1, 3, &[0, 1, 2]), u32::MAX);
 }
+
+/// Maps of short entries, what Go peers send every day (a `map<string, int64>` of ten thousand
+/// words, a `map<uint32, string>` of empty values), decode within the default budget: a hash
+/// map is charged the one table it is made with (its capacity reserved up front), where it
+/// was charged 4 × its entries for growing and such maps failed from about 900 entries on. A
+/// map announcing more than its budget still fails before anything is allocated.
+#[test]
+fn maps_of_short_entries_fit_the_default_budget() {
+    use std::collections::{BTreeMap, HashMap};
+    use value::{I64, U32};
+
+    fn round_trip<K: Codec, V: Codec, M>(map: &M) -> Result<M, DecodeError>
+    where
+        M: value::MapField<K::Value, V::Value>,
+    {
+        let mut buf = BytesMut::new();
+        value::encode_map::<K, V>(map, &mut buf);
+        value::decode_map::<K, V, M>(&mut Decoder::new(&buf))
+    }
+    let words: HashMap<String, i64> = (0..10_000).map(|i| (format!("w{i:05}"), i)).collect();
+    assert_eq!(round_trip::<Str, I64, _>(&words).unwrap(), words);
+    let sorted: BTreeMap<String, i64> = words.into_iter().collect();
+    assert_eq!(round_trip::<Str, I64, _>(&sorted).unwrap(), sorted);
+    let empty_values: HashMap<u32, String> = (0..1_000).map(|i| (i, String::new())).collect();
+    assert_eq!(round_trip::<U32, Str, _>(&empty_values).unwrap(), empty_values);
+
+    // 100,000 entries announced in 1 MB of input: the table is charged before it is made.
+    let mut buf = BytesMut::new();
+    encode::put_map_header(&mut buf, Kind::U32, Kind::U32, 100_000);
+    for i in 0..100_000u32 {
+        U32::encode(&i, &mut buf);
+        U32::encode(&i, &mut buf);
+    }
+    let mut dec = Decoder::new(&buf).with_memory_limit(1 << 20);
+    let decoded = value::decode_map::<U32, U32, HashMap<u32, u32>>(&mut dec);
+    assert!(
+        matches!(decoded, Err(DecodeError::MemoryLimit { needed, .. }) if needed > 1 << 20),
+        "{decoded:?}"
+    );
+}

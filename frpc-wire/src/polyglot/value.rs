@@ -419,6 +419,17 @@ pub trait MapField<K, V>: Default {
     fn for_each(&self, f: impl FnMut(&K, &V));
     /// Adds an entry read from the wire (a repeated key keeps the last value, as Go does).
     fn insert_entry(&mut self, k: K, v: V);
+    /// An empty map about to take `count` entries.
+    fn for_entries(count: usize) -> Self {
+        let _ = count;
+        Self::default()
+    }
+    /// The most memory the map made by [`MapField::for_entries`] takes for `count` entries,
+    /// as decoding charges it before reading them. By default 4 × the entries (with a byte
+    /// each): a growing hash table's peak, old table included.
+    fn memory_for(count: usize) -> usize {
+        count.saturating_mul(size_of::<(K, V)>() + 1).saturating_mul(4)
+    }
 }
 
 impl<K: Eq + Hash, V, S: BuildHasher + Default> MapField<K, V> for HashMap<K, V, S> {
@@ -431,6 +442,23 @@ impl<K: Eq + Hash, V, S: BuildHasher + Default> MapField<K, V> for HashMap<K, V,
     fn insert_entry(&mut self, k: K, v: V) {
         self.insert(k, v);
     }
+    /// Made with its capacity, so it never grows (nor holds an old table while it does).
+    fn for_entries(count: usize) -> Self {
+        HashMap::with_capacity_and_hasher(count, S::default())
+    }
+    /// One table of `count` entries: a slot and a control byte per bucket, buckets a power of
+    /// two at most 7/8 full (std's `hashbrown`), plus a group of control bytes.
+    fn memory_for(count: usize) -> usize {
+        let buckets = match count {
+            0 => return 0,
+            1..4 => 4,
+            4..8 => 8,
+            _ => (count.saturating_mul(8) / 7)
+                .checked_next_power_of_two()
+                .unwrap_or(usize::MAX),
+        };
+        buckets.saturating_mul(size_of::<(K, V)>() + 1).saturating_add(16)
+    }
 }
 
 impl<K: Ord, V> MapField<K, V> for BTreeMap<K, V> {
@@ -442,6 +470,11 @@ impl<K: Ord, V> MapField<K, V> for BTreeMap<K, V> {
     }
     fn insert_entry(&mut self, k: K, v: V) {
         self.insert(k, v);
+    }
+    /// Nodes of up to 11 entries, each but the root at least 5 full, and the inner nodes
+    /// above them: 3 × the entries covers them.
+    fn memory_for(count: usize) -> usize {
+        count.saturating_mul(size_of::<(K, V)>()).saturating_mul(3)
     }
 }
 
@@ -463,18 +496,17 @@ pub fn encode_map<K: Codec, V: Codec>(m: &impl MapField<K::Value, V::Value>, buf
 
 /// Reads a map field. A `00` instead of the header (Go never writes it) is an empty map.
 pub fn decode_map<K: Codec, V: Codec, M: MapField<K::Value, V::Value>>(dec: &mut Decoder<'_>) -> Result<M> {
-    let mut out = M::default();
     if dec.take_nil() {
-        return Ok(out);
+        return Ok(M::default());
     }
     let offset = dec.position();
     let count = dec.map_header(K::KIND, V::KIND)?;
     check_count(dec, count, K::MIN_LEN + V::MIN_LEN, offset)?;
-    // The map grows as entries arrive, but is charged up front. A hash table keeps up to
-    // 2 × 8/7 slots per entry (plus a control byte each) and, while it doubles, the old table
-    // too; a B-tree node is at least half full. 4× the entries covers both, peak included.
-    let entry = size_of::<(K::Value, V::Value)>() + 1;
-    dec.reserve_memory(count.saturating_mul(entry).saturating_mul(4))?;
+    // Charged up front, for the map as it is made: a hash table with its whole capacity (it
+    // was charged 4 × its entries for growing, so maps of a thousand short entries, Go's
+    // everyday `map<string, int64>`, failed the default budget).
+    dec.reserve_memory(M::memory_for(count))?;
+    let mut out = M::for_entries(count);
     for _ in 0..count {
         let k = K::decode(dec)?;
         let v = V::decode(dec)?;
