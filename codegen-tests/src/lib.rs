@@ -6,6 +6,10 @@
 //! `server_only` turn half of the services off; `adopters` uses extern types (from [`money`]
 //! and [`default`]), attributes, a descriptor set and an include file; `per_package` and
 //! `shared_ops` number operations across files.
+//!
+//! Generated code meets lints users turn on beyond the defaults (it said `let _ = (ctx, stream)`
+//! in services without streaming methods).
+#![deny(let_underscore_drop)]
 
 macro_rules! generated {
     ($config:literal) => {

@@ -181,7 +181,15 @@ fn two_services_generating_one_name() {
 
 #[test]
 fn sub_package_named_like_the_ops_module() {
-    let (package, name, err) = collision("bad/sub/parent.proto", frpc_codegen::configure());
+    // Only where the include file nests sub-packages in their parents' modules: otherwise
+    // where each package's module goes is the user's layout.
+    let parent = [format!("{}/bad/sub/parent.proto", proto_dir())];
+    let files = frpc_codegen::configure()
+        .generate(&parent, &[proto_dir()])
+        .unwrap();
+    assert_eq!(files.len(), 2, "both packages");
+    let nested = frpc_codegen::configure().include_file("all.rs");
+    let (package, name, err) = collision("bad/sub/parent.proto", nested);
     assert_eq!((package.as_str(), name.as_str()), ("collide", "store_svc"));
     assert!(
         err.starts_with(

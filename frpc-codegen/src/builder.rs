@@ -359,7 +359,12 @@ impl Builder {
             package.file_descriptor_set = package_descriptor_set(&fds, &package.name).encode_to_vec();
         }
         let generator = self.generator()?;
-        let names: Vec<&str> = packages.iter().map(|p| p.name.as_str()).collect();
+        // Sub-packages are modules of their parent's only where the include file nests them;
+        // otherwise the layout is the user's.
+        let names: Vec<&str> = match self.include_file {
+            Some(_) => packages.iter().map(|p| p.name.as_str()).collect(),
+            None => Vec::new(),
+        };
         for package in &packages {
             generator.check_names(package, &names)?;
         }

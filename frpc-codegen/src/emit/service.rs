@@ -314,7 +314,7 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
         },
     };
     let call_streaming = if streaming.is_empty() {
-        quote! { let _ = (ctx, stream); ::frpc::codegen::unimplemented_streaming(op) }
+        quote! { drop((ctx, stream)); ::frpc::codegen::unimplemented_streaming(op) }
     } else {
         quote! {
             let svc = #arc_clone(&self.inner);
