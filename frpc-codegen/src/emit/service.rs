@@ -285,7 +285,7 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
         })
         .collect();
     let call_unary = if unary.is_empty() {
-        quote! { let _ = (ctx, request); ::frpc::codegen::unimplemented_unary(op) }
+        quote! { ::core::mem::drop((ctx, request)); ::frpc::codegen::unimplemented_unary(op) }
     } else {
         quote! {
             let svc = #arc_clone(&self.inner);
@@ -314,7 +314,7 @@ fn server_tokens(s: &Service, prelude_free: bool, service_attributes: &ServiceAt
         },
     };
     let call_streaming = if streaming.is_empty() {
-        quote! { drop((ctx, stream)); ::frpc::codegen::unimplemented_streaming(op) }
+        quote! { ::core::mem::drop((ctx, stream)); ::frpc::codegen::unimplemented_streaming(op) }
     } else {
         quote! {
             let svc = #arc_clone(&self.inner);
@@ -495,7 +495,7 @@ fn trait_method(s: &Service, m: &Method, default_stub: bool) -> TokenStream {
         #doc
         #allow
         #signature {
-            let _ = (ctx, #names);
+            let _unused = (ctx, #names);
             async { ::core::result::Result::Err(::frpc::Status::unimplemented(#text)) }
         }
     }
