@@ -83,15 +83,27 @@ pub(crate) fn expand(args: &Args, item: &syn::ItemTrait) -> syn::Result<TokenStr
             "a service trait cannot declare supertraits (it is always `Send + Sync + 'static`)",
         ));
     }
-    let mut methods = Vec::new();
+    let mut methods: Vec<model::Method> = Vec::new();
     let mut checks = Vec::new();
     for it in &item.items {
         match it {
             TraitItem::Fn(f) => {
-                if let Some((m, check)) = errors.ok(method(f)) {
-                    methods.push(m);
-                    checks.push(check);
+                let Some((m, check)) = errors.ok(method(f)) else {
+                    continue;
+                };
+                // `echo_stream` and `EchoStream` would be one RPC, one constant.
+                if let Some(first) = methods.iter().find(|other| other.proto_name == m.proto_name) {
+                    errors.push(syn::Error::new_spanned(
+                        &f.sig.ident,
+                        format!(
+                            "method `{}` collides with method `{}`: both are the RPC `{}`",
+                            m.rust_name, first.rust_name, m.proto_name
+                        ),
+                    ));
+                    continue;
                 }
+                methods.push(m);
+                checks.push(check);
             }
             other => errors.push(syn::Error::new_spanned(
                 other,
