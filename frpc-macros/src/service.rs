@@ -32,7 +32,16 @@ impl Args {
         };
         let parser = syn::meta::parser(|meta| {
             if meta.path.is_ident("package") {
-                args.package = Some(meta.value()?.parse::<LitStr>()?.value());
+                let lit = meta.value()?.parse::<LitStr>()?;
+                let package = lit.value();
+                if !is_package_name(&package) {
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "not a proto package name: identifiers (a letter or `_`, then letters, \
+                         digits or `_`) joined by dots, as `my.pkg.v1`",
+                    ));
+                }
+                args.package = Some(package);
                 Ok(())
             } else if meta.path.is_ident("first_op") {
                 let lit: LitInt = meta.value()?.parse()?;
@@ -55,6 +64,16 @@ impl Args {
         syn::parse::Parser::parse2(parser, input.parse()?)?;
         Ok(args)
     }
+}
+
+/// Whether `name` is a proto package name (empty: none).
+fn is_package_name(name: &str) -> bool {
+    let identifier = |part: &str| {
+        let mut chars = part.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    name.is_empty() || name.split('.').all(identifier)
 }
 
 /// Expands `#[service]` on a trait.

@@ -5,6 +5,11 @@ trait Low {
     async fn call(&self, ctx: &Context, request: ()) -> Result<(), Status>;
 }
 
+#[frpc::service(package = "has space.1bad")]
+trait BadPackage {
+    async fn call(&self, ctx: &Context, request: ()) -> Result<(), Status>;
+}
+
 #[frpc::service(name = "x")]
 trait Named {
     async fn call(&self, ctx: &Context, request: ()) -> Result<(), Status>;
