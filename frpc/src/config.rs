@@ -110,8 +110,10 @@ pub struct ConnectionConfig {
     /// queued messages of 1 MiB held 1 GiB for a peer that read nothing. Default: 4 MiB. At
     /// least 1.
     pub write_queue_bytes: usize,
-    /// Messages buffered per inbound stream before it overflows, on streams without flow
-    /// control (with Go peers, or extensions off). Default: 1024.
+    /// Messages buffered per inbound stream without flow control (with Go peers, or
+    /// extensions off): while a consumer is this far behind, its connection is not read (TCP's
+    /// window holds the peer back, as Go's reader blocks; nothing is lost, and the connection's
+    /// other calls wait). Default: 1024.
     pub stream_buffer: usize,
     /// The receive window of each flow-controlled stream, in messages (frpc peers that
     /// negotiated flow control; see `docs/extensions.md`): the peer sends at most this many

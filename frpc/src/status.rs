@@ -326,9 +326,6 @@ pub enum Error {
     /// The server has no method at this operation number (only raised by our own server).
     #[error("unknown operation {0}")]
     UnknownOperation(u16),
-    /// A stream's inbound buffer overflowed because its consumer was too slow.
-    #[error("stream {0} overflowed its inbound buffer (consumer too slow)")]
-    StreamOverflow(u16),
     /// The server or client was configured inconsistently (two services on one operation…).
     #[error("invalid configuration: {0}")]
     Config(String),
@@ -418,7 +415,7 @@ impl Error {
             Error::ConnectionClosed { .. } | Error::Connect { .. } | Error::Io(_) => Code::Unavailable,
             Error::Bind { .. } => Code::Unavailable,
             Error::Decode(_) | Error::Frame(_) => Code::Internal,
-            Error::TooLarge { .. } | Error::StreamOverflow(_) => Code::ResourceExhausted,
+            Error::TooLarge { .. } => Code::ResourceExhausted,
             Error::UnknownOperation(_) => Code::Unimplemented,
             Error::Config(_) | Error::Metadata(_) | Error::InvalidMessage(_) => Code::InvalidArgument,
             Error::Cancelled => Code::Cancelled,

@@ -49,6 +49,7 @@ scenarios! {
     search => "search",
     search_error_then_eof => "search-fail",
     upload => "upload",
+    upload_burst_of_5000_small_messages => "upload-burst",
     echo_stream => "echostream",
     concurrent_1000_unary => "concurrent",
     big_4_mib_echo => "big4",

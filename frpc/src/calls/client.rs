@@ -23,7 +23,7 @@ use tokio::sync::oneshot;
 
 use super::ext::{self, Negotiation};
 use super::raw::RawRoutes;
-use super::stream::{Budget, StreamTable};
+use super::stream::{Budget, Routed, StreamTable};
 use crate::config::{ConnectionConfig, DecodeLimits};
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
@@ -712,10 +712,16 @@ impl Dispatch for ClientDispatch {
             let message = !packet.content.is_empty();
             match calls.streams.route(conn, packet.id, packet.content, budget) {
                 // Servers never open streams toward clients in fRPC; like Go's client, drop them.
-                Some(_) => tracing::trace!(stream = packet.id, "dropping a stream the server opened"),
+                Routed::Opens(_) => {
+                    tracing::trace!(stream = packet.id, "dropping a stream the server opened")
+                }
                 // A message on one of ours (a close of an unknown stream is nothing).
-                None if message => calls.mark_served(),
-                None => {}
+                Routed::Done if message => calls.mark_served(),
+                Routed::Done => {}
+                Routed::Full(full) => {
+                    calls.mark_served();
+                    calls.streams.deliver(conn, full).await;
+                }
             }
             return;
         }

@@ -20,7 +20,7 @@ use super::budget::ByteBudget;
 use super::codec;
 use super::ext::{self, CallInfo, CallState, Registry};
 use super::slot::UnarySlot;
-use super::stream::{Budget, ServerStream, StreamExt, StreamSetup, StreamTable};
+use super::stream::{Budget, Routed, ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ConnectionConfig, ServerConfig};
 use crate::metadata::Metadata;
 use crate::status::{CloseReason, Code, Error, Status};
@@ -737,8 +737,10 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
         };
         if packet.op == op::STREAM {
             let budget = self.buffer_budget(conn, packet.content.len()).await;
-            if let Some(first) = self.streams.route(conn, packet.id, packet.content, budget) {
-                self.open_stream(conn, packet.id, first).await;
+            match self.streams.route(conn, packet.id, packet.content, budget) {
+                Routed::Opens(first) => self.open_stream(conn, packet.id, first).await,
+                Routed::Full(full) => self.streams.deliver(conn, full).await,
+                Routed::Done => {}
             }
             return;
         }

@@ -14,15 +14,16 @@ import (
 type scenario func(cfg Config, addr string) error
 
 var scenarios = map[string]scenario{
-	"echo":        withClient(scenarioEcho),
-	"testy":       withClient(scenarioTesty),
-	"search":      withClient(scenarioSearch),
-	"search-fail": withClient(scenarioSearchFail),
-	"upload":      withClient(scenarioUpload),
-	"echostream":  withClient(scenarioEchoStream),
-	"concurrent":  withClient(scenarioConcurrent),
-	"big4":        withClient(scenarioBig4),
-	"big6":        scenarioBig6,
+	"echo":         withClient(scenarioEcho),
+	"testy":        withClient(scenarioTesty),
+	"search":       withClient(scenarioSearch),
+	"search-fail":  withClient(scenarioSearchFail),
+	"upload":       withClient(scenarioUpload),
+	"upload-burst": withClient(scenarioUploadBurst),
+	"echostream":   withClient(scenarioEchoStream),
+	"concurrent":   withClient(scenarioConcurrent),
+	"big4":         withClient(scenarioBig4),
+	"big6":         scenarioBig6,
 }
 
 // Scenarios outside "all": idle takes 12 s; mismatch expects a peer with the other framing.
@@ -204,6 +205,28 @@ func scenarioUpload(_ Config, c *Client) error {
 	}
 	if err = expectStream(st, []string{"got 10"}, ""); err != nil {
 		return fmt.Errorf("Upload: %w", err)
+	}
+	return nil
+}
+
+// scenarioUploadBurst sends 5,000 small messages as fast as Send queues them: a server that
+// cannot keep up must hold the connection's reading (Go's reader blocks on a full stream
+// queue), not fail the stream.
+func scenarioUploadBurst(_ Config, c *Client) error {
+	st, err := c.OpenStream(OpUpload, &Data{Message: "a"})
+	if err != nil {
+		return err
+	}
+	for i := 1; i < 5000; i++ {
+		if err = st.Send(&Data{Message: "a"}); err != nil {
+			return fmt.Errorf("Upload(burst): send %d: %w", i, err)
+		}
+	}
+	if err = st.CloseSend(); err != nil {
+		return err
+	}
+	if err = expectStream(st, []string{"got 5000"}, ""); err != nil {
+		return fmt.Errorf("Upload(burst): %w", err)
 	}
 	return nil
 }

@@ -55,7 +55,6 @@ impl SenderCount {
 #[derive(Debug, Clone)]
 pub(super) enum EndReason {
     PeerClosed,
-    Overflow,
     TooLarge {
         len: u32,
         max: u32,
@@ -69,16 +68,12 @@ impl EndReason {
     /// This side failed the stream (and sent the peer its error and `EOF`): it sends nothing
     /// more on it.
     pub(super) fn failed_here(&self) -> bool {
-        matches!(
-            self,
-            EndReason::Overflow | EndReason::TooLarge { .. } | EndReason::CreditExceeded
-        )
+        matches!(self, EndReason::TooLarge { .. } | EndReason::CreditExceeded)
     }
 
     /// What the stream's handles report for this end of stream `id`.
     pub(super) fn error(&self, id: u16) -> Error {
         match self {
-            EndReason::Overflow => Error::StreamOverflow(id),
             EndReason::TooLarge { len, max } => Error::TooLarge {
                 len: *len as usize,
                 max: *max,

@@ -28,9 +28,11 @@
 //! that connection rather than growing memory.
 //!
 //! **Without flow control** (Go peers, extensions off). Each inbound stream buffers up to
-//! `stream_buffer` messages. When a consumer falls that far behind, its stream fails with
-//! [`Error::StreamOverflow`] (locally, and the peer gets an error and `EOF`) instead of stalling
-//! the connection: unary calls and other streams on the same connection keep flowing.
+//! `stream_buffer` messages. While a consumer is that far behind, the reader waits for room
+//! (`StreamTable::deliver`): the connection is not read, as Go's reader blocks on a full stream
+//! queue. Failing the stream instead (as frpc did) failed a Go client's burst of 1,024 small
+//! messages however fast its handler read: the reader routes a whole read buffer's packets
+//! before the handler runs.
 //!
 //! **Open acknowledgement** (`docs/extensions.md` §8). The client's open header asks for OPENED;
 //! the server sends it once the handler's first poll is over ([`StreamSender::started`]), and the
@@ -81,6 +83,6 @@ pub(crate) use self::counts::{MessageCounts, Observed, StreamObserver};
 pub use self::inbound::Streaming;
 pub use self::outbound::StreamSender;
 pub use self::server::ServerStream;
-pub(crate) use self::table::StreamTable;
+pub(crate) use self::table::{Routed, StreamTable};
 #[cfg(feature = "grpc")]
 pub(crate) use self::table::{reserve_open_stream, too_many_open_streams};

@@ -459,24 +459,20 @@ impl StreamTable {
     }
 
     /// Delivers a `STREAM` packet; `budget`: its shares of the buffered-bytes budgets, held
-    /// while it waits in the stream's buffer. Returns the content back when it opens a stream
-    /// nobody here knows, for the dispatcher to handle.
-    pub(crate) fn route(
-        &self,
-        conn: &Arc<Connection>,
-        id: u16,
-        content: Bytes,
-        budget: Budget,
-    ) -> Option<Bytes> {
+    /// while it waits in the stream's buffer. See [`Routed`] for what is left to do.
+    pub(crate) fn route(&self, conn: &Arc<Connection>, id: u16, content: Bytes, budget: Budget) -> Routed {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
             // A close for an unknown stream is ignored.
-            return (!content.is_empty()).then_some(content);
+            return match content.is_empty() {
+                true => Routed::Done,
+                false => Routed::Opens(content),
+            };
         };
         if content.is_empty() {
             let _ = route.end.set(EndReason::PeerClosed);
             self.forget_failed(&mut table, id);
-            return None;
+            return Routed::Done;
         }
         // Anything from the server means it accepted the stream: a later OPENED only adds
         // credit.
@@ -506,7 +502,7 @@ impl StreamTable {
             let status =
                 Status::resource_exhausted(format!("stream {id}: more than the flow-control credit granted"));
             notice.send(conn, id, status);
-            return None;
+            return Routed::Done;
         }
         // A consumer waiting on an empty buffer takes this message at once: no need for an
         // allocation of its own.
@@ -520,35 +516,65 @@ impl StreamTable {
             content,
             _budget: budget,
         }) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                let notice = route.notice();
-                tracing::warn!(stream = id, "stream consumer too slow; failing the stream");
-                let _ = route.end.set(EndReason::Overflow);
-                self.forget_failed(&mut table, id);
-                drop(table);
-                let status = Status::resource_exhausted(format!("stream {id} overflowed the peer's buffer"));
-                notice.send(conn, id, status);
+            Ok(()) => Routed::Done,
+            // The consumer is behind (a stream without flow control, which buffers
+            // `stream_buffer` messages): the reader waits for room, as Go's does.
+            Err(mpsc::error::TrySendError::Full(message)) => Routed::Full(Full {
+                id,
+                tx: route.tx.clone(),
+                end: route.end.clone(),
+                message,
+            }),
+            Err(mpsc::error::TrySendError::Closed(Buffered { content, .. })) => {
+                self.late(conn, &mut table, id, &content);
+                Routed::Done
             }
-            // The local handle is gone: drop late messages.
-            Err(mpsc::error::TrySendError::Closed(Buffered { content, .. })) => match &route.recv_credit {
-                // A server handler that dropped its inbound stream may still be sending on it:
-                // the stream stays (for its own credit), and the peer gets its message's
-                // credit back so its sends do not stall.
-                Some(credit) if !is_control(&content) => {
-                    credit.fetch_add(1, Ordering::AcqRel);
-                    let bytes = route.recv_bytes.as_ref().map(|window| {
-                        let bytes = u32::try_from(content.len()).unwrap_or(u32::MAX);
-                        window.give_back(bytes);
-                        bytes
-                    });
-                    self.credit_back.give(conn, id, Window { messages: 1, bytes });
-                }
-                Some(_) => {}
-                None => self.forget(&mut table, id),
-            },
         }
-        None
+    }
+
+    /// Waits for room in a full stream's buffer and delivers the message there; the connection
+    /// is not read meanwhile (TCP's window then holds the peer back: nothing is lost, and the
+    /// wait is not idleness), until its consumer reads or goes, or the connection closes.
+    pub(crate) async fn deliver(&self, conn: &Arc<Connection>, full: Full) {
+        let Full { id, tx, end, message } = full;
+        let _busy = conn.mark_busy();
+        let sent = tokio::select! {
+            sent = tx.send(message) => sent,
+            _ = conn.closed() => return,
+        };
+        if let Err(mpsc::error::SendError(Buffered { content, .. })) = sent {
+            let mut table = self.lock();
+            if table
+                .routes
+                .get(&id)
+                .is_some_and(|route| Arc::ptr_eq(&route.end, &end))
+            {
+                self.late(conn, &mut table, id, &content);
+            }
+        }
+    }
+
+    /// A message for stream `id` whose local handle is gone: dropped.
+    fn late(&self, conn: &Arc<Connection>, table: &mut Table, id: u16, content: &[u8]) {
+        let Some(route) = table.routes.get(&id) else {
+            return;
+        };
+        match &route.recv_credit {
+            // A server handler that dropped its inbound stream may still be sending on it:
+            // the stream stays (for its own credit), and the peer gets its message's credit
+            // back so its sends do not stall.
+            Some(credit) if !is_control(content) => {
+                credit.fetch_add(1, Ordering::AcqRel);
+                let bytes = route.recv_bytes.as_ref().map(|window| {
+                    let bytes = u32::try_from(content.len()).unwrap_or(u32::MAX);
+                    window.give_back(bytes);
+                    bytes
+                });
+                self.credit_back.give(conn, id, Window { messages: 1, bytes });
+            }
+            Some(_) => {}
+            None => self.forget(table, id),
+        }
     }
 
     /// Fails stream `id` because the peer sent it a message of `len` bytes, over the limit `max`
@@ -586,6 +612,27 @@ impl StreamTable {
         }
         table.closed = Some(reason);
     }
+}
+
+/// What [`StreamTable::route`] left to do with a `STREAM` packet.
+#[derive(Debug)]
+pub(crate) enum Routed {
+    /// Nothing: delivered, dropped, or its stream failed.
+    Done,
+    /// It opens a stream nobody here knows: its content, for the dispatcher.
+    Opens(Bytes),
+    /// Its stream's buffer is full: [`StreamTable::deliver`] waits for room.
+    Full(Full),
+}
+
+/// A message waiting for room in its stream's buffer.
+#[derive(Debug)]
+pub(crate) struct Full {
+    id: u16,
+    tx: mpsc::Sender<Buffered>,
+    /// The stream's, to tell it from a newer stream on the same id.
+    end: Arc<OnceLock<EndReason>>,
+    message: Buffered,
 }
 
 /// Where a stream's small messages wait: copied out of the connection's read buffer into
