@@ -122,6 +122,33 @@ async fn metadata_reaches_the_handler_and_comes_back_as_headers() {
     assert_eq!(reply.into_inner().message, "ada");
 }
 
+/// Response metadata a handler sets under HTTP's own names (`content-length`, `connection`,
+/// `transfer-encoding`, …) is left out of the response's headers: HTTP/2 forbids the
+/// connection-specific ones and a `content-length` that is not the body's, and the call failed
+/// with INTERNAL "h2 protocol error". The rest of the metadata still comes.
+#[tokio::test]
+async fn response_metadata_under_http_names_is_left_out() {
+    let (addr, _events) = start().await;
+    let mut client = client(addr).await;
+    let mut call = request("meta");
+    let set = [
+        ("x-set-content-length", "5"),
+        ("x-set-connection", "close"),
+        ("x-set-transfer-encoding", "chunked"),
+        ("x-set-keep-alive", "1"),
+        ("x-set-upgrade", "h2c"),
+        ("x-set-proxy-connection", "close"),
+        ("x-set-x-kept", "yes"),
+    ];
+    for (key, value) in set {
+        call.metadata_mut().insert(key, value.parse().unwrap());
+    }
+    let reply = client.benchmark(call).await.unwrap();
+    assert_eq!(reply.metadata().get("x-kept").unwrap(), "yes");
+    assert!(reply.metadata().get("connection").is_none());
+    assert_eq!(reply.into_inner().message, "-");
+}
+
 #[tokio::test]
 async fn grpc_timeout_is_the_deadline_and_cancels_the_handler() {
     let (addr, mut events) = start().await;

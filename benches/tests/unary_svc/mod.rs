@@ -70,6 +70,12 @@ fn echo_metadata(ctx: &frpc::Context) -> fpb::Response {
     reply.insert("x-echo-user", &user).unwrap();
     let bin = ctx.metadata().get_bin("x-trace-bin").unwrap_or(b"").to_vec();
     reply.insert_bin("x-echo-bin", bin).unwrap();
+    // `x-set-<key>: v` sets `<key>: v` (keys a tonic client cannot send itself).
+    for (key, value) in ctx.metadata().iter() {
+        if let Some(key) = key.strip_prefix("x-set-") {
+            reply.insert(key, std::str::from_utf8(value).unwrap()).unwrap();
+        }
+    }
     ctx.set_response_metadata(reply);
     fpb::Response { message: user }
 }

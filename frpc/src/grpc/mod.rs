@@ -586,7 +586,7 @@ fn request_metadata(map: &MetadataMap) -> Metadata {
 fn response_metadata(metadata: &Metadata) -> MetadataMap {
     let mut map = MetadataMap::new();
     for (key, value) in metadata.iter() {
-        if key.starts_with("grpc-") || matches!(key, "content-type" | "te") {
+        if key.starts_with("grpc-") || is_http_header(key) {
             continue;
         }
         if key.ends_with("-bin") {
@@ -604,6 +604,23 @@ fn response_metadata(metadata: &Metadata) -> MetadataMap {
         }
     }
     map
+}
+
+/// Headers HTTP sets itself, which response metadata must not: gRPC's `content-type` and
+/// `te`, a `content-length` (the body's is not known), and the connection-specific ones HTTP/2
+/// forbids (h2 fails the response: the call ended with INTERNAL "h2 protocol error").
+fn is_http_header(key: &str) -> bool {
+    matches!(
+        key,
+        "content-type"
+            | "te"
+            | "content-length"
+            | "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "transfer-encoding"
+            | "upgrade"
+    )
 }
 
 /// A handler's status as gRPC's, code for code and message for message, with `metadata` as
