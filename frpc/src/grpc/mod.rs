@@ -301,6 +301,17 @@ impl GrpcServer {
         self
     }
 
+    /// The status of a path nothing serves, in grpc-go's words: `unknown service S`, or
+    /// `unknown method M for service S` where the service is served.
+    fn unknown(&self, path: &str) -> tonic::Status {
+        let (service, method) = path.trim_start_matches('/').split_once('/').unwrap_or((path, ""));
+        let prefix = format!("/{service}/");
+        match self.routes.keys().any(|served| served.starts_with(&prefix)) {
+            true => tonic::Status::unimplemented(format!("unknown method {method} for service {service}")),
+            false => tonic::Status::unimplemented(format!("unknown service {service}")),
+        }
+    }
+
     /// How many methods are routed.
     pub fn routes(&self) -> usize {
         self.routes.len()
@@ -428,8 +439,7 @@ impl GrpcServer {
             };
         }
         let Some(route) = self.routes.get(request.uri().path()).cloned() else {
-            let status = tonic::Status::unimplemented(format!("unknown method {}", request.uri().path()));
-            return status.into_http();
+            return self.unknown(request.uri().path()).into_http();
         };
         if !route.service.protobuf() {
             let status = tonic::Status::unimplemented(format!(
