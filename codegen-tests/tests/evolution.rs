@@ -150,6 +150,29 @@ async fn speaks_protobuf<T: frpc::Caller>(client: &v1::ProfilesClient<T>) -> boo
     protobuf
 }
 
+/// The first call of a fresh connection, made before the server answered the extension
+/// offer, goes in protobuf: it waits for the answer. It went in polyglot, positional, so v1's
+/// `name` was read as v2's `email` (an adopter's probe, session 30: 199 first calls of 200).
+/// A lazy channel's first call, made while it connects, too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_call_of_a_connection_goes_in_protobuf() {
+    for framing in [Framing::Frisbee, Framing::Legacy] {
+        let (addr, _seen) = serve(framing, ON).await;
+        let mut config = ClientConfig::default();
+        config.connection.framing = framing;
+        for _ in 0..20 {
+            let fresh = frpc::Client::connect_with(addr, config.clone()).await.unwrap();
+            let client = v1::ProfilesClient::new(fresh);
+            let reply = client.get(v1::Lookup { id: "x".into() }).await.unwrap();
+            assert_eq!((reply.name.as_str(), framing), ("x", framing));
+        }
+        let endpoint = frpc::Endpoint::from(addr).framing(framing);
+        let client = v1::ProfilesClient::new(endpoint.connect_lazy());
+        let reply = client.get(v1::Lookup { id: "x".into() }).await.unwrap();
+        assert_eq!((reply.name.as_str(), framing), ("x", framing), "a lazy channel");
+    }
+}
+
 fn v1_profile(name: &str, level: v1::Level, age: u32) -> v1::Profile {
     v1::Profile {
         name: name.into(),

@@ -111,8 +111,9 @@ async fn go_client_bytes_get_go_server_bytes_back() {
 
 /// Plays the Go server's side of a capture: checks each packet our client writes against the
 /// Go client's bytes and answers with the Go server's bytes. With `offer`, the client's first
-/// packet must be its extension offer (docs/extensions.md), which a Go server ignores: nothing
-/// after it differs from what the Go client wrote.
+/// packet must be its extension offer (docs/extensions.md), which a Go server ignores, then a
+/// PING whose PONG tells the client so (its first call waits for the answer to the offer, as a
+/// Go server gives it): nothing after them differs from what the Go client wrote.
 async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Vec<Captured>, offer: bool) {
     let (stream, _) = listener.accept().await.unwrap();
     let mut framed = Framed::new(stream, PacketCodec::new(framing));
@@ -125,6 +126,13 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
             hex::encode(wire_bytes(framing, &offer)),
             "the extension offer"
         );
+        let probe = next_packet(&mut framed, "the offer's probe").await;
+        assert_eq!(
+            wire_bytes(framing, &probe),
+            wire_bytes(framing, &Packet::ping()),
+            "a PING"
+        );
+        framed.send(Packet::pong()).await.unwrap();
     }
     for captured in packets.iter().filter(|c| !c.scenario.starts_with("idle")) {
         if captured.from_client {

@@ -68,7 +68,7 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
     fn call(
         &self,
         op: u16,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Bytes + Send,
     ) -> impl Future<Output = Result<Reply, Error>> + Send;
 
     /// Makes one unary call to the method with operation number `op` and gRPC path `path`
@@ -79,7 +79,7 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
         &self,
         op: u16,
         path: &'static str,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Bytes + Send,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
         let _ = path;
         self.call(op, encode)
@@ -93,7 +93,7 @@ pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
         &self,
         op: u16,
         path: &'static str,
-        encode: impl FnOnce(bool) -> Encoded,
+        encode: impl FnOnce(bool) -> Encoded + Send,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
         self.call_at(op, path, |protobuf| encode(protobuf).into_bytes())
     }
@@ -144,19 +144,24 @@ impl Caller for Client {
     fn call(
         &self,
         op: u16,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Bytes + Send,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
-        self.unary(op, encode(self.protobuf_accepted()).into())
+        self.call_at_parts(op, "", move |protobuf| encode(protobuf).into())
     }
 
     fn call_at_parts(
         &self,
         op: u16,
         path: &'static str,
-        encode: impl FnOnce(bool) -> Encoded,
+        encode: impl FnOnce(bool) -> Encoded + Send,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
         let _ = path;
-        self.unary(op, encode(self.protobuf_accepted()))
+        // The request's encoding is the connection's: until the server answered the offer it
+        // is not known, and a call made then waits for the answer (see `Client::negotiated`).
+        match self.is_negotiated() {
+            true => futures_util::future::Either::Left(self.unary(op, encode(self.protobuf_accepted()))),
+            false => futures_util::future::Either::Right(Box::pin(self.unary_once_negotiated(op, encode))),
+        }
     }
 
     async fn stream_client(&self) -> Result<Client, Error> {

@@ -269,7 +269,7 @@ impl Client {
     /// handle with `FooClient::new`. Metadata reaches [`crate::Context::metadata`] on an frpc
     /// server that negotiated extensions; to a Go server (or with extensions off) it is not
     /// sent and the call goes ahead, unless `ClientConfig::strict_metadata` is set. A call
-    /// with metadata made right after connecting waits for the server's answer to the
+    /// made right after connecting, with metadata or not, waits for the server's answer to the
     /// extension offer (one round trip, once per connection).
     ///
     /// ```
@@ -670,6 +670,42 @@ impl Client {
         self.timeout = timeout;
         self.metadata = metadata;
         self.response = response;
+    }
+
+    /// Whether the server's answer to the extension offer is known (always, with none made).
+    pub(crate) fn is_negotiated(&self) -> bool {
+        self.handle.calls.negotiation().is_resolved()
+    }
+
+    /// A unary call made before the server answered the extension offer: it waits for the
+    /// answer (a round trip at most, within the call's timeout), then encodes the request as
+    /// the connection takes it. Encoded at once in polyglot, the first calls of a connection
+    /// went positional to a server that reads protobuf (fields declared in another order were
+    /// read into each other) and without their deadline.
+    pub(crate) async fn unary_once_negotiated(
+        &self,
+        op: u16,
+        encode: impl FnOnce(bool) -> Encoded + Send,
+    ) -> Result<Reply, Error> {
+        let started = tokio::time::Instant::now();
+        match self.call_timeout()? {
+            Some(limit) => tokio::time::timeout(limit, self.negotiated())
+                .await
+                .map_err(|_| Error::Timeout(limit))?,
+            None => self.negotiated().await,
+        };
+        let content = encode(self.protobuf_accepted());
+        match self.timeout {
+            // What is left of the call's timeout (at least a nanosecond: none left is a
+            // timeout, not a zero timeout refused).
+            Some(limit) => {
+                let left = limit
+                    .saturating_sub(started.elapsed())
+                    .max(Duration::from_nanos(1));
+                self.with_timeout(left).unary(op, content).await
+            }
+            None => self.unary(op, content).await,
+        }
     }
 
     /// Sends one unary request and waits for the reply, within the handle's timeout. Inlined

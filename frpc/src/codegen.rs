@@ -313,7 +313,7 @@ pub fn traced<F: Future>(
 /// same reason: returned from a call, the future (about 370 bytes) was copied into its caller's
 /// frame once more (callgrind: about 100 instructions per call with `Client::unary`).
 #[inline]
-pub fn traced_unary<'a, C: Caller, Req: Message + 'a, Resp: Message>(
+pub fn traced_unary<'a, C: Caller, Req: Message + Send + 'a, Resp: Message>(
     client: &'a C,
     (service, method): (&'static str, &'static str),
     op: u16,
@@ -361,7 +361,7 @@ where
 }
 
 /// A unary call by operation number alone (no gRPC path: a `GrpcChannel` refuses it).
-pub async fn call_unary<Req: Message, Resp: Message>(
+pub async fn call_unary<Req: Message + Send, Resp: Message>(
     client: &impl Caller,
     op: u16,
     request: Req,
@@ -372,7 +372,7 @@ pub async fn call_unary<Req: Message, Resp: Message>(
 /// A unary call to operation `op`, gRPC path `path` (`/package.Service/Method`): what
 /// generated clients call. The request is given up, so its large `String` and `bytes::Bytes`
 /// fields go to the socket from their own buffers (see [`Message::into_fields_parts`]).
-pub async fn call_unary_at<Req: Message, Resp: Message>(
+pub async fn call_unary_at<Req: Message + Send, Resp: Message>(
     client: &impl Caller,
     op: u16,
     path: &'static str,

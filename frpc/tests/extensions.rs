@@ -410,6 +410,44 @@ async fn a_timeout_travels_and_cancels_the_handler() {
     }
 }
 
+/// The first call of a fresh connection, made before the server answered the extension
+/// offer, waits for the answer: its timeout travels (the handler saw no deadline: the call went
+/// out in plain fRPC, as most first calls did), and against a Go-like peer the wait is the
+/// PONG to one PING. Its timeout covers the wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_call_of_a_connection_carries_its_deadline() {
+    for framing in FRAMINGS {
+        let mut running = serve(framing, Concurrency::PerRpc, true).await;
+        let client = connect(&running, framing).await;
+        let probe = ProbeClient::new(client.with_timeout(Duration::from_millis(300)));
+        let call = tokio::spawn(async move { probe.hang(text("x")).await });
+        let Event::Started { deadline, .. } = running.next().await else {
+            panic!("expected Started")
+        };
+        assert!(
+            deadline.is_some(),
+            "{framing:?}: the first call's deadline travelled"
+        );
+        assert_eq!(call.await.unwrap().unwrap_err().code(), Code::DeadlineExceeded);
+    }
+    // A server that never answers (it reads, and sends nothing): the first call's timeout
+    // still ends it while it waits for the answer.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut silent, _) = listener.accept().await.unwrap();
+        let mut sink = Vec::new();
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut silent, &mut sink).await;
+    });
+    let client = frpc::Client::connect(addr).await.unwrap();
+    let probe = ProbeClient::new(client.with_timeout(Duration::from_millis(200)));
+    let err = tokio::time::timeout(Duration::from_secs(10), probe.echo(text("x")))
+        .await
+        .expect("the call's timeout ends it")
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+}
+
 /// Dropping a server stream stops its handler within 100 ms, and a clone of its sender gets
 /// `Error::Cancelled`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -501,6 +501,8 @@ async fn a_unary_calls_future_stays_small() {
 async fn a_call_first_polled_with_another_waker_still_gets_its_reply() {
     let server = start(config(Concurrency::Inline)).await;
     let client = Client::connect(server.addr).await.unwrap();
+    // Negotiated first: a call made before the answer waits for it instead of sending.
+    assert!(client.negotiated().await);
     let moved = client.clone();
     // GATED holds its reply until the test lets it go: the first poll cannot see it (an ECHO's
     // reply could arrive within that poll and end the call there).
@@ -520,4 +522,46 @@ async fn a_call_first_polled_with_another_waker_still_gets_its_reply() {
         .expect("the first call got its reply once a task polled it")
         .unwrap();
     assert_eq!(reply.unwrap().value, "first");
+}
+
+/// A call given up (its timeout) keeps its id out of use while its reply may still come: after
+/// the ids wrap, it is skipped as one in flight is, and its late reply goes to nobody. It was
+/// freed at once, and the reply of a call that timed out went to the call that took its id
+/// 65,535 calls later (a fault probe through a 3 s delay, session 30).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_id_of_a_call_given_up_is_not_reused_while_its_reply_may_come() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Holds the first request (id 1) until 65,536 others are answered, then answers it late.
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        let held = next_non_ping(&mut framed).await;
+        assert_eq!(held.id, 1);
+        let mut ids = Vec::new();
+        for _ in 0..65_536 {
+            let request = next_non_ping(&mut framed).await;
+            ids.push(request.id);
+            framed.send(request).await.unwrap();
+        }
+        framed.send(held).await.unwrap();
+        let after = next_non_ping(&mut framed).await;
+        framed.send(after.clone()).await.unwrap();
+        (ids, after.id)
+    });
+    let mut config = ClientConfig::default();
+    config.connection.ping_interval = Duration::from_secs(3600);
+    config.extensions = false;
+    let client = Client::connect_with(addr, config).await.unwrap();
+    let given_up = call(&client.with_timeout(Duration::from_millis(100)), ECHO, "late").await;
+    assert!(matches!(given_up, Err(Error::Timeout(_))), "{given_up:?}");
+    for i in 0..65_536u32 {
+        assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x", "call {i}");
+    }
+    // The late reply lands nowhere; the next call is answered its own.
+    assert_eq!(call(&client, ECHO, "after").await.unwrap().value, "after");
+    let (ids, after) = peer.await.unwrap();
+    let wrap = ids.iter().position(|&id| id == 65535).unwrap();
+    assert_eq!(&ids[wrap..wrap + 3], &[65535, 0, 2], "id 1 skipped");
+    assert_ne!(after, 1, "id 1 still out of use");
 }

@@ -94,12 +94,21 @@ struct Table {
     /// call too), and is corked.
     unread: usize,
     next_ids: IdMap<u16, u16>,
+    /// Calls given up before their reply came (a timeout, a dropped future), with when: their
+    /// ids are not reused while a late reply may still come (see [`ABANDONED_FOR`]), or the
+    /// reply would go to the newer call (a probe got another call's answer, 65,535 calls after
+    /// a timeout). Cleared by the late reply, or when the id comes round again after that long.
+    abandoned: IdMap<u32, std::time::Instant>,
     /// The call that drives the connection's read loop (`SharedReader`): one registered alone,
     /// until it has its reply, gives up, or another call joins it.
     driver: Option<u32>,
     closed: bool,
     takeover_armed: bool,
 }
+
+/// How long the id of a call given up stays out of use if its reply never comes (a server
+/// that took the cancel sends none): far beyond any reply still on its way.
+const ABANDONED_FOR: Duration = Duration::from_secs(60);
 
 /// A call's entry in the in-flight table.
 #[derive(Debug)]
@@ -137,12 +146,29 @@ impl Table {
         let next = self.next_ids.entry(op).or_insert(0);
         for _ in 0..=u16::MAX {
             *next = next.wrapping_add(1);
-            if let Entry::Vacant(slot) = self.calls.entry(key(op, *next)) {
+            let key = key(op, *next);
+            if !self.abandoned.is_empty() && still_abandoned(&mut self.abandoned, key) {
+                continue;
+            }
+            if let Entry::Vacant(slot) = self.calls.entry(key) {
                 slot.insert(Slot::Waiting(waker));
                 return Some((*next, self.calls.len() == 1));
             }
         }
         None
+    }
+}
+
+/// Whether the call under `key` was given up less than [`ABANDONED_FOR`] ago (an older entry is
+/// dropped: its id is free again).
+fn still_abandoned(abandoned: &mut IdMap<u32, std::time::Instant>, key: u32) -> bool {
+    match abandoned.get(&key) {
+        Some(since) if since.elapsed() < ABANDONED_FOR => true,
+        Some(_) => {
+            abandoned.remove(&key);
+            false
+        }
+        None => false,
     }
 }
 
@@ -547,7 +573,13 @@ impl ClientCalls {
     /// caller takes it; returns the caller's waker to wake once the lock is released (`None`:
     /// no such call waits).
     fn hand_over(table: &mut Table, key: u32, outcome: Outcome) -> Option<Option<Waker>> {
-        let slot = table.calls.get_mut(&key)?;
+        let Some(slot) = table.calls.get_mut(&key) else {
+            // The late reply of a call given up: its id is free from now on.
+            if !table.abandoned.is_empty() {
+                table.abandoned.remove(&key);
+            }
+            return None;
+        };
         let Slot::Waiting(waker) = slot else { return None };
         let waker = waker.take();
         *slot = Slot::Done(outcome);
@@ -617,13 +649,17 @@ impl Drop for PendingCall<'_> {
         match table.calls.remove(&self.key) {
             // A reply that landed but was never read: the call is over, nothing to cancel.
             Some(Slot::Done(_)) => table.unread -= 1,
-            Some(Slot::Waiting(_)) if self.cancel && !self.conn.is_closed() => {
-                // Sent under the lock, the id not yet free, so no newer call can have taken
-                // it. Best effort: with the write queue full the cancel is not sent (the
-                // reply then lands nowhere). A cancel for a call that already finished is
-                // ignored.
-                let (op, id) = ((self.key >> 16) as u16, self.key as u16);
-                let _ = self.conn.try_send(ext::cancel(op, id));
+            Some(Slot::Waiting(_)) if !self.conn.is_closed() => {
+                // Its reply may still come: the id stays out of use until it does.
+                table.abandoned.insert(self.key, std::time::Instant::now());
+                if self.cancel {
+                    // Sent under the lock, the id not yet free, so no newer call can have
+                    // taken it. Best effort: with the write queue full the cancel is not sent
+                    // (the reply then lands nowhere). A cancel for a call that already
+                    // finished is ignored.
+                    let (op, id) = ((self.key >> 16) as u16, self.key as u16);
+                    let _ = self.conn.try_send(ext::cancel(op, id));
+                }
             }
             Some(Slot::Waiting(_)) | None => {}
         }

@@ -424,42 +424,50 @@ impl Channel {
         &self,
         op: u16,
         path: &'static str,
-        encode: impl FnOnce(bool) -> Encoded,
-    ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send + 'static {
+        encode: impl FnOnce(bool) -> Encoded + Send,
+    ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
         enum Route {
             Layered(Layered, Request),
-            Direct(single::Handle, Option<Client>, Encoded),
+            Direct(Client, Encoded),
+            // No connection is up: the request is encoded once one is, in its encoding.
+            Connecting(single::Handle),
             Balanced(Balanced, Request),
         }
+        let mut encode = Some(encode);
+        let mut encode_now = |protobuf| encode.take().map(|encode| encode(protobuf)).unwrap_or_default();
         let route = match (&self.layered, &self.inner) {
             (Some(layered), _) => Route::Layered(
                 layered.clone(),
-                self.request(op, path, encode(self.protobuf()).into_bytes()),
+                self.request(op, path, encode_now(self.protobuf()).into_bytes()),
             ),
             // The fast path: the current connection (its own encoding), with this handle's
-            // options; while none is up, polyglot, which any server reads.
-            (None, Inner::Single(handle)) => {
-                let client = handle.ready_client();
-                let body = encode(client.as_ref().is_some_and(|c| c.protobuf_accepted()));
-                Route::Direct(handle.clone(), client, body)
-            }
+            // options.
+            (None, Inner::Single(handle)) => match handle.ready_client() {
+                Some(client) => {
+                    let body = encode_now(client.protobuf_accepted());
+                    Route::Direct(client, body)
+                }
+                None => Route::Connecting(handle.clone()),
+            },
             (None, Inner::Balanced(balanced)) => Route::Balanced(
                 balanced.clone(),
-                self.request(op, path, encode(balanced.protobuf()).into_bytes()),
+                self.request(op, path, encode_now(balanced.protobuf()).into_bytes()),
             ),
         };
         let (timeout, metadata, response) = (self.timeout, self.metadata.clone(), self.response.clone());
         async move {
             let reply = match route {
                 Route::Layered(layered, request) => layered.oneshot(request).await,
-                Route::Direct(handle, client, body) => {
-                    // Waiting for a connection counts towards the call's timeout.
-                    let (mut client, timeout) = match client {
-                        Some(client) => (client, timeout),
-                        None => handle.client_within(timeout).await?,
-                    };
+                Route::Direct(mut client, body) => {
                     client.set_options(timeout, metadata, response);
                     return client.unary(op, body).await;
+                }
+                Route::Connecting(handle) => {
+                    // Waiting for a connection counts towards the call's timeout.
+                    let (mut client, timeout) = handle.client_within(timeout).await?;
+                    let body = encode.take().map(|encode| encode(client.protobuf_accepted()));
+                    client.set_options(timeout, metadata, response);
+                    return client.unary(op, body.unwrap_or_default()).await;
                 }
                 Route::Balanced(balanced, request) => balanced.call(request).await,
             };
@@ -518,7 +526,7 @@ impl Caller for Channel {
     fn call(
         &self,
         op: u16,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Bytes + Send,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
         self.unary(op, "", |protobuf| encode(protobuf).into())
     }
@@ -527,7 +535,7 @@ impl Caller for Channel {
         &self,
         op: u16,
         path: &'static str,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Bytes + Send,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
         self.unary(op, path, |protobuf| encode(protobuf).into())
     }
@@ -536,7 +544,7 @@ impl Caller for Channel {
         &self,
         op: u16,
         path: &'static str,
-        encode: impl FnOnce(bool) -> Encoded,
+        encode: impl FnOnce(bool) -> Encoded + Send,
     ) -> impl std::future::Future<Output = Result<Reply, Error>> + Send {
         self.unary(op, path, encode)
     }

@@ -235,7 +235,7 @@ impl Caller for GrpcChannel {
     fn call(
         &self,
         _op: u16,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Bytes + Send,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
         self.unary("", encode(true))
     }
@@ -244,7 +244,7 @@ impl Caller for GrpcChannel {
         &self,
         _op: u16,
         path: &'static str,
-        encode: impl FnOnce(bool) -> Bytes,
+        encode: impl FnOnce(bool) -> Bytes + Send,
     ) -> impl Future<Output = Result<Reply, Error>> + Send {
         // gRPC messages are protobuf: the request goes in protobuf when its type has it.
         self.unary(path, encode(true))
