@@ -291,7 +291,9 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli.command)) {
         Ok(Outcome::Print(out)) => {
-            println!("{out}");
+            // A closed stdout (`| head`) is no error: what was wanted was printed.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stdout().lock(), "{out}");
             ExitCode::SUCCESS
         }
         Ok(Outcome::Done | Outcome::Healthy(true)) => ExitCode::SUCCESS,

@@ -898,3 +898,26 @@ async fn verbose_calls_print_the_response_metadata() {
     let out = frpc(call("capture.EchoService/Echo", "{}", &headers[1..]), None).await;
     assert_eq!(stderr(&out), "");
 }
+
+/// Output piped to a reader that closed early (`frpc describe … | head -1`) is no error: the
+/// command exits 0 (it panicked on the broken pipe).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_standard_output_is_no_panic() {
+    let server = RustServer::start(Framing::Frisbee).await;
+    let addr = server.addr().to_string();
+    let status = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_frpc"))
+            .args(["describe", &addr, "capture.EchoService"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run frpc");
+        drop(child.stdout.take());
+        child.wait_with_output().expect("frpc finishes")
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&status.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.status.code(), Some(0), "{err}");
+}

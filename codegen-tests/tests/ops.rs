@@ -162,6 +162,11 @@ fn per_file_numbering_clashes_on_one_server() {
     assert_eq!((split::orders::PLACE, split::billing::CHARGE), (10, 10));
     let err = default::server(false).unwrap_err().to_string();
     assert!(err.contains("operation 10 is claimed twice"), "{err}");
+    // The error names the codegen option that fixes it.
+    assert!(
+        err.contains("operation_numbering(OperationNumbering::Shared)"),
+        "{err}"
+    );
 }
 
 #[test]

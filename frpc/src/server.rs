@@ -345,9 +345,11 @@ impl Builder {
             if let Some(first) = claims.get(&op) {
                 return Err(Error::Config(format!(
                     "operation {op} is claimed twice, by {first} and by {what}: services of \
-                     different .proto files both number their methods from 10 (serve them on \
-                     different servers), as do Rust-first services (number the second's past the \
-                     first's: `#[frpc::service(first_op = N)]`)"
+                     different .proto files both number their methods from 10 (generate them in \
+                     one `compile` with `frpc_codegen::configure().operation_numbering(\
+                     OperationNumbering::Shared)`, or serve them on different servers), as do \
+                     Rust-first services (number the second's past the first's: \
+                     `#[frpc::service(first_op = N)]`)"
                 )));
             }
             routes.insert(op, route);

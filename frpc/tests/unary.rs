@@ -197,6 +197,12 @@ async fn unknown_operation_is_unimplemented_for_frpc_peers() {
         "{err}"
     );
     assert!(err.to_string().contains("unknown operation 999"), "{err}");
+    // A unary call on a streaming method's number (a client of another schema) is answered
+    // the same (it got no reply at all).
+    let err = call(&client.with_timeout(Duration::from_secs(10)), COUNT, "x")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), frpc::Code::Unimplemented, "{err}");
     assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x");
 }
 

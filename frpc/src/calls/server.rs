@@ -764,11 +764,9 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             }
             Some(Target::Unary(service)) => self.unary(conn, packet, service, slot).await,
             Some(Target::Raw) => self.raw(conn, packet).await,
-            Some(Target::Streaming) => tracing::debug!(
-                op = packet.op,
-                "a streaming method's number used as a packet operation"
-            ),
-            None => self.unknown(conn, packet).await,
+            // A unary call on a streaming method's number (a client of another schema): as an
+            // unknown operation, UNIMPLEMENTED for frpc peers (it got no reply at all).
+            Some(Target::Streaming) | None => self.unknown(conn, packet).await,
         }
     }
 
