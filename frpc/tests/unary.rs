@@ -376,22 +376,30 @@ async fn next_non_ping(framed: &mut Framed<tokio::net::TcpStream, PacketCodec>) 
     }
 }
 
+/// A raw server on `listener` that holds the first request (id 1) unanswered and echoes the
+/// next 65,536 at once: its connection, the held request and the ids of the others.
+async fn hold_the_first_answer_the_rest(
+    listener: TcpListener,
+) -> (Framed<tokio::net::TcpStream, PacketCodec>, Packet, Vec<u16>) {
+    let (stream, _) = listener.accept().await.unwrap();
+    let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+    let held = next_non_ping(&mut framed).await;
+    assert_eq!(held.id, 1);
+    let mut ids = Vec::new();
+    for _ in 0..65_536 {
+        let request = next_non_ping(&mut framed).await;
+        ids.push(request.id);
+        framed.send(request).await.unwrap();
+    }
+    (framed, held, ids)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_wrap_to_zero_and_skip_an_id_still_in_flight() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    // Holds the first request (id 1) unanswered, answers everything else at once.
     let peer = tokio::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
-        let held = next_non_ping(&mut framed).await;
-        assert_eq!(held.id, 1);
-        let mut ids = Vec::new();
-        for _ in 0..65_536 {
-            let request = next_non_ping(&mut framed).await;
-            ids.push(request.id);
-            framed.send(request).await.unwrap();
-        }
+        let (mut framed, held, ids) = hold_the_first_answer_the_rest(listener).await;
         framed.send(held).await.unwrap();
         ids
     });
@@ -538,18 +546,9 @@ async fn a_call_first_polled_with_another_waker_still_gets_its_reply() {
 async fn the_id_of_a_call_given_up_is_not_reused_while_its_reply_may_come() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    // Holds the first request (id 1) until 65,536 others are answered, then answers it late.
+    // The held request is answered late, once 65,536 others were.
     let peer = tokio::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
-        let held = next_non_ping(&mut framed).await;
-        assert_eq!(held.id, 1);
-        let mut ids = Vec::new();
-        for _ in 0..65_536 {
-            let request = next_non_ping(&mut framed).await;
-            ids.push(request.id);
-            framed.send(request).await.unwrap();
-        }
+        let (mut framed, held, ids) = hold_the_first_answer_the_rest(listener).await;
         framed.send(held).await.unwrap();
         let after = next_non_ping(&mut framed).await;
         framed.send(after.clone()).await.unwrap();

@@ -68,14 +68,18 @@ async fn echo_from_a_reading_task(
         }
     });
     while let Some(item) = rx.recv().await {
-        let reply = fpb::Item {
-            text: format!("echo:{}", item.text),
-            n: item.n,
-            data: item.data,
-        };
-        outbound.send(reply).await?;
+        outbound.send(echoed(item)).await?;
     }
     Ok(())
+}
+
+/// Chat's reply to `item`.
+fn echoed(item: fpb::Item) -> fpb::Item {
+    fpb::Item {
+        text: format!("echo:{}", item.text),
+        n: item.n,
+        data: item.data,
+    }
 }
 
 /// Sets the response metadata of `meta` calls: the caller's `x-user` back, and `extra`.
@@ -204,12 +208,7 @@ impl fpb::Streams for Svc {
                 "hang" => self.hang(ctx, "chat").await?,
                 _ => {}
             }
-            let reply = fpb::Item {
-                text: format!("echo:{}", item.text),
-                n: item.n,
-                data: item.data,
-            };
-            outbound.send(reply).await?;
+            outbound.send(echoed(item)).await?;
         }
         Ok(())
     }
