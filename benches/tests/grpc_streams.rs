@@ -294,14 +294,15 @@ async fn next(
     statuses.message().await.unwrap().unwrap().status
 }
 
-#[tokio::test]
-async fn health_watch_sends_the_status_then_each_change() {
-    use frpc::health::ServingStatus;
+/// The streams service and frpc's health on a shared port of 127.0.0.1, the builder first
+/// given to `configure` (layers), serving: its address and the health reporter.
+async fn serving_with_health(
+    configure: impl FnOnce(frpc::Builder) -> frpc::Builder,
+) -> (SocketAddr, frpc::health::HealthReporter) {
     let (tx, _events) = mpsc::unbounded_channel();
     let (reporter, health) = frpc::health::service();
-    reporter.set_serving("streams.Streams");
-    let bound = frpc::Server::builder()
-        .grpc(true)
+    let builder = configure(frpc::Server::builder().grpc(true));
+    let bound = builder
         .add_service(fpb::StreamsServer::new(Svc { events: tx }))
         .add_service(health)
         .bind("127.0.0.1:0")
@@ -309,6 +310,14 @@ async fn health_watch_sends_the_status_then_each_change() {
         .unwrap();
     let addr = bound.local_addr();
     tokio::spawn(bound.serve());
+    (addr, reporter)
+}
+
+#[tokio::test]
+async fn health_watch_sends_the_status_then_each_change() {
+    use frpc::health::ServingStatus;
+    let (addr, reporter) = serving_with_health(|builder| builder).await;
+    reporter.set_serving("streams.Streams");
 
     let mut statuses = watch(addr, "streams.Streams").await;
     assert_eq!(next(&mut statuses).await, ServingStatus::Serving);
@@ -683,18 +692,8 @@ async fn a_handler_reading_in_a_task_of_its_own_opens_the_call_before_any_reques
 /// and a timeout cut.
 #[tokio::test]
 async fn grpc_health_watches_skip_the_servers_layers() {
-    let (tx, _events) = mpsc::unbounded_channel();
-    let (_reporter, health) = frpc::health::service();
-    let bound = frpc::Server::builder()
-        .grpc(true)
-        .layer(tower::limit::ConcurrencyLimitLayer::new(1))
-        .add_service(fpb::StreamsServer::new(Svc { events: tx }))
-        .add_service(health)
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = bound.local_addr();
-    tokio::spawn(bound.serve());
+    let (addr, _reporter) =
+        serving_with_health(|builder| builder.layer(tower::limit::ConcurrencyLimitLayer::new(1))).await;
     let mut statuses = watch(addr, "").await;
     assert_eq!(next(&mut statuses).await, frpc::health::ServingStatus::Serving);
     let mut client = client(addr).await;
