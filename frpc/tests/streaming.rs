@@ -395,3 +395,64 @@ async fn a_request_after_closing_the_request_stream_fails() {
     assert!(matches!(err, Error::RequestStreamClosed), "{err}");
     assert_eq!(response.recv().await.unwrap().value, "x");
 }
+
+/// A stream the client gives up before the server ended it keeps its id out of use while the
+/// server's late messages may come: 65,535 streams later the next stream skips it, and a late
+/// message under the old id reaches no one. Before, the new stream took the id and read the
+/// old stream's message as its own (as unary calls did, session 30's fault probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_id_of_a_stream_given_up_is_not_reused_while_its_messages_may_come() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Holds stream 1 unanswered, ends every other stream at once; once the one after the wrap
+    // opens, sends a late message on stream 1 and then that stream's own message and end.
+    let peer = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
+        let mut peer = RawPeer {
+            framed: tokio_util::codec::Framed::new(stream, codec),
+        };
+        let held = peer.next().await;
+        assert_eq!((held.id, peer.next().await.id), (1, 1));
+        let mut ids = Vec::new();
+        loop {
+            let open = peer.next().await;
+            let request = peer.next().await;
+            assert_eq!(open.id, request.id);
+            if ids.len() == 65_535 {
+                peer.send(1, 2, text_bytes("late")).await;
+                peer.send(open.id, 2, text_bytes("mine")).await;
+                peer.send(open.id, 2, bytes::Bytes::from_static(EOF)).await;
+                return (ids, open.id);
+            }
+            ids.push(open.id);
+            peer.send(open.id, 2, bytes::Bytes::from_static(EOF)).await;
+        }
+    });
+    let mut config = frpc::ClientConfig::default();
+    config.connection.ping_interval = Duration::from_secs(3600);
+    config.extensions = false;
+    let client = Client::connect_with(addr, config).await.unwrap();
+    let given_up = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("held"))
+        .await
+        .unwrap();
+    drop(given_up);
+    for i in 0..65_535u32 {
+        let mut stream = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("x"))
+            .await
+            .unwrap();
+        assert!(stream.message().await.unwrap().is_none(), "stream {i}");
+    }
+    let mut last = codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new("last"))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while let Some(message) = last.message().await.unwrap() {
+        got.push(message.value);
+    }
+    assert_eq!(got, ["mine"], "only the stream's own message");
+    let (ids, last_id) = peer.await.unwrap();
+    let wrap = ids.iter().position(|&id| id == 65535).unwrap();
+    assert_eq!(&ids[wrap..], &[65535, 0], "the wrap");
+    assert_eq!(last_id, 2, "id 1 skipped: its stream was given up");
+}

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use frpc_wire::op;
@@ -64,6 +65,9 @@ pub(super) struct Route {
     pub(super) send_bytes: Option<Arc<ByteCredit>>,
     /// Opened by this side: the peer's error or `EOF` means it reads no more.
     pub(super) local: bool,
+    /// Opened by this side, and the peer ended it (its error or `EOF` came): nothing more of
+    /// the peer's is on its way, so its id is free once its handles go.
+    pub(super) peer_ended: bool,
     /// Waiting for the peer's OPENED.
     pub(super) awaiting_ack: bool,
     /// The stream's errors carry a status code (status codes negotiated).
@@ -101,8 +105,18 @@ impl Route {
 pub(super) struct Table {
     pub(super) routes: HashMap<u16, Route>,
     pub(super) next_id: u16,
+    /// Streams this side opened and gave up before the peer ended them (their handles dropped,
+    /// a deadline, a failure here), with when: their ids stay out of use while the peer's late
+    /// messages may still come (see [`GIVEN_UP_FOR`]), or they would reach the stream that took
+    /// the id 65,535 streams later. Cleared by the peer's end (its error, `EOF` or close), or
+    /// when the id comes round again after that long.
+    pub(super) given_up: HashMap<u16, Instant>,
     pub(super) closed: Option<Option<String>>,
 }
+
+/// How long the id of a stream given up stays out of use if the peer never ends it (a server
+/// that took the cancel sends nothing more): far beyond any message still on its way.
+const GIVEN_UP_FOR: Duration = Duration::from_secs(60);
 
 /// The streams open on one connection, keyed by stream id (one namespace for both peers).
 #[derive(Debug)]
@@ -135,6 +149,28 @@ pub(crate) struct StreamTable {
     pub(super) max_total: usize,
     /// Credit given back from places that cannot wait, coalesced while the queue is full.
     pub(super) credit_back: Arc<CreditBack>,
+}
+
+/// The id after `table.next_id` that no open stream uses and none given up less than
+/// [`GIVEN_UP_FOR`] ago (an older entry is dropped); `None` when there is none.
+fn free_id(table: &mut Table) -> Option<u16> {
+    let mut id = table.next_id;
+    for _ in 0..=u16::MAX {
+        id = id.wrapping_add(1);
+        if table.routes.contains_key(&id) {
+            continue;
+        }
+        match table.given_up.get(&id) {
+            Some(since) if since.elapsed() < GIVEN_UP_FOR => continue,
+            Some(_) => {
+                table.given_up.remove(&id);
+            }
+            None => {}
+        }
+        table.next_id = id;
+        return Some(id);
+    }
+    None
 }
 
 /// The receiving end of one registered stream.
@@ -241,18 +277,13 @@ impl StreamTable {
         self.lock().routes.len()
     }
 
-    /// Registers a stream this side opens, with an id no open stream uses (first id 1).
+    /// Registers a stream this side opens, with an id no open stream uses and none given up
+    /// lately (first id 1).
     pub(crate) fn open_local(&self, setup: StreamSetup) -> Result<(u16, Inbound), Error> {
         let mut table = self.lock();
         self.check_open(&table)?;
-        let mut id = table.next_id;
-        loop {
-            id = id.wrapping_add(1);
-            if !table.routes.contains_key(&id) {
-                break;
-            }
-        }
-        table.next_id = id;
+        let id = free_id(&mut table)
+            .ok_or_else(|| Error::closed("all 65,536 stream ids are open or given up lately"))?;
         Ok((id, self.insert(&mut table, id, None, setup, true)))
     }
 
@@ -424,6 +455,7 @@ impl StreamTable {
             send_bytes: send_bytes.clone(),
             cancels: local && setup.cancels,
             local,
+            peer_ended: false,
             awaiting_ack: setup.awaiting_ack,
             codes: setup.codes,
         };
@@ -446,7 +478,8 @@ impl StreamTable {
         }
     }
 
-    /// Forgets a stream when its handles are gone, unless a newer stream has taken its id.
+    /// Forgets a stream when its handles are gone, unless a newer stream has taken its id. The
+    /// id of one this side opened that the peer has not ended stays out of use a while.
     pub(super) fn remove(&self, id: u16, end: &Arc<OnceLock<EndReason>>) {
         let mut table = self.lock();
         if table
@@ -454,7 +487,19 @@ impl StreamTable {
             .get(&id)
             .is_some_and(|route| Arc::ptr_eq(&route.end, end))
         {
-            self.forget(&mut table, id);
+            self.forget_mine(&mut table, id);
+        }
+    }
+
+    /// Forgets stream `id` because this side is done with it; the id of one this side opened
+    /// that the peer has not ended (nor closed) stays out of use a while.
+    fn forget_mine(&self, table: &mut Table, id: u16) {
+        let given_up = table.routes.get(&id).is_some_and(|route| {
+            route.local && !route.peer_ended && !matches!(route.end.get(), Some(EndReason::PeerClosed))
+        });
+        self.forget(table, id);
+        if given_up && table.closed.is_none() {
+            table.given_up.insert(id, Instant::now());
         }
     }
 
@@ -463,6 +508,10 @@ impl StreamTable {
     pub(crate) fn route(&self, conn: &Arc<Connection>, id: u16, content: Bytes, budget: Budget) -> Routed {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
+            // The peer's end of a stream given up here: its id is free from now on.
+            if !table.given_up.is_empty() && (content.is_empty() || is_control(&content)) {
+                table.given_up.remove(&id);
+            }
             // A close for an unknown stream is ignored.
             return match content.is_empty() {
                 true => Routed::Done,
@@ -481,6 +530,7 @@ impl StreamTable {
             if route.local {
                 // The server is done: it grants nothing more.
                 route.close_credit();
+                route.peer_ended = true;
             }
         } else if let Some(credit) = &route.recv_credit
             && (credit
@@ -573,7 +623,7 @@ impl StreamTable {
                 self.credit_back.give(conn, id, Window { messages: 1, bytes });
             }
             Some(_) => {}
-            None => self.forget(table, id),
+            None => self.forget_mine(table, id),
         }
     }
 
@@ -702,4 +752,24 @@ pub(crate) fn too_many_open_streams(max: usize) -> String {
 pub(super) fn add_credit(credit: &Semaphore, messages: u32) {
     let room = MAX_CREDIT.saturating_sub(credit.available_permits());
     credit.add_permits((messages as usize).min(room));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids given up lately are skipped, older ones are free again, and with every id taken or
+    /// given up there is none (an error for the caller, not an endless search).
+    #[test]
+    fn free_ids_skip_the_ones_given_up_lately() {
+        let mut table = Table::default();
+        table.given_up.insert(1, Instant::now());
+        table.given_up.insert(2, Instant::now() - GIVEN_UP_FOR);
+        assert_eq!(free_id(&mut table), Some(2), "1 skipped, 2 given up long ago");
+        assert!(!table.given_up.contains_key(&2));
+        table
+            .given_up
+            .extend((0..=u16::MAX).map(|id| (id, Instant::now())));
+        assert_eq!(free_id(&mut table), None);
+    }
 }
