@@ -344,11 +344,15 @@ impl HealthReporter {
 
     /// Reports every service, the whole server included, as `NOT_SERVING` (before a graceful
     /// shutdown, so balancers move away first), as grpc-go's `Shutdown`. Statuses set later
-    /// still apply.
+    /// still apply. Names only watched, never reported, stay unknown.
     pub fn set_all_not_serving(&self) {
         let by_name = self.statuses.lock();
         for sender in by_name.values() {
             sender.send_if_modified(|current| {
+                // A watcher's placeholder: reporting it would keep it (and its name) for ever.
+                if *current == ServingStatus::ServiceUnknown {
+                    return false;
+                }
                 let changed = *current != ServingStatus::NotServing;
                 *current = ServingStatus::NotServing;
                 changed

@@ -103,6 +103,33 @@ async fn watch_of_the_whole_server_from_a_plain_client() {
     assert_eq!(watch.message().await.unwrap().unwrap(), ServingStatus::NotServing);
 }
 
+/// A name only watched, never reported, stays unknown through `set_all_not_serving()`: its
+/// watcher hears nothing and `Check` still says SERVICE_UNKNOWN. Before, it became NOT_SERVING
+/// for good, the entry outlived its watcher, and watches of junk names between maintenance
+/// toggles grew the reporter's map past its cap of watched names (session 31's probe).
+#[tokio::test]
+async fn names_only_watched_stay_unknown_when_all_go_not_serving() {
+    let (reporter, addr) = serve(Framing::Frisbee).await;
+    let health = HealthClient::connect(addr).await.unwrap();
+    let mut watch = health.watch("never.Reported").await.unwrap();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap(),
+        ServingStatus::ServiceUnknown
+    );
+    reporter.set_all_not_serving();
+    assert_eq!(
+        health.check("never.Reported").await.unwrap(),
+        ServingStatus::ServiceUnknown
+    );
+    assert_eq!(reporter.status("never.Reported"), ServingStatus::ServiceUnknown);
+    reporter.set_serving("never.Reported");
+    assert_eq!(
+        watch.message().await.unwrap().unwrap(),
+        ServingStatus::Serving,
+        "no NOT_SERVING in between"
+    );
+}
+
 /// A server of the health service alone on 127.0.0.1:0, until `stop` is sent: its reporter,
 /// address, stop sender and serving task.
 async fn health_until_stopped() -> (

@@ -24,12 +24,15 @@
 //! (`rpc_server_requests`, `rpc_server_duration_count`, `rpc_service="demo.Greeter"`).
 //!
 //! A client stream dropped before the server ended it counts as `CANCELLED` (`"1"`), on both
-//! sides, and so does a unary call its caller drops before the reply (a timeout or `select!`
+//! sides (one dropped with the server's end arrived but unread counts that end), and so does a unary call its caller drops before the reply (a timeout or `select!`
 //! around it): the server books a call whose handler was dropped unanswered as `CANCELLED` (the
 //! client cancelled it, its connection closed), or `DEADLINE_EXCEEDED` past its deadline, and
 //! so too a handler that failed once its call was cancelled (a stream whose client's
 //! connection closed fails its next read or send). A handler's error with code OK is booked
-//! `UNKNOWN`, the code its client gets.
+//! `UNKNOWN`, the code its client gets; a handler that panics, `INTERNAL`.
+//!
+//! Calls refused before the layers (an unknown operation, a stream over `max_open_streams`, a
+//! connection over `max_connections`) are not seen here: the clients' metrics show them.
 //!
 //! Each layer asks the recorder for the handles of a label set (method and status code) once
 //! and keeps them, so a call costs a read lock and a hash lookup rather than a registry
@@ -47,11 +50,13 @@
 //! ```
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Instant;
 
+use futures_util::FutureExt;
 use tower::{Layer, Service as TowerService};
 
 use crate::caller::{Reply, Request};
@@ -169,7 +174,16 @@ where
         let ctx = request.context().clone();
         let answer = self.inner.call(request);
         Box::pin(async move {
-            let result = answer.await.map_err(|error| status_from_error(error.into()));
+            // A unary handler's panic is caught outside the layers (the stack's caller answers
+            // it INTERNAL): booked so here, not as the client's cancel, then passed on.
+            let answered = match AssertUnwindSafe(answer).catch_unwind().await {
+                Ok(answered) => answered,
+                Err(panic) => {
+                    call.record(Code::Internal);
+                    std::panic::resume_unwind(panic);
+                }
+            };
+            let result = answered.map_err(|error| status_from_error(error.into()));
             call.record(match &result {
                 Ok(_) => Code::Ok,
                 // A handler failing because its client went (a stream's read or send failed

@@ -46,7 +46,11 @@ impl MessageCounts {
 
     /// Notes how the stream ended (the first end counts).
     pub(super) fn end(&self, result: Result<(), &Error>) {
-        let code = result.map_or_else(Error::code, |()| Code::Ok);
+        self.end_with(result.map_or_else(Error::code, |()| Code::Ok));
+    }
+
+    /// Notes the code the stream ended with (the first end counts).
+    pub(super) fn end_with(&self, code: Code) {
         let _ = self
             .code
             .compare_exchange(0, code as u8 + 1, Ordering::Relaxed, Ordering::Relaxed);

@@ -504,11 +504,50 @@ impl<T: Message> futures_core::Stream for Streaming<T> {
 
 impl<T> Unpin for Streaming<T> {}
 
+#[cfg(feature = "metrics")]
+impl<T> FrpcStreaming<T> {
+    /// A client stream dropped with the server's end among its unread messages (a caller that
+    /// took what it wanted): the stream's metrics book that end, not the client's cancel.
+    fn note_unread_end(&mut self) {
+        let guard = &self.guard;
+        if self.done
+            || guard.client.observed.is_none()
+            || guard.counts.code().is_some()
+            || Arc::strong_count(guard) > 1
+        {
+            return;
+        }
+        let buffered = std::iter::from_fn(|| self.inbound.rx.try_recv().ok().map(|held| held.content));
+        let Some(end) = self
+            .peeked
+            .take()
+            .into_iter()
+            .chain(buffered)
+            .find(|content| is_control(content))
+        else {
+            return;
+        };
+        let (header, content) = match ext::split(&end, guard.conn.max_metadata_size()) {
+            Ok(split) if ext::has_prefix(&end) => split,
+            _ => (ext::Header::default(), end),
+        };
+        if let Ok(Envelope::Error(text)) = codec::decode::<()>(&content, guard.conn.decode_limits()) {
+            let code = match text.as_str() {
+                "EOF" => Code::Ok,
+                _ => header.code.unwrap_or(Code::Unknown),
+            };
+            guard.counts.end_with(code);
+        }
+    }
+}
+
 impl<T> Drop for FrpcStreaming<T> {
     /// A consumer gone while the stream goes on (a server handler that stops reading but keeps
     /// sending): gives back the credit of what it never read, so the peer's sends do not stall.
     /// Later messages get theirs back from the reader.
     fn drop(&mut self) {
+        #[cfg(feature = "metrics")]
+        self.note_unread_end();
         let Some((credit, _)) = &self.inbound.recv else {
             return;
         };
