@@ -49,7 +49,9 @@ impl Parsed {
                 }
                 None => self.unsupported = true,
             },
-            ("optional" | "repeated", None) => {}
+            // `boxed`: the field's Rust type (`Option<Box<M>>`, prost-build's recursive
+            // fields) says it already.
+            ("optional" | "repeated" | "boxed", None) => {}
             ("enumeration", Some(_)) => self.kind = Some(ProtoKind::Enum),
             // `bytes = "vec"` / `bytes = "bytes"`: the Rust type, not the wire.
             ("bytes", _) => self.kind = Some(ProtoKind::Bytes),
@@ -70,8 +72,9 @@ impl Parsed {
             number: self.number?,
             kind,
             map_key: self.map_key,
-            // proto3 packs repeated scalars unless told not to, as prost's derive does.
-            packed: self.packed.unwrap_or(true),
+            // proto3 packs repeated scalars unless told not to, as prost's derive does
+            // (strings, bytes and messages are never packed).
+            packed: kind.packable() && self.packed.unwrap_or(true),
             // `required` is not among the attributes read: such a type is left to prost.
             required: false,
         })

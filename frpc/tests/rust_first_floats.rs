@@ -155,3 +155,51 @@ async fn rust_first_values_cross_frpc_peers_exactly() {
         assert_same_bits(&back, &value, name);
     }
 }
+
+/// A recursive message as prost-build writes it (`boxed`), Rust-first.
+#[derive(Clone, PartialEq, frpc::Message, prost::Message)]
+#[frpc(protobuf)]
+pub struct RustNode {
+    #[prost(message, optional, boxed, tag = "1")]
+    pub next: Option<Box<RustNode>>,
+    #[prost(double, tag = "2")]
+    pub d: f64,
+}
+
+/// Lists of strings and bytes, which protobuf never packs.
+#[derive(Clone, PartialEq, frpc::Message, prost::Message)]
+#[frpc(protobuf)]
+pub struct RustTags {
+    #[prost(string, repeated, tag = "1")]
+    pub tags: Vec<String>,
+    #[prost(bytes = "vec", repeated, tag = "2")]
+    pub blobs: Vec<Vec<u8>>,
+}
+
+/// `boxed` fields keep frpc's encoder (-0.0 at every level; `boxed` sent the whole type to
+/// prost's derive, which wrote `0a 00`), and lists of strings and bytes compile (they asked
+/// for packed encoders that do not exist) and write prost's bytes.
+#[test]
+fn boxed_fields_and_lists_of_strings_use_frpcs_encoder() {
+    let node = RustNode {
+        next: Some(Box::new(RustNode { next: None, d: NEG })),
+        d: NEG,
+    };
+    let mut ours = Vec::new();
+    node.encode_protobuf(&mut ours);
+    assert_eq!(ours.len(), node.protobuf_len());
+    let hex: String = ours.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, "0a09110000000000000080110000000000000080");
+    let back = RustNode::decode_protobuf(Bytes::from(ours)).unwrap();
+    assert!(back.d.is_sign_negative() && back.next.unwrap().d.is_sign_negative());
+
+    let tags = RustTags {
+        tags: vec!["a".into(), String::new(), "ccc".into()],
+        blobs: vec![vec![1, 2], Vec::new()],
+    };
+    let mut ours = Vec::new();
+    tags.encode_protobuf(&mut ours);
+    assert_eq!(ours, prost::Message::encode_to_vec(&tags), "prost's bytes");
+    assert_eq!(ours.len(), tags.protobuf_len());
+    assert!(RustTags::decode_protobuf(Bytes::from(ours)).unwrap() == tags);
+}
