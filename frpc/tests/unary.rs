@@ -570,3 +570,28 @@ async fn the_id_of_a_call_given_up_is_not_reused_while_its_reply_may_come() {
     assert_eq!(&ids[wrap..wrap + 3], &[65535, 0, 2], "id 1 skipped");
     assert_ne!(after, 1, "id 1 still out of use");
 }
+
+/// A Go server's error whose text is not UTF-8 (Go writes `err.Error()`'s bytes as they are)
+/// reaches the caller as that error, its invalid bytes replaced; before, the reply failed to
+/// decode (`InvalidUtf8`) and the server's error was lost (session 31's values probe).
+#[tokio::test]
+async fn an_error_text_that_is_not_utf8_still_reads_as_the_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        let request = next_non_ping(&mut framed).await;
+        // Error, String of 5 bytes: "bad", 0xFF, "!".
+        let error = &b"\x06\x05\x0a\x05bad\xff!"[..];
+        framed
+            .send(Packet::new(request.id, request.op, error))
+            .await
+            .unwrap();
+        next_non_ping(&mut framed).await
+    });
+    let client = Client::connect(addr).await.unwrap();
+    let err = call(&client, ECHO, "x").await.unwrap_err();
+    let status = err.status().unwrap_or_else(|| panic!("a status: {err:?}"));
+    assert_eq!(status.message(), "bad\u{fffd}!");
+}

@@ -198,9 +198,19 @@ impl<'a> Decoder<'a> {
         }
         let mut probe = self.clone();
         probe.pos += 1;
-        let text = probe.string()?;
+        let text = probe.error_text()?;
         self.pos = probe.pos;
         Ok(Some(text))
+    }
+
+    /// An Error's text. Go writes `err.Error()`'s bytes as they are, UTF-8 or not (a Go string
+    /// may hold any bytes): invalid sequences become U+FFFD, so the peer's error still reads
+    /// as an error rather than failing the decode.
+    fn error_text(&mut self) -> Result<String> {
+        self.atomic(|d| {
+            let (_, raw) = d.string_bytes()?;
+            Ok(String::from_utf8_lossy(raw).into_owned())
+        })
     }
 
     /// Decodes a Nil.
@@ -347,11 +357,11 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// Decodes an Error and returns its text.
+    /// Decodes an Error and returns its text (invalid UTF-8 replaced, see `take_error`).
     pub fn error(&mut self) -> Result<String> {
         self.atomic(|d| {
             d.expect_kind(Kind::Error)?;
-            d.string()
+            d.error_text()
         })
     }
 
