@@ -322,12 +322,12 @@ impl ::frpc::codegen::Message for SearchResponse {
         buf: &[u8],
         budget: &mut ::frpc::codegen::ProtobufBudget,
     ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
-        let mut counts = [0usize; 4];
+        let mut counts = [::frpc::codegen::Repeated::NEW; 4];
         ::frpc::codegen::protobuf_fields(
             buf,
             |number, value| match (number, value) {
                 (1, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
-                    counts[0] += 1;
+                    counts[0].loose();
                     budget
                         .nested(
                             bytes,
@@ -335,11 +335,11 @@ impl ::frpc::codegen::Message for SearchResponse {
                         )
                 }
                 (1, _) => {
-                    counts[0] += 1;
+                    counts[0].loose();
                     ::core::result::Result::Ok(())
                 }
                 (2, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
-                    counts[1] += 1;
+                    counts[1].loose();
                     budget
                         .nested(
                             bytes,
@@ -347,15 +347,15 @@ impl ::frpc::codegen::Message for SearchResponse {
                         )
                 }
                 (2, _) => {
-                    counts[1] += 1;
+                    counts[1].loose();
                     ::core::result::Result::Ok(())
                 }
                 (3, _) => {
-                    counts[2] += 1;
+                    counts[2].loose();
                     ::core::result::Result::Ok(())
                 }
                 (4, _) => {
-                    counts[3] += 1;
+                    counts[3].loose();
                     ::core::result::Result::Ok(())
                 }
                 _ => ::core::result::Result::Ok(()),
@@ -363,31 +363,19 @@ impl ::frpc::codegen::Message for SearchResponse {
         )?;
         budget
             .charge(
-                ::frpc::codegen::vec_cost(
-                    counts[0],
-                    ::core::mem::size_of::<search_response::Result>(),
-                ),
+                counts[0].cost(::core::mem::size_of::<search_response::Result>(), true),
             )?;
         budget
             .charge(
-                ::frpc::codegen::vec_cost(
-                    counts[1],
-                    ::core::mem::size_of::<search_response::Result>(),
-                ),
+                counts[1].cost(::core::mem::size_of::<search_response::Result>(), true),
             )?;
         budget
             .charge(
-                ::frpc::codegen::vec_cost(
-                    counts[2],
-                    ::core::mem::size_of::<::std::string::String>(),
-                ),
+                counts[2].cost(::core::mem::size_of::<::std::string::String>(), true),
             )?;
         budget
             .charge(
-                ::frpc::codegen::vec_cost(
-                    counts[3],
-                    ::core::mem::size_of::<::std::string::String>(),
-                ),
+                counts[3].cost(::core::mem::size_of::<::std::string::String>(), true),
             )?;
         ::core::result::Result::Ok(())
     }
@@ -498,12 +486,12 @@ impl ::frpc::codegen::Message for search_response::Result {
         buf: &[u8],
         budget: &mut ::frpc::codegen::ProtobufBudget,
     ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
-        let mut counts = [0usize; 1];
+        let mut counts = [::frpc::codegen::Repeated::NEW; 1];
         ::frpc::codegen::protobuf_fields(
             buf,
             |number, value| match (number, value) {
                 (3, _) => {
-                    counts[0] += 1;
+                    counts[0].loose();
                     ::core::result::Result::Ok(())
                 }
                 _ => ::core::result::Result::Ok(()),
@@ -511,10 +499,7 @@ impl ::frpc::codegen::Message for search_response::Result {
         )?;
         budget
             .charge(
-                ::frpc::codegen::vec_cost(
-                    counts[0],
-                    ::core::mem::size_of::<::std::string::String>(),
-                ),
+                counts[0].cost(::core::mem::size_of::<::std::string::String>(), true),
             )?;
         ::core::result::Result::Ok(())
     }
@@ -660,12 +645,12 @@ impl ::frpc::codegen::Message for StockPricesWrapper {
         buf: &[u8],
         budget: &mut ::frpc::codegen::ProtobufBudget,
     ) -> ::core::result::Result<(), ::frpc::codegen::DecodeError> {
-        let mut counts = [0usize; 1];
+        let mut counts = [::frpc::codegen::Repeated::NEW; 1];
         ::frpc::codegen::protobuf_fields(
             buf,
             |number, value| match (number, value) {
                 (1, ::frpc::codegen::ProtobufValue::Bytes(bytes)) => {
-                    counts[0] += 1;
+                    counts[0].loose();
                     budget
                         .nested(
                             bytes,
@@ -673,19 +658,13 @@ impl ::frpc::codegen::Message for StockPricesWrapper {
                         )
                 }
                 (1, _) => {
-                    counts[0] += 1;
+                    counts[0].loose();
                     ::core::result::Result::Ok(())
                 }
                 _ => ::core::result::Result::Ok(()),
             },
         )?;
-        budget
-            .charge(
-                ::frpc::codegen::vec_cost(
-                    counts[0],
-                    ::core::mem::size_of::<StockPrices>(),
-                ),
-            )?;
+        budget.charge(counts[0].cost(::core::mem::size_of::<StockPrices>(), true))?;
         ::core::result::Result::Ok(())
     }
     fn decode_protobuf(

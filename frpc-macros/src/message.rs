@@ -1,7 +1,7 @@
 //! `#[derive(Message)]`: a struct → `model::Message`, a unit-only enum → `model::Enum`, then
 //! `frpc-codegen`'s message emitter.
 
-use frpc_codegen::emit::messages::{enum_impl, message_impl};
+use frpc_codegen::emit::messages::{Protobuf, enum_impl, message_impl};
 use frpc_codegen::model;
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
@@ -87,6 +87,10 @@ fn message(
         rust_path: input.ident.to_string(),
         fields,
         oneofs: Vec::new(),
+    };
+    let protobuf = match protobuf {
+        true => Protobuf::UserProst,
+        false => Protobuf::No,
     };
     errors.finish(message_impl(&msg, protobuf))
 }

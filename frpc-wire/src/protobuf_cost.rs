@@ -155,6 +155,58 @@ pub fn vec_cost(n: usize, size: usize) -> usize {
         .saturating_mul(size)
 }
 
+/// The elements of one repeated field found by the walk, and how they came: what its vector
+/// costs at its peak ([`Repeated::cost`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Repeated {
+    elements: usize,
+    /// Packed runs (length-delimited runs of scalars).
+    runs: usize,
+    /// Elements each in its own field (strings, messages, unpacked scalars).
+    loose: usize,
+}
+
+impl Repeated {
+    /// No elements yet.
+    pub const NEW: Repeated = Repeated {
+        elements: 0,
+        runs: 0,
+        loose: 0,
+    };
+
+    /// A packed run of `n` elements.
+    #[inline]
+    pub fn packed(&mut self, n: usize) {
+        self.elements += n;
+        self.runs += 1;
+    }
+
+    /// One element in its own field.
+    #[inline]
+    pub fn loose(&mut self) {
+        self.elements += 1;
+        self.loose += 1;
+    }
+
+    /// The peak of its vector of elements of `size` bytes. With `reserved` (the decoder
+    /// reserves a packed run's elements before reading it, as frpc's prost path does), one
+    /// packed run alone costs exactly its elements; runs and loose elements mixed, at most
+    /// three times them (a vector grows only when it is full, to at most twice what it must
+    /// hold, and both buffers are held while the elements move). Elements pushed one by one
+    /// cost what [`vec_cost`] says.
+    pub fn cost(&self, size: usize, reserved: bool) -> usize {
+        match (reserved, self.runs, self.loose) {
+            (true, 1, 0) => self.elements.saturating_mul(size),
+            (true, 1.., _) => self
+                .elements
+                .saturating_mul(3)
+                .saturating_add(4)
+                .saturating_mul(size),
+            _ => vec_cost(self.elements, size),
+        }
+    }
+}
+
 /// How many varints a packed run holds (its bytes without the continuation bit).
 pub fn packed_varints(run: &[u8]) -> usize {
     run.iter().filter(|b| **b < 0x80).count()
@@ -179,6 +231,26 @@ fn malformed() -> DecodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One packed run reserved costs its elements; runs and loose elements mixed, or elements
+    /// pushed one at a time (a decoder that does not reserve), the growth's peak.
+    #[test]
+    fn repeated_fields_cost_what_their_vectors_peak_at() {
+        let mut one_run = Repeated::NEW;
+        one_run.packed(1_000);
+        assert_eq!(one_run.cost(8, true), 8_000);
+        assert_eq!(one_run.cost(8, false), vec_cost(1_000, 8));
+        let mut mixed = one_run;
+        mixed.loose();
+        assert_eq!(mixed.cost(8, true), (3 * 1_001 + 4) * 8);
+        let mut two_runs = one_run;
+        two_runs.packed(1);
+        assert_eq!(two_runs.cost(8, true), (3 * 1_001 + 4) * 8);
+        let mut loose = Repeated::NEW;
+        (0..1_000).for_each(|_| loose.loose());
+        assert_eq!(loose.cost(24, true), vec_cost(1_000, 24));
+        assert_eq!(Repeated::NEW.cost(8, true), 0);
+    }
 
     #[test]
     fn walks_every_wire_type_and_refuses_garbage() {

@@ -9,7 +9,8 @@ pub use bytes::{BufMut, Bytes};
 pub use frpc_wire::polyglot::value::*;
 pub use frpc_wire::polyglot::{Decoder, Envelope, Kind, Message, decode_envelope, decode_nested, encode};
 pub use frpc_wire::protobuf_cost::{
-    Budget as ProtobufBudget, Value as ProtobufValue, fields as protobuf_fields, packed_varints, vec_cost,
+    Budget as ProtobufBudget, Repeated, Value as ProtobufValue, fields as protobuf_fields, packed_varints,
+    vec_cost,
 };
 pub use frpc_wire::{DecodeError, Parts};
 pub use prost_types;

@@ -8,16 +8,29 @@ use super::protobuf::{protobuf_cost, protobuf_encoder, protobuf_into_parts};
 use super::{ident, path};
 use crate::model::{Codec, Enum, Field, Message, Shape};
 
+/// Whether a message has a protobuf side, and whose prost derive decodes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protobuf {
+    /// Polyglot only (a Rust-first message not marked `#[frpc(protobuf)]`).
+    No,
+    /// prost's derive through frpc's path (`::frpc::codegen::prost`, as frpc-codegen sets it),
+    /// whose decoder reserves a packed run's elements before reading them.
+    FrpcProst,
+    /// The user's own prost derive (a Rust-first message marked `#[frpc(protobuf)]`).
+    UserProst,
+}
+
 /// The `Message` impl of one message: fields in three groups, each in declaration order. With
-/// `protobuf` (a prost message, as frpc-codegen generates, or a Rust-first message marked
-/// `#[frpc(protobuf)]`), also its protobuf encoding through prost; without (other Rust-first
-/// messages), the type stays polyglot only.
-pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
+/// a `protobuf` side (a prost message, as frpc-codegen generates, or a Rust-first message
+/// marked `#[frpc(protobuf)]`), also its protobuf encoding through prost; without (other
+/// Rust-first messages), the type stays polyglot only.
+pub fn message_impl(msg: &Message, protobuf: Protobuf) -> TokenStream {
     let ty = path(&msg.rust_path);
     let ordered: Vec<&Field> = msg.wire_order().collect();
     let protobuf = match protobuf {
-        true => protobuf_methods(msg),
-        false => TokenStream::new(),
+        Protobuf::No => TokenStream::new(),
+        Protobuf::FrpcProst => protobuf_methods(msg, true),
+        Protobuf::UserProst => protobuf_methods(msg, false),
     };
     if ordered.is_empty() {
         return quote! {
@@ -88,7 +101,8 @@ pub fn message_impl(msg: &Message, protobuf: bool) -> TokenStream {
 /// negotiated protobuf): the type is a prost message, which prost decodes; frpc's own encoder
 /// (`super::protobuf`) writes it when the model has its field numbers (messages from a
 /// .proto), prost otherwise (Rust-first messages marked `#[frpc(protobuf)]`).
-fn protobuf_methods(msg: &Message) -> TokenStream {
+/// `packed_reserved`: the decoder reserves packed runs (see [`Protobuf::FrpcProst`]).
+fn protobuf_methods(msg: &Message, packed_reserved: bool) -> TokenStream {
     let encoder = protobuf_encoder(msg).unwrap_or_else(|| {
         quote! {
             fn protobuf_len(&self) -> usize {
@@ -99,7 +113,7 @@ fn protobuf_methods(msg: &Message) -> TokenStream {
             }
         }
     });
-    let cost = protobuf_cost(msg);
+    let cost = protobuf_cost(msg, packed_reserved);
     let parts = protobuf_into_parts(msg);
     quote! {
         const PROTOBUF: bool = true;

@@ -185,7 +185,7 @@ impl Generator {
         let msgs = package.messages.iter().map(|m| {
             let path = format!(".{}", m.proto_name);
             let cfg = matching(&self.message_attributes, &path).map(Attributes::cfg);
-            let item = messages::message_impl(m, true);
+            let item = messages::message_impl(m, messages::Protobuf::FrpcProst);
             quote! { #(#cfg)* #item }
         });
         let enums = package.enums.iter().map(|e| {

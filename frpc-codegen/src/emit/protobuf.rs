@@ -293,8 +293,9 @@ fn scalar_module(kind: ProtoKind) -> TokenStream {
 /// box is charged, nested messages recursively); `None` otherwise, or without field numbers.
 /// Strings and bytes are not charged: they cost at most the input again. A repeated field's
 /// elements are counted during the walk and its vector charged after it, at the peak its
-/// growth reaches for that count (`vec_cost`).
-pub fn protobuf_cost(msg: &Message) -> Option<TokenStream> {
+/// growth reaches for that count, or at what a packed run holds where the decoder reserves
+/// it first (`packed_reserved`; `Repeated::cost`).
+pub fn protobuf_cost(msg: &Message, packed_reserved: bool) -> Option<TokenStream> {
     let fields: Vec<(&Field, &ProtoField)> = msg
         .fields
         .iter()
@@ -320,9 +321,9 @@ pub fn protobuf_cost(msg: &Message) -> Option<TokenStream> {
             let slots = (0..n).map(Literal::usize_unsuffixed);
             let n = Literal::usize_unsuffixed(n);
             quote! {
-                let mut counts = [0usize; #n];
+                let mut counts = [::frpc::codegen::Repeated::NEW; #n];
                 #walk?;
-                #( budget.charge(::frpc::codegen::vec_cost(counts[#slots], ::core::mem::size_of::<#vectors>()))?; )*
+                #( budget.charge(counts[#slots].cost(::core::mem::size_of::<#vectors>(), #packed_reserved))?; )*
                 ::core::result::Result::Ok(())
             }
         }
@@ -365,13 +366,13 @@ fn cost_arm(f: &Field, p: &ProtoField, vectors: &mut Vec<TokenStream>) -> Option
             let packed = match (p.kind.packable(), nested) {
                 (true, _) => quote! {
                     (#number, #value::Bytes(bytes)) => {
-                        counts[#slot] += #per_run;
+                        counts[#slot].packed(#per_run);
                         #ok
                     }
                 },
                 (false, Some(nested)) => quote! {
                     (#number, #value::Bytes(bytes)) => {
-                        counts[#slot] += 1;
+                        counts[#slot].loose();
                         #nested
                     }
                 },
@@ -381,7 +382,7 @@ fn cost_arm(f: &Field, p: &ProtoField, vectors: &mut Vec<TokenStream>) -> Option
             Some(quote! {
                 #packed
                 (#number, _) => {
-                    counts[#slot] += 1;
+                    counts[#slot].loose();
                     #ok
                 }
             })
