@@ -642,7 +642,8 @@ impl Client {
 
     /// Turns frpc off and hands back the TCP stream, plus the bytes already read from it that
     /// no packet consumed (Go loses those). Whatever was queued is flushed first. Pending calls
-    /// fail; other clones of this client see a closed connection.
+    /// fail; other clones of this client see a closed connection. A connection already closed
+    /// (by either side) is [`Error::ConnectionClosed`].
     pub async fn into_raw(self) -> Result<(TcpStream, BytesMut), Error> {
         let conn = &self.handle.conn;
         let take = conn.request_handback()?;

@@ -221,3 +221,30 @@ async fn into_raw_without_arming_still_hands_the_socket_back() {
     assert!(unparsed.is_empty());
     assert_eq!(stream.peer_addr().unwrap(), server.addr);
 }
+
+/// `into_raw` on a connection already closed (by this side, or by the server) fails at once;
+/// it waited for ever on a writer that had finished (session 31's shutdown probe).
+#[tokio::test]
+async fn into_raw_on_a_closed_connection_fails_at_once() {
+    for closed_here in [true, false] {
+        let server = start(quiet_server(Concurrency::PerRpc)).await;
+        let client = Client::connect_with(server.addr, quiet_client()).await.unwrap();
+        assert_eq!(call(&client, ECHO, "x").await.unwrap().value, "x");
+        match closed_here {
+            true => client.close(),
+            false => {
+                server.shutdown.notify_one();
+                server.done.await.unwrap().unwrap();
+            }
+        }
+        client.closed().await;
+        let taken = tokio::time::timeout(Duration::from_secs(10), client.into_raw()).await;
+        let Ok(Err(err)) = taken else {
+            panic!("closed_here {closed_here}: not an error at once: {taken:?}");
+        };
+        assert!(
+            matches!(err, Error::ConnectionClosed { .. } | Error::Io(_)),
+            "{err:?}"
+        );
+    }
+}

@@ -582,6 +582,10 @@ impl Connection {
             // Refused before anything stops: the connection goes on as it was.
             return Err(Error::Config(super::handback::NO_TAKEOVER.into()));
         }
+        // Closed already: its halves are on their way out, if not gone.
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
         let take = self.handback.request()?;
         self.stop_reading();
         Ok(take)

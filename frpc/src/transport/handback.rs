@@ -32,7 +32,9 @@ pub(crate) type Join<R, W> = Box<dyn FnOnce(R, W) -> std::io::Result<TcpStream> 
 pub(crate) struct Handback {
     available: bool,
     requested: AtomicBool,
-    tx: Mutex<Option<oneshot::Sender<RawConnection>>>,
+    /// The taker, and whether the writer is done with the slot (handed back or abandoned):
+    /// a request after that would wait for ever.
+    tx: Mutex<(Option<oneshot::Sender<RawConnection>>, bool)>,
 }
 
 impl fmt::Debug for Handback {
@@ -49,7 +51,7 @@ impl Handback {
         Handback {
             available,
             requested: AtomicBool::new(false),
-            tx: Mutex::new(None),
+            tx: Mutex::new((None, false)),
         }
     }
 
@@ -63,8 +65,25 @@ impl Handback {
             return Err(Error::closed("the connection is already being taken over"));
         }
         let (tx, rx) = oneshot::channel();
-        *self.tx.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        let mut slot = self.lock();
+        if slot.1 {
+            return Err(Error::closed(
+                "the connection closed before it could be taken over",
+            ));
+        }
+        slot.0 = Some(tx);
         Ok(TakeConnection { rx })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<oneshot::Sender<RawConnection>>, bool)> {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The writer is done with the slot: takes the taker, if there is one.
+    fn finish(&self) -> Option<oneshot::Sender<RawConnection>> {
+        let mut slot = self.lock();
+        slot.1 = true;
+        slot.0.take()
     }
 
     pub(crate) fn requested(&self) -> bool {
@@ -73,7 +92,7 @@ impl Handback {
 
     /// Drops a pending request: the connection failed instead of being handed back.
     pub(crate) fn abandon(&self) {
-        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.finish();
     }
 
     /// Called by the writer once it has flushed and kept its half: waits for the reader's parts
@@ -91,7 +110,7 @@ impl Handback {
             )),
             (_, None) => Err(std::io::Error::other(NO_TAKEOVER)),
         };
-        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(tx) = self.finish() {
             let _ = tx.send(raw);
         }
     }
