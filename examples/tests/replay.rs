@@ -119,8 +119,9 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     let mut framed = Framed::new(stream, PacketCodec::new(framing));
     if offer {
         let got = next_packet(&mut framed, "offer").await;
-        // Every extension of docs/extensions.md, protobuf (0x10), byte windows (0x80) and reflection (0x100) included.
-        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 1, 0xff][..]);
+        // Every extension of docs/extensions.md, protobuf (0x10), byte windows (0x80),
+        // reflection (0x100) and the drain notice (0x200) included.
+        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 3, 0xff][..]);
         assert_eq!(
             hex::encode(wire_bytes(framing, &got)),
             hex::encode(wire_bytes(framing, &offer)),

@@ -515,6 +515,20 @@ impl Client {
         self.handle.conn.is_closed()
     }
 
+    /// Whether the server said it is shutting down (an frpc server tells clients that took the
+    /// drain extension, `docs/extensions.md` §14): start nothing new here, connect again (a
+    /// [`crate::Channel`] does so by itself). The calls sent before are served; later ones
+    /// are refused (UNAVAILABLE, "the server is shutting down"). Never true with a Go server.
+    pub fn is_draining(&self) -> bool {
+        self.handle.calls.is_draining()
+    }
+
+    /// Resolves once the server says it is shutting down (see [`Client::is_draining`]); never
+    /// with a server that does not tell (Go fRPC, an older frpc).
+    pub async fn draining(&self) {
+        self.handle.calls.draining().await
+    }
+
     /// Resolves when the connection closes.
     pub async fn closed(&self) {
         self.handle.conn.closed().await

@@ -669,7 +669,9 @@ impl Server {
             .await
     }
 
-    /// Serves until `signal` resolves, then shuts down gracefully: stops accepting, refuses the
+    /// Serves until `signal` resolves, then shuts down gracefully: stops accepting, tells frpc
+    /// clients (the drain notice: they connect anew, and the unary calls they sent before they
+    /// knew are served), refuses the
     /// calls and streams started after it with UNAVAILABLE (as HTTP/2's GOAWAY; the connections
     /// are still read, so client streams can finish), lets running calls finish and their
     /// replies flush for up to
@@ -978,6 +980,7 @@ async fn run_connection<R, W>(
         context: OnceLock::new(),
     };
     let dispatch = ServerDispatch::new(router, shared.limits.clone(), rpcs.clone());
+    let drain_notice = dispatch.drain_notice();
     let options = Options {
         drain: Some(shutdown.clone()),
         shared_reader: None,
@@ -993,9 +996,16 @@ async fn run_connection<R, W>(
         // a call it was starting is among `rpcs` by then.
         () = conn.drain_started() => {}
     }
-    // From here on the connection's streams send no more messages, and it takes no new call.
+    // From here on the connection's streams send no more messages, and it takes no new call
+    // (but for the unary calls a client told of the drain sent before it knew: served until it
+    // answers, which comes behind them).
     if shutdown.is_cancelled() {
         conn.start_draining();
+        tokio::select! {
+            () = drain_notice.until_answered() => {}
+            _ = conn.closed() => {}
+            _ = force.cancelled() => {}
+        }
     }
     rpcs.close();
     let replied_while_draining = shutdown.is_cancelled() && !rpcs.is_empty();

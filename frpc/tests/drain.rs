@@ -113,3 +113,176 @@ async fn a_client_stream_open_at_the_shutdown_finishes() {
     assert_eq!(reply.value, "a,b");
     within("the shutdown", server.done).await.unwrap().unwrap();
 }
+
+/// A server's connection as a raw peer sees it, frpc's extensions offered (drain included).
+struct Raw(tokio_util::codec::Framed<tokio::net::TcpStream, frpc::wire::PacketCodec>);
+
+impl Raw {
+    async fn connect(addr: std::net::SocketAddr, offer: &str) -> Raw {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut raw = Raw(tokio_util::codec::Framed::new(
+            stream,
+            frpc::wire::PacketCodec::new(Framing::Frisbee),
+        ));
+        raw.send_bytes(offer).await;
+        raw
+    }
+
+    /// Writes `hex` (whole packets) as it is.
+    async fn send_bytes(&mut self, hex: &str) {
+        use tokio::io::AsyncWriteExt;
+        let bytes: Vec<u8> = hex
+            .split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect();
+        self.0.get_mut().write_all(&bytes).await.unwrap();
+    }
+
+    async fn call(&mut self, op: u16, id: u16, value: &str) {
+        use futures_util::SinkExt;
+        let content = frpc::codegen::Message::to_polyglot(&Text::new(value));
+        self.0
+            .send(frpc::wire::Packet::new(id, op, content))
+            .await
+            .unwrap();
+    }
+
+    /// The next packet but PINGs (answered) and PONGs; `None` once the connection closed.
+    async fn next(&mut self) -> Option<frpc::wire::Packet> {
+        use futures_util::{SinkExt, StreamExt};
+        loop {
+            let packet = within("a packet", self.0.next()).await?.unwrap();
+            match packet.op {
+                frpc::wire::op::PING => self.0.send(frpc::wire::Packet::pong()).await.unwrap(),
+                frpc::wire::op::PONG => {}
+                _ => return Some(packet),
+            }
+        }
+    }
+}
+
+/// The drain notice, byte for byte as `docs/extensions.md` §14 shows it: a client that offered
+/// it is told (DRAIN) when the shutdown begins; a call it sends before it answers is served,
+/// not refused (it was on its way before the client knew); after its DRAINED a call is
+/// refused; the call running at the shutdown answers, and the connection closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_told_of_the_drain_has_its_calls_on_the_way_served() {
+    let doc = include_str!("../../docs/extensions.md");
+    let in_doc = |hex: &str| {
+        assert!(doc.contains(hex), "docs/extensions.md shows `{hex}`");
+        hex.to_owned()
+    };
+    let offer = in_doc("00 0f 00 01 ff ff 00 00 00 05 01 00 00 03 ff");
+    let drain = in_doc("00 0f 00 09 ff ff 00 00 00 00");
+    let drained = in_doc("00 0f 00 0a ff ff 00 00 00 00");
+    let server = start(long_grace(Framing::Frisbee)).await;
+    let mut raw = Raw::connect(server.addr, &offer).await;
+    let accept = raw.next().await.unwrap();
+    // Every bit but protobuf (whose messages the test service's are not): the drain's is in.
+    assert_eq!(
+        (accept.id, accept.op, &accept.content[..]),
+        (2, 0xFFFF, &[1, 0, 0, 3, 0xef][..])
+    );
+    raw.call(GATED, 1, "running").await;
+    within("the gated call", gated_started(&server, 1)).await;
+    server.shutdown.notify_one();
+    let told = raw.next().await.unwrap();
+    assert_eq!(
+        (told.id, told.op, told.content.len()),
+        (9, 0xFFFF, 0),
+        "DRAIN: {told:?}"
+    );
+    assert_eq!(drain, "00 0f 00 09 ff ff 00 00 00 00");
+    raw.call(ECHO, 1, "on its way").await;
+    let served = raw.next().await.unwrap();
+    assert_eq!((served.id, served.op), (1, ECHO));
+    assert_eq!(
+        &served.content[..],
+        &frpc::codegen::Message::to_polyglot(&Text::new("on its way"))[..]
+    );
+    raw.send_bytes(&drained).await;
+    raw.call(ECHO, 2, "after").await;
+    let refused = raw.next().await.unwrap();
+    assert_eq!((refused.id, refused.op), (2, ECHO));
+    let text = String::from_utf8_lossy(&refused.content);
+    assert!(text.contains("the server is shutting down"), "{text}");
+    server.service.state.gate.add_permits(1);
+    let running = raw.next().await.unwrap();
+    assert_eq!((running.id, running.op), (1, GATED));
+    assert!(raw.next().await.is_none(), "the connection closes");
+    within("the shutdown", server.done).await.unwrap().unwrap();
+}
+
+/// A channel leaves a server that says it is shutting down for a new connection at once, so
+/// that no call fails while a successor takes over the listening socket (a rolling restart: a
+/// second server on a duplicate of the socket). Before, the channel stayed on the draining
+/// connection until it closed, and every call made meanwhile was refused (about half of the
+/// calls during a 2 s drain in session 31's probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_moves_to_a_successor_without_a_failed_call() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let twin = listener.into_std().unwrap();
+    let first = tokio::net::TcpListener::from_std(twin.try_clone().unwrap()).unwrap();
+    let serve = |listener: tokio::net::TcpListener| {
+        let service = TestService::default();
+        let server = frpc::Server::builder()
+            .config(long_grace(Framing::Frisbee))
+            .add_service(service.clone())
+            .build()
+            .unwrap();
+        let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+        let signal = stop.clone();
+        let done = tokio::spawn(async move {
+            server
+                .serve_listener_with_shutdown(listener, async move { signal.notified().await })
+                .await
+        });
+        Running {
+            addr,
+            service,
+            shutdown: stop,
+            done,
+        }
+    };
+    let old = serve(first);
+    let channel = frpc::Endpoint::from(addr).connect().await.unwrap();
+    let client = frpc::Client::connect(addr).await.unwrap();
+    assert_eq!(client.negotiation().await, frpc::Negotiated::Extensions);
+    let echo = |value: &'static str| {
+        let channel = channel.clone();
+        async move { frpc::codegen::call_unary::<Text, Text>(&channel, ECHO, Text::new(value)).await }
+    };
+    assert_eq!(echo("before").await.unwrap().value, "before");
+    // A call running on the old server holds its drain open.
+    let running = tokio::spawn({
+        let channel = channel.clone();
+        async move { frpc::codegen::call_unary::<Text, Text>(&channel, GATED, Text::new("running")).await }
+    });
+    within("the gated call", gated_started(&old, 1)).await;
+    let successor = serve(tokio::net::TcpListener::from_std(twin).unwrap());
+    old.shutdown.notify_one();
+    within("the drain notice", client.draining()).await;
+    let mut calls = 0;
+    while channel.reconnects() == 0 || calls < 100 {
+        let reply = within("a call during the drain", echo("during")).await;
+        assert_eq!(reply.unwrap().value, "during", "call {calls}");
+        calls += 1;
+    }
+    assert_eq!(channel.reconnects(), 1);
+    old.service.state.gate.add_permits(1);
+    assert_eq!(
+        within("the running call", running).await.unwrap().unwrap().value,
+        "running"
+    );
+    within("the old server's shutdown", old.done)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(echo("after").await.unwrap().value, "after");
+    successor.shutdown.notify_one();
+    within("the successor's shutdown", successor.done)
+        .await
+        .unwrap()
+        .unwrap();
+}

@@ -74,7 +74,7 @@ async fn next(raw: &mut Raw) -> frpc::wire::Packet {
 #[tokio::test]
 async fn the_spec_examples_are_the_bytes() {
     let spec = Spec::load();
-    let offer = spec.bytes(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 01 ff"]);
+    let offer = spec.bytes(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 03 ff"]);
     let reflect = spec.bytes(&["00 0f 00 07 ff ff 00 00 00 00"]);
     let empty = spec.bytes(&["00 0f 00 08 ff ff 00 00 00 00"]);
     let a_proto = spec.bytes(&["00 0f 00 08 ff ff 00 00 00 0b 0a 09 0a 07 61 2e 70 72 6f 74 6f"]);

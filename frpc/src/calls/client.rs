@@ -57,6 +57,10 @@ pub(crate) struct ClientCalls {
     /// Reflection requests waiting for their answers, oldest first (the server answers in
     /// order).
     reflections: Mutex<std::collections::VecDeque<oneshot::Sender<Bytes>>>,
+    /// Set once the server said it is shutting down (its DRAIN): nothing new should start on
+    /// the connection; a channel moves to a new one.
+    draining: AtomicBool,
+    drain_told: tokio::sync::Notify,
 }
 
 /// What a unary call carries beside its request.
@@ -220,7 +224,36 @@ impl ClientCalls {
             streams: Arc::new(StreamTable::new(config, Default::default(), usize::MAX)),
             raw: RawRoutes::default(),
             reflections: Mutex::default(),
+            draining: AtomicBool::new(false),
+            drain_told: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Whether the server said it is shutting down (see [`ext::EXT_DRAIN`]).
+    pub(crate) fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
+    }
+
+    /// Resolves once the server says it is shutting down.
+    pub(crate) async fn draining(&self) {
+        crate::notify::until(&self.drain_told, || self.is_draining()).await
+    }
+
+    /// The server's DRAIN: answered with DRAINED, queued behind every call sent so far (the
+    /// server serves those, then refuses what may still follow), then told to whoever waits.
+    fn drain(&self, conn: &Arc<Connection>) {
+        if self.draining.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let drained = ext::drain(ext::DRAINED);
+        if let Err(err) = conn.try_send(drained.clone()) {
+            // The queue is full: the answer waits its turn (the server waits for it, within its
+            // shutdown grace).
+            tracing::debug!(%err, "the write queue is full; the drain's answer waits for room");
+            let conn = conn.clone();
+            tokio::spawn(async move { conn.send(drained).await });
+        }
+        self.drain_told.notify_waiters();
     }
 
     /// Registers a reflection request (before sending it): the receiver gets the answer, or
@@ -676,9 +709,10 @@ pub(crate) struct ClientDispatch {
 impl ClientDispatch {
     /// A packet on the extension operation: the server's answer to the offer, a stream's
     /// credit or open acknowledgement, a reflection answer.
-    fn extension(&self, packet: Packet) {
+    fn extension(&self, conn: &Arc<Connection>, packet: Packet) {
         let calls = &self.calls;
         match packet.id {
+            ext::DRAIN if calls.ext.accepted() & ext::EXT_DRAIN != 0 => calls.drain(conn),
             ext::ACCEPT => {
                 if let Some((_, bits)) = ext::parse_hello(&packet.content) {
                     calls.ext.accept(bits);
@@ -721,7 +755,7 @@ impl Dispatch for ClientDispatch {
             return Some(packet);
         }
         if packet.op == ext::OP {
-            self.extension(packet);
+            self.extension(conn, packet);
             return None;
         }
         if calls.raw.get(packet.op).is_some() {

@@ -48,6 +48,11 @@ pub(crate) const REFLECT: u16 = 7;
 /// Reflection: the server's answer to a REFLECT, in order: an encoded
 /// `google.protobuf.FileDescriptorSet` (a file may repeat; readers keep the first of a name).
 pub(crate) const REFLECTION: u16 = 8;
+/// Drain notice: the server began shutting down; the client starts nothing new on the
+/// connection (empty content).
+pub(crate) const DRAIN: u16 = 9;
+/// The client's answer to a DRAIN: nothing new follows it on the connection (empty content).
+pub(crate) const DRAINED: u16 = 10;
 
 /// Extension bits (the u32 of OFFER and ACCEPT).
 pub(crate) const EXT_CANCEL: u32 = 1 << 0;
@@ -69,6 +74,10 @@ pub(crate) const EXT_OPEN_ACK: u32 = 1 << 6;
 pub(crate) const EXT_BYTES: u32 = 1 << 7;
 /// The server answers REFLECT packets with the file descriptors of its services.
 pub(crate) const EXT_REFLECTION: u32 = 1 << 8;
+/// The server tells the client when it begins shutting down (DRAIN), and serves the calls that
+/// reach it until the client answers (DRAINED), as HTTP/2's GOAWAY lets a client move away
+/// without losing a call.
+pub(crate) const EXT_DRAIN: u32 = 1 << 9;
 /// Everything this version knows.
 pub(crate) const SUPPORTED: u32 = EXT_CANCEL
     | EXT_DEADLINE
@@ -78,7 +87,8 @@ pub(crate) const SUPPORTED: u32 = EXT_CANCEL
     | EXT_FLOW
     | EXT_OPEN_ACK
     | EXT_BYTES
-    | EXT_REFLECTION;
+    | EXT_REFLECTION
+    | EXT_DRAIN;
 
 /// The bits a peer offers or accepts: everything, less protobuf when its config turns that off.
 pub(crate) fn supported(protobuf: bool) -> u32 {
@@ -117,6 +127,11 @@ pub(crate) fn parse_hello(content: &[u8]) -> Option<(u8, u32)> {
         0 => None,
         _ => Some((version, u32::from_be_bytes(bits.try_into().ok()?))),
     }
+}
+
+/// A DRAIN (server) or DRAINED (client) packet: `id` alone, no content.
+pub(crate) fn drain(id: u16) -> Packet {
+    Packet::new(id, OP, Bytes::new())
 }
 
 /// A CANCEL for the unary call (`op`, `id`), or for stream `id` when `op` is 2 (STREAM).
@@ -812,8 +827,8 @@ mod tests {
             hex(&header.encode(&[0x08, 0x00])),
             "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
         );
-        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 01 ff");
-        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 01 ef");
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 03 ff");
+        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 03 ef");
         assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
         let messages = |messages| Window {
             messages,

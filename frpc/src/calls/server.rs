@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use super::budget::ByteBudget;
 use super::codec;
+use super::drain::DrainNotice;
 use super::ext::{self, CallInfo, CallState, Registry};
 use super::slot::UnarySlot;
 use super::stream::{Budget, Routed, ServerStream, StreamExt, StreamSetup, StreamTable};
@@ -160,6 +161,8 @@ pub(crate) struct ServerDispatch<H> {
     accepted: AtomicU32,
     /// Calls of a connection with extensions that CANCEL may find.
     registry: Arc<Registry>,
+    /// The drain notice to a client that took it (shared with the connection's shutdown).
+    drain: Arc<DrainNotice>,
 }
 
 /// Marks [`ServerDispatch::accepted`] once an offer was answered (later ones are ignored).
@@ -184,7 +187,19 @@ impl<H: Handlers> ServerDispatch<H> {
             rpcs,
             accepted: AtomicU32::new(0),
             registry: Arc::default(),
+            drain: Arc::default(),
         }
+    }
+
+    /// The connection's drain notice, for its shutdown to wait for the client's answer.
+    pub(crate) fn drain_notice(&self) -> Arc<DrainNotice> {
+        self.drain.clone()
+    }
+
+    /// Whether a unary call starting now is refused: the server is shutting down, and the
+    /// client was not told, or has answered the telling (nothing new should come).
+    fn refuses_calls(&self, conn: &Connection) -> bool {
+        conn.is_draining() && !self.drain.awaiting()
     }
 
     /// The extensions this connection uses (0: plain fRPC).
@@ -244,6 +259,7 @@ impl<H: Handlers> ServerDispatch<H> {
                 };
                 self.streams.credit(stream, grant);
             }
+            ext::DRAINED if self.extensions() & ext::EXT_DRAIN != 0 => self.drain.answered(),
             ext::REFLECT if self.extensions() & ext::EXT_REFLECTION != 0 => {
                 let answer = Packet::new(ext::REFLECTION, ext::OP, self.limits.reflection.clone());
                 // Too large for the connection's packets, it fails to send; the client's
@@ -748,7 +764,7 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             return self.extension(conn, packet).await;
         }
         match self.handlers.target(packet.op) {
-            Some(Target::Unary(_)) if conn.is_draining() => {
+            Some(Target::Unary(_)) if self.refuses_calls(conn) => {
                 let ext = match self.extensions() {
                     0 => None,
                     bits => Some((None, bits)),
@@ -785,6 +801,15 @@ impl<H: Handlers> Dispatch for ServerDispatch<H> {
             };
             let status = Status::resource_exhausted(text);
             send_reply(conn, header.id, header.op, Err(status), ext).await;
+        }
+    }
+
+    /// Tells a client that took the drain notice; the calls it sent before it knew are served
+    /// until its DRAINED. With the write queue full, it is not told: its calls are refused, as
+    /// a client without the extension's are.
+    fn draining(&self, conn: &Arc<Connection>) {
+        if self.extensions() & ext::EXT_DRAIN != 0 && conn.try_send(ext::drain(ext::DRAIN)).is_ok() {
+            self.drain.sent();
         }
     }
 

@@ -46,8 +46,8 @@ impl State {
         match self {
             State::Idle => ChannelState::Idle,
             State::Connecting => ChannelState::Connecting,
-            // A closed connection: the supervisor is about to try again.
-            State::Ready(client) if client.is_closed() => ChannelState::Connecting,
+            // A closed (or draining) connection: the supervisor is about to try again.
+            State::Ready(client) if client.is_closed() || client.is_draining() => ChannelState::Connecting,
             State::Ready(_) => ChannelState::Ready,
             State::NotServing(_) => ChannelState::NotServing,
             State::Down(reason) => ChannelState::TransientFailure(reason.clone()),
@@ -322,17 +322,17 @@ impl Handle {
         &self.shared.endpoint
     }
 
-    /// The current connection, when one is up.
+    /// The current connection, when one is up (and its server is not shutting down).
     pub(crate) fn ready_client(&self) -> Option<Client> {
         match &*self.shared.state.borrow() {
-            State::Ready(client) if !client.is_closed() => Some(client.clone()),
+            State::Ready(client) if takes_calls(client) => Some(client.clone()),
             _ => None,
         }
     }
 
     /// Whether a connection is up.
     pub(crate) fn is_ready(&self) -> bool {
-        matches!(&*self.shared.state.borrow(), State::Ready(client) if !client.is_closed())
+        matches!(&*self.shared.state.borrow(), State::Ready(client) if takes_calls(client))
     }
 
     /// A receiver of state changes (the current state counts as seen).
@@ -373,7 +373,7 @@ impl Handle {
         let reason = loop {
             match &*rx.borrow_and_update() {
                 // A call the balancer admitted just before the server stopped serving goes on.
-                State::Ready(client) | State::NotServing(client) if !client.is_closed() => {
+                State::Ready(client) | State::NotServing(client) if takes_calls(client) => {
                     return Ok(client.clone());
                 }
                 // Closed, and the supervisor is about to try again: wait for that attempt.
@@ -398,7 +398,7 @@ impl Handle {
         let mut rx = self.shared.state.subscribe();
         loop {
             let ready = match &*rx.borrow_and_update() {
-                State::Ready(client) => !client.is_closed(),
+                State::Ready(client) => takes_calls(client),
                 State::Idle => {
                     self.shared.wake.notify_one();
                     false
@@ -416,8 +416,15 @@ impl Handle {
     }
 }
 
+/// Whether new calls may go to `client`: it is open, and its server has not said it is
+/// shutting down (its DRAIN: the supervisor is connecting anew).
+fn takes_calls(client: &Client) -> bool {
+    !client.is_closed() && !client.is_draining()
+}
+
 /// Connects, watches the connection, reconnects: the first attempt after a close goes at once,
-/// each after a failure waits out the backoff.
+/// each after a failure waits out the backoff. A server that says it is shutting down (DRAIN)
+/// is left at once for a new connection (its calls in flight finish on the old one).
 async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
     let mut current = match start {
         Start::Lazy => {
@@ -470,6 +477,13 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
         let up_since = Instant::now();
         tokio::select! {
             _ = client.closed() => {}
+            () = client.draining() => {
+                // Left before it closes: the server's shutdown is why.
+                shared.record_close(Some(CloseReason::PeerClosed("the server is shutting down".into())));
+                failures = 0;
+                tracing::debug!(endpoint = shared.endpoint.address(), "the server is shutting down, reconnecting");
+                continue;
+            }
             _ = stop.cancelled() => break,
             never = follow_health(&shared, &client) => match never {},
         }

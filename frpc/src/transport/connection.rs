@@ -81,6 +81,11 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     fn oversize(&self, conn: &Arc<Connection>, header: Header) -> impl Future<Output = ()> + Send;
     /// A PONG arrived (the answer to one of our PINGs).
     fn pong(&self) {}
+    /// The reader is about to mark the connection draining (its server began shutting down),
+    /// before reading the next packet: what the dispatcher sends now goes out ahead of its
+    /// answers to the packets that follow, and what it notes is there before anyone sees the
+    /// connection draining.
+    fn draining(&self, _conn: &Arc<Connection>) {}
     /// The connection closed with `err`: called once, synchronously, by whoever closed it, so
     /// waiting calls and streams fail at once.
     fn closed(&self, err: &Error);
@@ -790,6 +795,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
         if since_drain_check == DRAIN_CHECK_EVERY {
             since_drain_check = 0;
             if conn.drain_was_requested() && !conn.is_draining() {
+                dispatch.draining(&conn);
                 conn.start_draining();
                 // The drain's wake-up took the registered waker (see below).
                 signal_registered = false;
@@ -814,6 +820,7 @@ async fn read_loop<R: AsyncRead + Unpin, D: Dispatch>(
                     // (the dispatcher sees the connection draining), as HTTP/2 does after its
                     // GOAWAY. The connection closes once its calls are done, or at the grace.
                     Woken::Signal(Signal::Drain) => {
+                        dispatch.draining(&conn);
                         conn.start_draining();
                         // The wake-up took the registered waker: register it again, or a later
                         // stop (a close, a takeover) would not wake this wait.

@@ -347,7 +347,11 @@ impl<T: Message> FrpcSender<T> {
     /// shutting down (never true on a client's connection).
     pub(super) fn check_open(&self) -> Result<(), Error> {
         if self.guard.ended.load(Ordering::Relaxed) {
-            return Err(Error::StreamEnded);
+            // Ended because the peer cancelled it (its handler dropped): that is the reason.
+            return Err(match self.guard.is_cancelled() {
+                true => Error::Cancelled,
+                false => Error::StreamEnded,
+            });
         }
         match self.guard.conn.is_draining() {
             true => Err(Error::ShuttingDown),
