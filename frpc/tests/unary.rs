@@ -595,3 +595,47 @@ async fn an_error_text_that_is_not_utf8_still_reads_as_the_error() {
     let status = err.status().unwrap_or_else(|| panic!("a status: {err:?}"));
     assert_eq!(status.message(), "bad\u{fffd}!");
 }
+
+/// A method whose 65,536 ids are all given up (cancelled, their replies possibly on the way)
+/// fails the next call at once with RESOURCE_EXHAUSTED, and says why: it said the connection
+/// was closed, which it was not (a channel or retry layer would take it for a dead connection;
+/// session 31's soak probe). Another method's calls go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_method_out_of_ids_is_resource_exhausted_not_closed() {
+    use futures_util::stream::FuturesUnordered;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Takes cancellation, answers only FAIL calls (as an echo), reads everything.
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut framed = Framed::new(stream, PacketCodec::new(Framing::Frisbee));
+        while let Some(Ok(packet)) = framed.next().await {
+            match packet.op {
+                frpc_wire::op::PING => framed.send(Packet::pong()).await.unwrap(),
+                0xFFFF if packet.id == 1 => {
+                    let accept = Packet::new(2, 0xFFFF, &[1u8, 0, 0, 0, 1][..]);
+                    framed.send(accept).await.unwrap();
+                }
+                FAIL => framed.send(packet).await.unwrap(),
+                _ => {}
+            }
+        }
+    });
+    let mut config = ClientConfig::default();
+    config.connection.ping_interval = Duration::from_secs(3600);
+    let client = Client::connect_with(addr, config).await.unwrap();
+    assert!(client.negotiated().await);
+    let mut calls: FuturesUnordered<_> = (0..65_536).map(|_| call(&client, ECHO, "x")).collect();
+    // Each call registers on its first poll (a few thousand a turn); none is answered.
+    while client.inflight() < 65_536 {
+        let next = futures_util::StreamExt::next(&mut calls);
+        let answered = tokio::time::timeout(Duration::from_millis(1), next).await;
+        assert!(answered.is_err(), "no answer: {answered:?}");
+    }
+    drop(calls);
+    let err = call(&client, ECHO, "one more").await.unwrap_err();
+    assert_eq!(err.code(), frpc::Code::ResourceExhausted, "{err}");
+    assert!(err.to_string().contains("65,536 ids of operation 10"), "{err}");
+    assert!(!client.is_closed());
+    assert_eq!(call(&client, FAIL, "other").await.unwrap().value, "other");
+}

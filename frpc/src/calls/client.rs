@@ -98,10 +98,11 @@ struct Table {
     /// call too), and is corked.
     unread: usize,
     next_ids: IdMap<u16, u16>,
-    /// Calls given up before their reply came (a timeout, a dropped future), with when: their
-    /// ids are not reused while a late reply may still come (see [`ABANDONED_FOR`]), or the
-    /// reply would go to the newer call (a probe got another call's answer, 65,535 calls after
-    /// a timeout). Cleared by the late reply, or when the id comes round again after that long.
+    /// Calls given up before their reply came (a timeout, a dropped future), with until when:
+    /// their ids are not reused while a late reply may still come (see [`ABANDONED_FOR`]), or
+    /// the reply would go to the newer call (a probe got another call's answer, 65,535 calls
+    /// after a timeout). Cleared by the late reply, or when the id comes round again after
+    /// that.
     abandoned: IdMap<u32, std::time::Instant>,
     /// The call that drives the connection's read loop (`SharedReader`): one registered alone,
     /// until it has its reply, gives up, or another call joins it.
@@ -110,9 +111,15 @@ struct Table {
     takeover_armed: bool,
 }
 
-/// How long the id of a call given up stays out of use if its reply never comes (a server
-/// that took the cancel sends none): far beyond any reply still on its way.
+/// How long the id of a call given up stays out of use if its reply never comes, with a
+/// server that does not take CANCEL (Go's: its handler runs on and replies whenever it is
+/// done): far beyond most calls.
 const ABANDONED_FOR: Duration = Duration::from_secs(60);
+/// The same after a CANCEL: the server drops the call and sends nothing, so a late reply is
+/// one it wrote before it read the CANCEL, which comes within two trips of the network. Short,
+/// so that a method whose calls time out by the thousand keeps ids to call with (64 tasks
+/// giving up 3,000 calls a second took all 65,536 for a minute).
+const CANCELLED_FOR: Duration = Duration::from_secs(10);
 
 /// A call's entry in the in-flight table.
 #[derive(Debug)]
@@ -163,11 +170,11 @@ impl Table {
     }
 }
 
-/// Whether the call under `key` was given up less than [`ABANDONED_FOR`] ago (an older entry is
-/// dropped: its id is free again).
+/// Whether the call under `key` is still out of use (an entry past its time is dropped: its id
+/// is free again).
 fn still_abandoned(abandoned: &mut IdMap<u32, std::time::Instant>, key: u32) -> bool {
     match abandoned.get(&key) {
-        Some(since) if since.elapsed() < ABANDONED_FOR => true,
+        Some(until) if std::time::Instant::now() < *until => true,
         Some(_) => {
             abandoned.remove(&key);
             false
@@ -245,14 +252,8 @@ impl ClientCalls {
         if self.draining.swap(true, Ordering::AcqRel) {
             return;
         }
-        let drained = ext::drain(ext::DRAINED);
-        if let Err(err) = conn.try_send(drained.clone()) {
-            // The queue is full: the answer waits its turn (the server waits for it, within its
-            // shutdown grace).
-            tracing::debug!(%err, "the write queue is full; the drain's answer waits for room");
-            let conn = conn.clone();
-            tokio::spawn(async move { conn.send(drained).await });
-        }
+        // With the queue full, it waits its turn (the server waits for it, within its grace).
+        conn.send_control(ext::drain(ext::DRAINED));
         self.drain_told.notify_waiters();
     }
 
@@ -401,7 +402,7 @@ impl ClientCalls {
     #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice")]
     pub(crate) fn call<'a>(
         &'a self,
-        conn: &'a Connection,
+        conn: &'a Arc<Connection>,
         op: u16,
         content: Encoded,
         options: CallOptions<'a>,
@@ -486,9 +487,11 @@ impl ClientCalls {
         if table.closed {
             return Err(conn.closed_error());
         }
-        let (id, alone) = table
-            .register(op, Some(waker.clone()))
-            .ok_or_else(|| Error::closed(format!("65,536 calls of operation {op} already in flight")))?;
+        let (id, alone) = table.register(op, Some(waker.clone())).ok_or_else(|| {
+            Error::Status(Status::resource_exhausted(format!(
+                "all 65,536 ids of operation {op} are in flight or given up lately"
+            )))
+        })?;
         match (alone, conn.shared_reader()) {
             (true, Some(shared)) => {
                 table.driver = Some(key(op, id));
@@ -665,7 +668,7 @@ impl WakeDriver for ClientCalls {
 /// with the cancellation extension tells the server.
 struct PendingCall<'a> {
     calls: &'a ClientCalls,
-    conn: &'a Connection,
+    conn: &'a Arc<Connection>,
     key: u32,
     /// Whether the caller took its reply (the entry is gone).
     taken: bool,
@@ -683,15 +686,20 @@ impl Drop for PendingCall<'_> {
             // A reply that landed but was never read: the call is over, nothing to cancel.
             Some(Slot::Done(_)) => table.unread -= 1,
             Some(Slot::Waiting(_)) if !self.conn.is_closed() => {
-                // Its reply may still come: the id stays out of use until it does.
-                table.abandoned.insert(self.key, std::time::Instant::now());
+                // Its reply may still come: the id stays out of use until it does (or long
+                // enough that it will not).
+                let hold = match self.cancel {
+                    true => CANCELLED_FOR,
+                    false => ABANDONED_FOR,
+                };
+                table.abandoned.insert(self.key, std::time::Instant::now() + hold);
                 if self.cancel {
                     // Sent under the lock, the id not yet free, so no newer call can have
-                    // taken it. Best effort: with the write queue full the cancel is not sent
-                    // (the reply then lands nowhere). A cancel for a call that already
-                    // finished is ignored.
+                    // taken it; with the write queue full, as soon as there is room (a
+                    // handler left running would hold its server's places). A cancel for a
+                    // call that already finished is ignored.
                     let (op, id) = ((self.key >> 16) as u16, self.key as u16);
-                    let _ = self.conn.try_send(ext::cancel(op, id));
+                    self.conn.send_control(ext::cancel(op, id));
                 }
             }
             Some(Slot::Waiting(_)) | None => {}

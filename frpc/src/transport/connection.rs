@@ -484,6 +484,25 @@ impl Connection {
         self.try_send(packet)
     }
 
+    /// Queues a control packet the peer must get (a CANCEL, without which its handler would
+    /// run on; a DRAINED, which its shutdown waits for) from a caller that cannot wait (a
+    /// `Drop`): at once if there is room, else from a task that waits for room. Dropped only
+    /// once the connection is closed (or outside a Tokio runtime).
+    pub(crate) fn send_control(self: &Arc<Self>, packet: Packet) {
+        if self.is_closed() || self.try_send(packet.clone()).is_ok() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return tracing::debug!(
+                "the write queue is full and no runtime is left: a control packet is lost"
+            );
+        };
+        let conn = self.clone();
+        runtime.spawn(async move {
+            let _ = conn.send(packet).await;
+        });
+    }
+
     /// Queues a packet if there is room right now (for callers that cannot wait, like `Drop`).
     pub(crate) fn try_send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
         // Queued like `enqueue`'s (a stream's error reply may be cut from the chunk).
@@ -1097,6 +1116,54 @@ mod tests {
             ran_meanwhile >= 3,
             "the probe ran {ran_meanwhile} times during 600 sends"
         );
+    }
+
+    /// A control packet (a CANCEL) sent while the write queue is full is not lost: it goes out
+    /// once there is room. It was dropped, and the server's handler of a call or stream given up
+    /// ran on (session 31's soak probe: an endless stream's handler left running, its id
+    /// later reused).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_control_packet_waits_for_room_in_a_full_queue() {
+        use futures_util::StreamExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stream, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let (stream, (peer, _)) = (stream.unwrap(), accepted.unwrap());
+        let mut config = ConnectionConfig::default();
+        config.write_queue = 4;
+        config.ping_interval = Duration::from_secs(3600);
+        let (conn, _tasks) = Connection::spawn(
+            stream.into_split(),
+            None,
+            addr,
+            &config,
+            Ignore,
+            Options::default(),
+        );
+        // The peer reads nothing yet: large packets fill the socket's buffers, then the queue.
+        let filler = bytes::Bytes::from(vec![0u8; 256 * 1024]);
+        let mut queued = 0u16;
+        while conn.try_send(Packet::new(queued, 100, filler.clone())).is_ok() {
+            queued += 1;
+            // Let the writer take what the socket accepts.
+            tokio::task::yield_now().await;
+            assert!(queued < 10_000, "the queue never filled");
+        }
+        conn.send_control(Packet::new(7, 200, bytes::Bytes::from_static(b"cancel")));
+        let mut framed =
+            tokio_util::codec::FramedRead::new(peer, frpc_wire::PacketCodec::new(Framing::Frisbee));
+        let control = tokio::time::timeout(Duration::from_secs(10), async {
+            while let Some(packet) = framed.next().await {
+                let packet = packet.unwrap();
+                if packet.op == 200 {
+                    return packet;
+                }
+            }
+            panic!("the connection ended without the control packet")
+        })
+        .await
+        .expect("the control packet within 10 s");
+        assert_eq!((control.id, &control.content[..]), (7, &b"cancel"[..]));
     }
 
     /// A small content cut from a larger shared buffer (as the calls floor cuts small

@@ -119,7 +119,7 @@ impl StreamGuard {
     pub(super) fn expire(&self) {
         let already = self.finished.swap(true, Ordering::Relaxed);
         if !already && self.ext.bits & ext::EXT_CANCEL != 0 && !self.conn.is_closed() {
-            let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
+            self.conn.send_control(ext::cancel(op::STREAM, self.id));
         }
     }
 }
@@ -129,7 +129,7 @@ impl Drop for StreamGuard {
         // A client stream dropped before the server ended it: with the cancellation extension,
         // tell the server (its handler is dropped). Sent while the table still holds the id.
         if self.cancels_on_drop() {
-            let _ = self.conn.try_send(ext::cancel(op::STREAM, self.id));
+            self.conn.send_control(ext::cancel(op::STREAM, self.id));
         }
         self.table.remove(self.id, &self.end);
         #[cfg(feature = "metrics")]

@@ -36,11 +36,9 @@ enum Notice {
 impl Notice {
     /// Sends the notice without waiting (best effort: with the write queue full the peer is
     /// not reading anyway).
-    fn send(self, conn: &Connection, id: u16, status: Status) {
+    fn send(self, conn: &Arc<Connection>, id: u16, status: Status) {
         match self {
-            Notice::Cancel => {
-                let _ = conn.try_send(ext::cancel(op::STREAM, id));
-            }
+            Notice::Cancel => conn.send_control(ext::cancel(op::STREAM, id)),
             Notice::Error { codes } => send_detached(conn, id, status, codes),
         }
     }
@@ -282,8 +280,11 @@ impl StreamTable {
     pub(crate) fn open_local(&self, setup: StreamSetup) -> Result<(u16, Inbound), Error> {
         let mut table = self.lock();
         self.check_open(&table)?;
-        let id = free_id(&mut table)
-            .ok_or_else(|| Error::closed("all 65,536 stream ids are open or given up lately"))?;
+        let id = free_id(&mut table).ok_or_else(|| {
+            Error::Status(Status::resource_exhausted(
+                "all 65,536 stream ids are open or given up lately",
+            ))
+        })?;
         Ok((id, self.insert(&mut table, id, None, setup, true)))
     }
 
@@ -630,7 +631,7 @@ impl StreamTable {
     /// Fails stream `id` because the peer sent it a message of `len` bytes, over the limit `max`
     /// (the transport skipped its content): the local reader gets [`Error::TooLarge`], the peer
     /// an error and `EOF`. A stream nobody here knows is left alone.
-    pub(crate) fn reject_oversize(&self, conn: &Connection, id: u16, len: u32, max: u32) {
+    pub(crate) fn reject_oversize(&self, conn: &Arc<Connection>, id: u16, len: u32, max: u32) {
         let mut table = self.lock();
         let Some(route) = table.routes.get(&id) else {
             return;
