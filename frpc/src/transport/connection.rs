@@ -1129,9 +1129,11 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let (stream, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
         let (stream, (peer, _)) = (stream.unwrap(), accepted.unwrap());
-        let mut config = ConnectionConfig::default();
-        config.write_queue = 4;
-        config.ping_interval = Duration::from_secs(3600);
+        let config = ConnectionConfig {
+            write_queue: 4,
+            ping_interval: Duration::from_secs(3600),
+            ..ConnectionConfig::default()
+        };
         let (conn, _tasks) = Connection::spawn(
             stream.into_split(),
             None,
