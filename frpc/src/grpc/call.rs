@@ -15,6 +15,7 @@ use futures_util::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::calls::budget::ByteBudget;
 use crate::calls::ext::CallState;
@@ -85,6 +86,21 @@ impl Call {
         }
     }
 
+    /// The call's span, as fRPC calls have (`rpc` for a unary call, `stream` for the others,
+    /// at DEBUG, with the service and method), with the peer's address: no connection span
+    /// holds it here.
+    fn span(&self) -> tracing::Span {
+        let (service, method) = (self.route.service.name(), self.route.method);
+        match method.kind {
+            MethodKind::Unary => {
+                tracing::debug_span!("rpc", op = method.op, service, method = method.name, peer = %self.peer, grpc = true)
+            }
+            _ => {
+                tracing::debug_span!("stream", op = method.op, service, method = method.name, peer = %self.peer, grpc = true)
+            }
+        }
+    }
+
     /// A unary call: its one request, the handler's reply.
     async fn unary(
         self,
@@ -100,12 +116,19 @@ impl Call {
         // in flight (`max_inflight`), so partly sent requests hold at most that many bodies (a
         // client held 5 MiB per stream, 4,096 streams per connection, uncounted). Both waits
         // count towards the deadline, as the handler's own does.
-        let handler: Handler<Bytes> = Box::pin(async move {
-            let _place = gate.unary().await;
-            let body = one_request(messages).await.map_err(from_tonic)?;
-            call.unary_handler(ctx, body).await
-        });
+        let span = self.span();
+        let handler: Handler<Bytes> = Box::pin(
+            async move {
+                let _place = gate.unary().await;
+                let body = one_request(messages).await.map_err(from_tonic)?;
+                call.unary_handler(ctx, body).await
+            }
+            .instrument(span.clone()),
+        );
         let result = within_deadline(handler, state.clone()).await;
+        if let Err(status) = &result {
+            span.in_scope(|| tracing::debug!(code = %status.code(), error = status.message(), "call failed"));
+        }
         guard.disarm();
         let result = match result {
             Ok(reply) if self.route.grpc_health => grpc_health_reply(reply),
@@ -160,10 +183,17 @@ impl Call {
         });
         let handler = self.streaming_handler(ctx, stream);
         let state_for_handler = state.clone();
-        let handler: Handler<()> = Box::pin(async move {
-            let _place = place;
-            within_deadline(handler, state_for_handler).await
-        });
+        let handler: Handler<()> = Box::pin(
+            async move {
+                let _place = place;
+                let result = within_deadline(handler, state_for_handler).await;
+                if let Err(status) = &result {
+                    tracing::debug!(%status, "streaming call failed");
+                }
+                result
+            }
+            .instrument(self.span()),
+        );
         let mut replies = Replies::streaming(rx, handler, state, starved);
         let metadata = replies.headers(&headers).await?;
         let mut response = tonic::Response::new(replies);
