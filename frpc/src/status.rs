@@ -179,7 +179,8 @@ impl Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Code {
-    /// Not an error (never carried by a [`Status`] built by frpc).
+    /// Not an error: a handler's [`Status`] with it goes to its client as `UNKNOWN` (an error
+    /// cannot say OK), on every path.
     Ok = 0,
     /// The operation was cancelled, typically by the caller.
     Cancelled = 1,

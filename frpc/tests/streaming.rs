@@ -456,3 +456,49 @@ async fn the_id_of_a_stream_given_up_is_not_reused_while_its_messages_may_come()
     assert_eq!(&ids[wrap..], &[65535, 0], "the wrap");
     assert_eq!(last_id, 2, "id 1 skipped: its stream was given up");
 }
+
+/// A stream's error whose text is `EOF` (a Go error passed on) reaches the client as that
+/// error, with its code, where the stream has codes: it read as a clean end, and the error was
+/// lost. An error that says OK reaches it as UNKNOWN (it came as an error with code OK).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_that_read_like_the_end_or_like_success_stay_errors() {
+    let server = start(Default::default()).await;
+    let client = Client::connect(server.addr).await.unwrap();
+    assert!(client.negotiated().await);
+    let collect = |value: &'static str| {
+        let client = client.clone();
+        async move {
+            // A handler that fails before its first message fails the opening.
+            let opened =
+                codegen::call_server_streaming::<Text, Text>(&client, COUNT, &Text::new(value)).await;
+            let mut stream = match opened {
+                Ok(stream) => stream,
+                Err(err) => return (Vec::new(), Some(err)),
+            };
+            let mut got = Vec::new();
+            loop {
+                match stream.message().await {
+                    Ok(Some(message)) => got.push(message.value),
+                    Ok(None) => return (got, None),
+                    Err(err) => return (got, Some(err)),
+                }
+            }
+        }
+    };
+    let (got, err) = collect("eof").await;
+    assert_eq!(got, ["0"]);
+    let err = err.expect("the error, not the end");
+    assert_eq!(
+        (err.code(), err.status().map(|s| s.message())),
+        (frpc::Code::NotFound, Some("EOF"))
+    );
+    let (_, err) = collect("unknown eof").await;
+    let err = err.expect("an UNKNOWN error with text EOF is an error too");
+    assert_eq!(err.code(), frpc::Code::Unknown);
+    let (_, err) = collect("ok").await;
+    let err = err.expect("an error");
+    assert_eq!(
+        (err.code(), err.status().map(|s| s.message())),
+        (frpc::Code::Unknown, Some("m"))
+    );
+}

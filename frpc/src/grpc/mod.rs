@@ -633,11 +633,19 @@ fn is_http_header(key: &str) -> bool {
     )
 }
 
-/// A handler's status as gRPC's, code for code and message for message, with `metadata` as
-/// trailers.
+/// A handler's error as gRPC's, code for code and message for message, with `metadata` as
+/// trailers. An error that says OK goes out as UNKNOWN, as on fRPC (a tonic client read it as
+/// a reply with no message, and a stream's as a clean end).
 fn to_tonic(status: &Status, metadata: Option<Metadata>) -> tonic::Status {
-    let code = tonic::Code::from_i32(status.code() as i32);
-    let mut grpc = tonic::Status::new(code, status.message());
+    let code = match status.code() {
+        Code::Ok => tonic::Code::Unknown,
+        code => tonic::Code::from_i32(code as i32),
+    };
+    with_trailers(tonic::Status::new(code, status.message()), metadata)
+}
+
+/// `grpc` with `metadata` as trailers.
+fn with_trailers(mut grpc: tonic::Status, metadata: Option<Metadata>) -> tonic::Status {
     if let Some(metadata) = metadata {
         *grpc.metadata_mut() = response_metadata(&metadata);
     }
@@ -710,6 +718,17 @@ impl Decoder for BytesCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A handler's error that says OK goes to a gRPC client as UNKNOWN, as to an fRPC one: a
+    /// tonic client read a unary one as "Missing response message" and a stream's as its
+    /// clean end. Other codes go as they are.
+    #[test]
+    fn an_error_that_says_ok_goes_out_unknown() {
+        let ok = to_tonic(&Status::with_code(Code::Ok, "m"), None);
+        assert_eq!((ok.code(), ok.message()), (tonic::Code::Unknown, "m"));
+        let found = to_tonic(&Status::not_found("x"), None);
+        assert_eq!(found.code(), tonic::Code::NotFound);
+    }
 
     #[test]
     fn timeouts_parse_in_every_unit_and_refuse_the_rest() {

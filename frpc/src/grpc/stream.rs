@@ -29,7 +29,7 @@ use crate::status::{Code, Error, Status};
 use crate::types::BoxFuture;
 use tonic::metadata::MetadataMap;
 
-use super::{response_metadata, to_tonic};
+use super::{response_metadata, to_tonic, with_trailers};
 
 /// How many replies a streaming handler may send ahead of the client's reading (HTTP/2's
 /// window holds the rest back); in bytes, the stream's reply budget bounds them too
@@ -195,7 +195,8 @@ impl Replies {
         let metadata = self.state.take_response();
         match self.outcome.take()? {
             Err(status) => Some(to_tonic(&status, metadata)),
-            Ok(()) => metadata.map(|metadata| to_tonic(&Status::with_code(Code::Ok, ""), Some(metadata))),
+            Ok(()) => metadata
+                .map(|metadata| with_trailers(tonic::Status::new(tonic::Code::Ok, ""), Some(metadata))),
         }
     }
 }

@@ -146,6 +146,17 @@ impl TestService {
     }
 
     async fn count(&self, req: Text, out: StreamSender<Text>) -> Result<(), Status> {
+        // Errors that read like something else: a Go error's text passed on ("EOF"), and an
+        // error that says OK.
+        match req.value.as_str() {
+            "eof" => {
+                out.send(Text::new("0")).await?;
+                return Err(Status::not_found("EOF"));
+            }
+            "unknown eof" => return Err(Status::new("EOF")),
+            "ok" => return Err(Status::with_code(frpc::Code::Ok, "m")),
+            _ => {}
+        }
         let n: usize = req.value.parse().map_err(|_| Status::new("not a number"))?;
         for i in 0..n {
             out.send(Text::new(i.to_string())).await?;

@@ -137,12 +137,18 @@ pub(crate) struct StreamSetup {
 }
 
 /// The content of a stream error: the polyglot error, behind a header with its STATUS when
-/// the stream has status codes (and the code says more than UNKNOWN) and with `metadata`, the
-/// response metadata of a server's stream that ends with it (see `StreamGuard::end_metadata`).
+/// the stream has status codes (and the code says more than UNKNOWN, or the text is `EOF`,
+/// which without a code reads as the stream's end) and with `metadata`, the response metadata
+/// of a server's stream that ends with it (see `StreamGuard::end_metadata`). An error that
+/// says OK goes out as UNKNOWN, as a unary call's does.
 pub(super) fn error_content(status: &Status, codes: bool, metadata: Option<Metadata>) -> Bytes {
     let content = polyglot::error_to_bytes(status.message());
+    let code = match status.code() {
+        Code::Ok => Code::Unknown,
+        code => code,
+    };
     let header = ext::Header {
-        code: Some(status.code()).filter(|&code| codes && code != Code::Unknown),
+        code: Some(code).filter(|&code| codes && (code != Code::Unknown || status.message() == "EOF")),
         metadata,
         ..ext::Header::default()
     };

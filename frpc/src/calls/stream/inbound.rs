@@ -405,11 +405,12 @@ impl<T: Message> FrpcStreaming<T> {
                     if let Some(slot) = &self.guard.client.response {
                         slot.set(header.metadata);
                     }
-                    if text == "EOF" {
-                        Ok(None)
-                    } else {
-                        let code = code.unwrap_or(Code::Unknown);
-                        Err(Error::Status(Status::with_code(code, text)))
+                    // `EOF` with a code is an error whose text is "EOF" (a Go error passed
+                    // on, say); without one, the end.
+                    match (text.as_str(), code) {
+                        ("EOF", None) => Ok(None),
+                        (_, None | Some(Code::Ok)) => Err(Error::Status(Status::new(text))),
+                        (_, Some(code)) => Err(Error::Status(Status::with_code(code, text))),
                     }
                 }
                 Err(err) => Err(self.undecodable(err)),
@@ -532,9 +533,10 @@ impl<T> FrpcStreaming<T> {
             _ => (ext::Header::default(), end),
         };
         if let Ok(Envelope::Error(text)) = codec::decode::<()>(&content, guard.conn.decode_limits()) {
-            let code = match text.as_str() {
-                "EOF" => Code::Ok,
-                _ => header.code.unwrap_or(Code::Unknown),
+            let code = match (text.as_str(), header.code) {
+                ("EOF", None) => Code::Ok,
+                (_, None | Some(Code::Ok)) => Code::Unknown,
+                (_, Some(code)) => code,
             };
             guard.counts.end_with(code);
         }
