@@ -51,3 +51,11 @@ fn endpoint_settings_compose_with_a_config() {
     assert_eq!(config.connection.framing, Framing::Legacy);
     assert_eq!(config.connect_timeout, Duration::from_secs(7));
 }
+
+/// A tonic habit, a URL given as the address, fails with an error that says what frpc takes:
+/// it said only that the name was unknown.
+#[tokio::test]
+async fn a_url_as_the_address_says_host_port_is_wanted() {
+    let err = frpc::Client::connect("http://127.0.0.1:1").await.unwrap_err();
+    assert!(err.to_string().contains("`host:port`, without a scheme"), "{err}");
+}

@@ -167,9 +167,7 @@ impl GrpcChannel {
         if let Some(metadata) = &self.metadata {
             let map = response_metadata(metadata);
             if map.len() != metadata.len() {
-                return Err(Error::Metadata(
-                    "an entry cannot be sent as gRPC metadata (a text value HTTP/2 refuses)".into(),
-                ));
+                return Err(Error::Metadata(unsendable(metadata, &map)));
             }
             *request.metadata_mut() = map;
         }
@@ -347,6 +345,24 @@ pub(super) fn zero_timeout() -> Error {
 mod tests {
     use super::*;
 
+    /// Metadata a gRPC request cannot carry is refused naming the key and why: it blamed "a
+    /// text value" for a reserved key (`grpc-timeout`, which tonic users set by hand).
+    #[test]
+    fn unsendable_metadata_names_its_key() {
+        let mut metadata = Metadata::new();
+        metadata.insert("tenant", "a").unwrap();
+        metadata.insert("grpc-timeout", "1m").unwrap();
+        let why = unsendable(&metadata, &response_metadata(&metadata));
+        assert!(
+            why.contains("`grpc-timeout` is reserved") && why.contains("with_timeout"),
+            "{why}"
+        );
+        let mut metadata = Metadata::new();
+        metadata.insert("te", "trailers").unwrap();
+        let why = unsendable(&metadata, &response_metadata(&metadata));
+        assert!(why.contains("`te` is reserved"), "{why}");
+    }
+
     #[test]
     fn statuses_map_code_for_code() {
         for n in 0..=16u8 {
@@ -390,5 +406,21 @@ mod tests {
         let err = Error::Unavailable("x".into());
         let io = std::io::Error::other(err);
         assert_eq!(chain(&io), "unavailable: x");
+    }
+}
+
+/// Why an entry of `metadata` is not in `map`, its gRPC form: its key is one gRPC or HTTP/2
+/// reserves (`grpc-*`, `content-type`, `te`…: a timeout goes with `with_timeout`), or its value
+/// is text HTTP/2 refuses.
+fn unsendable(metadata: &Metadata, map: &tonic::metadata::MetadataMap) -> String {
+    let Some((key, _)) = metadata.iter().find(|(key, _)| !map.contains_key(*key)) else {
+        return "an entry cannot be sent as gRPC metadata".into();
+    };
+    match key.starts_with("grpc-") || super::is_http_header(key) {
+        true => format!(
+            "metadata key `{key}` is reserved by gRPC or HTTP/2 and cannot be sent (a timeout goes \
+             with `with_timeout`)"
+        ),
+        false => format!("the value of metadata key `{key}` is text HTTP/2 refuses"),
     }
 }

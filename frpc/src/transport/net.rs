@@ -50,7 +50,9 @@ async fn resolve(addr: impl ToSocketAddrs) -> Result<impl Iterator<Item = Socket
     lookup_host(addr).await.map_err(|err| {
         Error::Io(io::Error::new(
             err.kind(),
-            format!("cannot resolve the address: {err}"),
+            // The usual cause besides a wrong name: a URL where frpc takes `host:port`
+            // (tonic's `http://…` habit), which the resolver reports as an unknown name.
+            format!("cannot resolve the address (frpc takes `host:port`, without a scheme): {err}"),
         ))
     })
 }
