@@ -341,6 +341,22 @@ pub(super) fn zero_timeout() -> Error {
     Error::Config("the call timeout is zero; it must be above zero".into())
 }
 
+/// Why an entry of `metadata` is not in `map`, its gRPC form: its key is one gRPC or HTTP/2
+/// reserves (`grpc-*`, `content-type`, `te`…: a timeout goes with `with_timeout`), or its value
+/// is text HTTP/2 refuses.
+fn unsendable(metadata: &Metadata, map: &tonic::metadata::MetadataMap) -> String {
+    let Some((key, _)) = metadata.iter().find(|(key, _)| !map.contains_key(*key)) else {
+        return "an entry cannot be sent as gRPC metadata".into();
+    };
+    match key.starts_with("grpc-") || super::is_http_header(key) {
+        true => format!(
+            "metadata key `{key}` is reserved by gRPC or HTTP/2 and cannot be sent (a timeout goes \
+             with `with_timeout`)"
+        ),
+        false => format!("the value of metadata key `{key}` is text HTTP/2 refuses"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,21 +422,5 @@ mod tests {
         let err = Error::Unavailable("x".into());
         let io = std::io::Error::other(err);
         assert_eq!(chain(&io), "unavailable: x");
-    }
-}
-
-/// Why an entry of `metadata` is not in `map`, its gRPC form: its key is one gRPC or HTTP/2
-/// reserves (`grpc-*`, `content-type`, `te`…: a timeout goes with `with_timeout`), or its value
-/// is text HTTP/2 refuses.
-fn unsendable(metadata: &Metadata, map: &tonic::metadata::MetadataMap) -> String {
-    let Some((key, _)) = metadata.iter().find(|(key, _)| !map.contains_key(*key)) else {
-        return "an entry cannot be sent as gRPC metadata".into();
-    };
-    match key.starts_with("grpc-") || super::is_http_header(key) {
-        true => format!(
-            "metadata key `{key}` is reserved by gRPC or HTTP/2 and cannot be sent (a timeout goes \
-             with `with_timeout`)"
-        ),
-        false => format!("the value of metadata key `{key}` is text HTTP/2 refuses"),
     }
 }
