@@ -523,6 +523,11 @@ impl Client {
         self.handle.calls.is_draining()
     }
 
+    /// Whether the server takes the drain notice (it will tell this client when it shuts down).
+    pub(crate) fn drain_accepted(&self) -> bool {
+        self.handle.calls.drain_accepted()
+    }
+
     /// Resolves once the server says it is shutting down (see [`Client::is_draining`]); never
     /// with a server that does not tell (Go fRPC, an older frpc).
     pub async fn draining(&self) {

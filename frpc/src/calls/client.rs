@@ -109,6 +109,12 @@ struct Table {
     driver: Option<u32>,
     closed: bool,
     takeover_armed: bool,
+    /// The server said it is shutting down (DRAIN): DRAINED goes once no call waits for its
+    /// reply, so that every call registered before it is written before it (one waiting for
+    /// room in the write queue would be overtaken, and refused).
+    draining: bool,
+    /// DRAINED went.
+    drained: bool,
 }
 
 /// How long the id of a call given up stays out of use if its reply never comes, with a
@@ -134,6 +140,13 @@ impl Table {
     /// The calls still waiting for their reply.
     fn waiting(&self) -> usize {
         self.calls.len() - self.unread
+    }
+
+    /// Whether DRAINED is due now (the server is draining and no call waits): noted as sent.
+    fn drained_due(&mut self) -> bool {
+        let due = self.draining && !self.drained && self.waiting() == 0;
+        self.drained |= due;
+        due
     }
 
     /// Ends the drive of the read loop if `key` (or, for `None`, any call) drives it. Called
@@ -214,6 +227,11 @@ fn request_content(
     Ok(content)
 }
 
+/// Tells the draining server nothing new follows (DRAINED), even with the write queue full.
+fn send_drained(conn: &Arc<Connection>) {
+    conn.send_control(ext::drain(ext::DRAINED));
+}
+
 fn key(op: u16, id: u16) -> u32 {
     (u32::from(op) << 16) | u32::from(id)
 }
@@ -236,6 +254,11 @@ impl ClientCalls {
         })
     }
 
+    /// Whether the server takes the drain notice ([`ext::EXT_DRAIN`]).
+    pub(crate) fn drain_accepted(&self) -> bool {
+        self.ext.accepted() & ext::EXT_DRAIN != 0
+    }
+
     /// Whether the server said it is shutting down (see [`ext::EXT_DRAIN`]).
     pub(crate) fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
@@ -246,14 +269,21 @@ impl ClientCalls {
         crate::notify::until(&self.drain_told, || self.is_draining()).await
     }
 
-    /// The server's DRAIN: answered with DRAINED, queued behind every call sent so far (the
-    /// server serves those, then refuses what may still follow), then told to whoever waits.
+    /// The server's DRAIN: answered with DRAINED once no call waits for its reply (at once if
+    /// none does: see `Table::draining`; the server serves those calls, then refuses what may
+    /// still follow), and told to whoever waits.
     fn drain(&self, conn: &Arc<Connection>) {
         if self.draining.swap(true, Ordering::AcqRel) {
             return;
         }
-        // With the queue full, it waits its turn (the server waits for it, within its grace).
-        conn.send_control(ext::drain(ext::DRAINED));
+        let due = {
+            let mut table = self.lock();
+            table.draining = true;
+            table.drained_due()
+        };
+        if due {
+            send_drained(conn);
+        }
         self.drain_told.notify_waiters();
     }
 
@@ -578,7 +608,7 @@ impl ClientCalls {
 
     /// Hands a reply to its caller; a reply nobody waits for (timed out, dropped) is discarded.
     /// Returns whether an armed takeover should happen now.
-    fn complete(&self, op: u16, id: u16, content: Bytes) -> bool {
+    fn complete(&self, conn: &Arc<Connection>, op: u16, id: u16, content: Bytes) -> bool {
         let (waker, take_over) = {
             let mut table = self.lock();
             let key = key(op, id);
@@ -589,6 +619,9 @@ impl ClientCalls {
             self.mark_served();
             // The driver polling the loop looks for its reply once done.
             let waker = waker.filter(|_| self.driving_now.load(Ordering::Relaxed) != u64::from(key) + 1);
+            if table.draining && table.drained_due() {
+                send_drained(conn);
+            }
             (waker, table.takeover_armed && table.waiting() == 0)
         };
         if let Some(waker) = waker {
@@ -598,8 +631,15 @@ impl ClientCalls {
     }
 
     /// Fails one pending call (its reply was too large to read); unknown calls are ignored.
-    fn fail(&self, op: u16, id: u16, err: Error) {
-        let waker = Self::hand_over(&mut self.lock(), key(op, id), Err(err)).flatten();
+    fn fail(&self, conn: &Arc<Connection>, op: u16, id: u16, err: Error) {
+        let waker = {
+            let mut table = self.lock();
+            let waker = Self::hand_over(&mut table, key(op, id), Err(err)).flatten();
+            if table.drained_due() {
+                send_drained(conn);
+            }
+            waker
+        };
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -704,6 +744,10 @@ impl Drop for PendingCall<'_> {
             }
             Some(Slot::Waiting(_)) | None => {}
         }
+        // The last call a draining server's DRAINED waited for may be this one.
+        if table.draining && table.drained_due() {
+            send_drained(self.conn);
+        }
     }
 }
 
@@ -769,7 +813,7 @@ impl Dispatch for ClientDispatch {
         if calls.raw.get(packet.op).is_some() {
             return Some(packet);
         }
-        if calls.complete(packet.op, packet.id, packet.content) {
+        if calls.complete(conn, packet.op, packet.id, packet.content) {
             conn.stop_reading();
         }
         None
@@ -821,7 +865,7 @@ impl Dispatch for ClientDispatch {
             len: header.len as usize,
             max,
         };
-        self.calls.fail(header.op, header.id, err);
+        self.calls.fail(conn, header.op, header.id, err);
     }
 
     fn pong(&self) {

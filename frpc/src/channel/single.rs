@@ -538,6 +538,15 @@ async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infall
                 Err(_) => WatchEnd::Failed,
             };
             match end {
+                // A server that takes the drain notice sends it as the watch ends (its reader
+                // does, before its next packet): the supervisor then leaves for a new
+                // connection. Going NOT_SERVING first failed a balanced channel's calls for
+                // that moment ("no endpoint is serving"), where the server still served them.
+                WatchEnd::ServerStopping if client.drain_accepted() => {
+                    tokio::time::sleep(DRAIN_NOTICE_WAIT).await;
+                    publish_serving(shared, client, false);
+                    break;
+                }
                 WatchEnd::ServerStopping => {
                     publish_serving(shared, client, false);
                     break;
@@ -552,6 +561,11 @@ async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infall
     }
     std::future::pending().await
 }
+
+/// How long a watch's end waits for the drain notice that follows it before the endpoint goes
+/// NOT_SERVING (a notice that could not be sent: the server's write queue was full).
+#[cfg(feature = "macros")]
+const DRAIN_NOTICE_WAIT: Duration = Duration::from_secs(1);
 
 /// The pause before a failed health watch opens again, doubling up to [`LONGEST_PAUSE`].
 #[cfg(feature = "macros")]
