@@ -524,6 +524,10 @@ impl Client {
     }
 
     /// Whether the server takes the drain notice (it will tell this client when it shuts down).
+    #[cfg_attr(
+        not(feature = "macros"),
+        allow(dead_code, reason = "read by the health watch")
+    )]
     pub(crate) fn drain_accepted(&self) -> bool {
         self.handle.calls.drain_accepted()
     }

@@ -115,6 +115,11 @@ struct Table {
     draining: bool,
     /// DRAINED went.
     drained: bool,
+    /// Methods found with no free id, until when none can be (the soonest hold to end): their
+    /// calls fail at once meanwhile, instead of each searching all 65,536 ids under the lock
+    /// (a soak had every call of a connection wait on such searches). Cleared whenever a call
+    /// leaves the table.
+    exhausted: IdMap<u16, std::time::Instant>,
 }
 
 /// How long the id of a call given up stays out of use if its reply never comes, with a
@@ -166,12 +171,20 @@ impl Table {
     /// (the only entry). `None`: all 65,536 ids of `op` are in flight.
     fn register(&mut self, op: u16, waker: Option<Waker>) -> Option<(u16, bool)> {
         use std::collections::hash_map::Entry;
+        if !self.exhausted.is_empty() && self.still_exhausted(op) {
+            return None;
+        }
+        // The clock is read once per search, and only with ids held.
+        let now = (!self.abandoned.is_empty()).then(std::time::Instant::now);
+        let mut soonest = None;
         // One lookup of the counter and, as a free id is the rule, one of the calls.
         let next = self.next_ids.entry(op).or_insert(0);
         for _ in 0..=u16::MAX {
             *next = next.wrapping_add(1);
             let key = key(op, *next);
-            if !self.abandoned.is_empty() && still_abandoned(&mut self.abandoned, key) {
+            if let Some(now) = now
+                && still_abandoned(&mut self.abandoned, key, now, &mut soonest)
+            {
                 continue;
             }
             if let Entry::Vacant(slot) = self.calls.entry(key) {
@@ -179,15 +192,45 @@ impl Table {
                 return Some((*next, self.calls.len() == 1));
             }
         }
+        let until = soonest.unwrap_or_else(|| std::time::Instant::now() + ABANDONED_FOR);
+        self.exhausted.insert(op, until);
         None
+    }
+
+    /// Whether `op` was found with no free id and none can have come free since.
+    fn still_exhausted(&mut self, op: u16) -> bool {
+        match self.exhausted.get(&op) {
+            Some(until) if std::time::Instant::now() < *until => true,
+            Some(_) => {
+                self.exhausted.remove(&op);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// A call left the table (or a held id came free): every method may have an id again.
+    #[inline]
+    fn freed(&mut self) {
+        if !self.exhausted.is_empty() {
+            self.exhausted.clear();
+        }
     }
 }
 
-/// Whether the call under `key` is still out of use (an entry past its time is dropped: its id
-/// is free again).
-fn still_abandoned(abandoned: &mut IdMap<u32, std::time::Instant>, key: u32) -> bool {
+/// Whether the call under `key` is still out of use at `now` (an entry past its time is
+/// dropped: its id is free again); `soonest` keeps the soonest end of a hold seen.
+fn still_abandoned(
+    abandoned: &mut IdMap<u32, std::time::Instant>,
+    key: u32,
+    now: std::time::Instant,
+    soonest: &mut Option<std::time::Instant>,
+) -> bool {
     match abandoned.get(&key) {
-        Some(until) if std::time::Instant::now() < *until => true,
+        Some(&until) if now < until => {
+            *soonest = Some(soonest.map_or(until, |soonest| soonest.min(until)));
+            true
+        }
         Some(_) => {
             abandoned.remove(&key);
             false
@@ -255,6 +298,10 @@ impl ClientCalls {
     }
 
     /// Whether the server takes the drain notice ([`ext::EXT_DRAIN`]).
+    #[cfg_attr(
+        not(feature = "macros"),
+        allow(dead_code, reason = "read by the health watch")
+    )]
     pub(crate) fn drain_accepted(&self) -> bool {
         self.ext.accepted() & ext::EXT_DRAIN != 0
     }
@@ -591,6 +638,7 @@ impl ClientCalls {
             unreachable!("an entry not waiting is done")
         };
         table.unread -= 1;
+        table.freed();
         Poll::Ready(outcome)
     }
 
@@ -651,8 +699,8 @@ impl ClientCalls {
     fn hand_over(table: &mut Table, key: u32, outcome: Outcome) -> Option<Option<Waker>> {
         let Some(slot) = table.calls.get_mut(&key) else {
             // The late reply of a call given up: its id is free from now on.
-            if !table.abandoned.is_empty() {
-                table.abandoned.remove(&key);
+            if !table.abandoned.is_empty() && table.abandoned.remove(&key).is_some() {
+                table.freed();
             }
             return None;
         };
@@ -724,7 +772,10 @@ impl Drop for PendingCall<'_> {
         table.end_drive(Some(self.key), self.conn);
         match table.calls.remove(&self.key) {
             // A reply that landed but was never read: the call is over, nothing to cancel.
-            Some(Slot::Done(_)) => table.unread -= 1,
+            Some(Slot::Done(_)) => {
+                table.unread -= 1;
+                table.freed();
+            }
             Some(Slot::Waiting(_)) if !self.conn.is_closed() => {
                 // Its reply may still come: the id stays out of use until it does (or long
                 // enough that it will not).
@@ -742,7 +793,8 @@ impl Drop for PendingCall<'_> {
                     self.conn.send_control(ext::cancel(op, id));
                 }
             }
-            Some(Slot::Waiting(_)) | None => {}
+            Some(Slot::Waiting(_)) => table.freed(),
+            None => {}
         }
         // The last call a draining server's DRAINED waited for may be this one.
         if table.draining && table.drained_due() {
@@ -908,6 +960,37 @@ mod tests {
             table.register(10, None),
             Some((1, false)),
             "a finished call's id is free again"
+        );
+    }
+
+    /// A method found with every id held (given up lately) fails at once until the soonest
+    /// hold ends or a call leaves the table, without searching again: each search walked all
+    /// 65,536 ids under the lock, and a soak's other calls waited on them for seconds.
+    #[test]
+    fn a_method_out_of_ids_is_noted_until_one_can_be_free() {
+        let mut table = Table::default();
+        let until = std::time::Instant::now() + CANCELLED_FOR;
+        table
+            .abandoned
+            .extend((0..=u16::MAX).map(|id| (key(7, id), until)));
+        assert_eq!(table.register(7, None), None);
+        assert_eq!(
+            table.exhausted.get(&7),
+            Some(&until),
+            "noted until the soonest hold ends"
+        );
+        table.abandoned.remove(&key(7, 5));
+        assert_eq!(table.register(7, None), None, "noted: no search");
+        assert_eq!(
+            table.register(8, None),
+            Some((1, true)),
+            "other methods still have ids"
+        );
+        table.freed();
+        assert_eq!(
+            table.register(7, None),
+            Some((5, false)),
+            "searched again once one may be free"
         );
     }
 

@@ -104,17 +104,26 @@ pub(super) struct Table {
     pub(super) routes: HashMap<u16, Route>,
     pub(super) next_id: u16,
     /// Streams this side opened and gave up before the peer ended them (their handles dropped,
-    /// a deadline, a failure here), with when: their ids stay out of use while the peer's late
-    /// messages may still come (see [`GIVEN_UP_FOR`]), or they would reach the stream that took
-    /// the id 65,535 streams later. Cleared by the peer's end (its error, `EOF` or close), or
-    /// when the id comes round again after that long.
+    /// a deadline, a failure here), with until when: their ids stay out of use while the
+    /// peer's late messages may still come (see [`GIVEN_UP_FOR`]), or they would reach the
+    /// stream that took the id 65,535 streams later. Cleared by the peer's end (its error,
+    /// `EOF` or close), or when the id comes round again after that.
     pub(super) given_up: HashMap<u16, Instant>,
+    /// Found with no free id: until when none can be (the soonest hold to end). Opens fail at
+    /// once meanwhile, instead of each searching all 65,536 ids under the lock (a soak had a
+    /// connection's every call wait on such searches). Cleared when a stream is forgotten.
+    pub(super) exhausted_until: Option<Instant>,
     pub(super) closed: Option<Option<String>>,
 }
 
-/// How long the id of a stream given up stays out of use if the peer never ends it (a server
-/// that took the cancel sends nothing more): far beyond any message still on its way.
+/// How long the id of a stream given up stays out of use if the peer never ends it, with a
+/// peer that does not take CANCEL (Go's, whose handler sends on): far beyond most streams.
 const GIVEN_UP_FOR: Duration = Duration::from_secs(60);
+/// The same after a CANCEL: the server drops the handler and sends nothing more, so a late
+/// message is one it wrote before it read the CANCEL (as `calls::client`'s `CANCELLED_FOR`).
+/// Short, so that a client dropping streams by the thousand keeps ids to open with (1,100 a
+/// second took all 65,536 for a minute at a time).
+const CANCELLED_FOR: Duration = Duration::from_secs(10);
 
 /// The streams open on one connection, keyed by stream id (one namespace for both peers).
 #[derive(Debug)]
@@ -149,25 +158,46 @@ pub(crate) struct StreamTable {
     pub(super) credit_back: Arc<CreditBack>,
 }
 
-/// The id after `table.next_id` that no open stream uses and none given up less than
-/// [`GIVEN_UP_FOR`] ago (an older entry is dropped); `None` when there is none.
+/// The id after `table.next_id` that no open stream uses and none given up holds (an entry
+/// past its hold is dropped); `None` when there is none, noted in `exhausted_until`.
 fn free_id(table: &mut Table) -> Option<u16> {
+    // The clock is read once per search, and only with ids held.
+    let now = match (table.given_up.is_empty(), table.exhausted_until) {
+        (true, _) => None,
+        (false, Some(until)) => {
+            let now = Instant::now();
+            if now < until {
+                return None;
+            }
+            Some(now)
+        }
+        (false, None) => Some(Instant::now()),
+    };
+    table.exhausted_until = None;
+    let mut soonest: Option<Instant> = None;
     let mut id = table.next_id;
     for _ in 0..=u16::MAX {
         id = id.wrapping_add(1);
         if table.routes.contains_key(&id) {
             continue;
         }
-        match table.given_up.get(&id) {
-            Some(since) if since.elapsed() < GIVEN_UP_FOR => continue,
-            Some(_) => {
-                table.given_up.remove(&id);
+        if let Some(now) = now {
+            match table.given_up.get(&id) {
+                Some(&until) if now < until => {
+                    soonest = Some(soonest.map_or(until, |soonest| soonest.min(until)));
+                    continue;
+                }
+                Some(_) => {
+                    table.given_up.remove(&id);
+                }
+                None => {}
             }
-            None => {}
         }
         table.next_id = id;
         return Some(id);
     }
+    // Open streams free ids when they end (which clears this); held ones at their time.
+    table.exhausted_until = Some(soonest.unwrap_or_else(|| Instant::now() + GIVEN_UP_FOR));
     None
 }
 
@@ -239,6 +269,7 @@ impl StreamTable {
     /// ([`StreamPlace`]).
     pub(super) fn forget(&self, table: &mut Table, id: u16) {
         if let Some(route) = table.routes.remove(&id) {
+            table.exhausted_until = None;
             route.close_credit();
             if route.local {
                 self.gauge.fetch_sub(1, Ordering::Relaxed);
@@ -495,12 +526,21 @@ impl StreamTable {
     /// Forgets stream `id` because this side is done with it; the id of one this side opened
     /// that the peer has not ended (nor closed) stays out of use a while.
     fn forget_mine(&self, table: &mut Table, id: u16) {
-        let given_up = table.routes.get(&id).is_some_and(|route| {
-            route.local && !route.peer_ended && !matches!(route.end.get(), Some(EndReason::PeerClosed))
+        let hold = table.routes.get(&id).and_then(|route| {
+            let given_up =
+                route.local && !route.peer_ended && !matches!(route.end.get(), Some(EndReason::PeerClosed));
+            // A peer that takes CANCEL got one (the stream's last handle, its deadline or its
+            // failure here sent it).
+            given_up.then_some(match route.cancels {
+                true => CANCELLED_FOR,
+                false => GIVEN_UP_FOR,
+            })
         });
         self.forget(table, id);
-        if given_up && table.closed.is_none() {
-            table.given_up.insert(id, Instant::now());
+        if let Some(hold) = hold
+            && table.closed.is_none()
+        {
+            table.given_up.insert(id, Instant::now() + hold);
         }
     }
 
@@ -510,8 +550,11 @@ impl StreamTable {
         let mut table = self.lock();
         let Some(route) = table.routes.get_mut(&id) else {
             // The peer's end of a stream given up here: its id is free from now on.
-            if !table.given_up.is_empty() && (content.is_empty() || is_control(&content)) {
-                table.given_up.remove(&id);
+            if !table.given_up.is_empty()
+                && (content.is_empty() || is_control(&content))
+                && table.given_up.remove(&id).is_some()
+            {
+                table.exhausted_until = None;
             }
             // A close for an unknown stream is ignored.
             return match content.is_empty() {
@@ -759,18 +802,66 @@ pub(super) fn add_credit(credit: &Semaphore, messages: u32) {
 mod tests {
     use super::*;
 
+    /// A stream given up toward a peer that takes CANCEL holds its id 10 s (the CANCEL went:
+    /// only what the peer wrote before reading it can come), toward one that does not, 60 s;
+    /// one the peer ended holds nothing.
+    #[test]
+    fn given_up_ids_are_held_by_whether_a_cancel_went() {
+        let table = StreamTable::new(
+            &crate::config::ConnectionConfig::default(),
+            Arc::default(),
+            usize::MAX,
+        );
+        let held_for = |cancels: bool, ended: bool| {
+            let setup = StreamSetup {
+                cancels,
+                ..StreamSetup::default()
+            };
+            let (id, inbound) = table.open_local(setup).unwrap();
+            if ended {
+                table.lock().routes.get_mut(&id).unwrap().peer_ended = true;
+            }
+            let before = Instant::now();
+            table.remove(id, &inbound.end);
+            table
+                .lock()
+                .given_up
+                .get(&id)
+                .map(|until| until.duration_since(before))
+        };
+        let second = Duration::from_secs(1);
+        let cancelled = held_for(true, false).unwrap();
+        assert!(
+            cancelled >= CANCELLED_FOR && cancelled < CANCELLED_FOR + second,
+            "{cancelled:?}"
+        );
+        let plain = held_for(false, false).unwrap();
+        assert!(
+            plain >= GIVEN_UP_FOR && plain < GIVEN_UP_FOR + second,
+            "{plain:?}"
+        );
+        assert_eq!(held_for(true, true), None, "the peer ended it");
+    }
+
     /// Ids given up lately are skipped, older ones are free again, and with every id taken or
     /// given up there is none (an error for the caller, not an endless search).
     #[test]
     fn free_ids_skip_the_ones_given_up_lately() {
         let mut table = Table::default();
-        table.given_up.insert(1, Instant::now());
-        table.given_up.insert(2, Instant::now() - GIVEN_UP_FOR);
-        assert_eq!(free_id(&mut table), Some(2), "1 skipped, 2 given up long ago");
+        let now = Instant::now();
+        table.given_up.insert(1, now + GIVEN_UP_FOR);
+        table.given_up.insert(2, now);
+        assert_eq!(free_id(&mut table), Some(2), "1 skipped, 2's hold over");
         assert!(!table.given_up.contains_key(&2));
         table
             .given_up
-            .extend((0..=u16::MAX).map(|id| (id, Instant::now())));
+            .extend((0..=u16::MAX).map(|id| (id, now + CANCELLED_FOR)));
         assert_eq!(free_id(&mut table), None);
+        // Noted: the next search fails at once, until the soonest hold ends, or a stream ends.
+        assert_eq!(table.exhausted_until, Some(now + CANCELLED_FOR));
+        table.given_up.retain(|id, _| *id != 7);
+        assert_eq!(free_id(&mut table), None, "still noted as exhausted");
+        table.exhausted_until = None;
+        assert_eq!(free_id(&mut table), Some(7));
     }
 }
