@@ -1070,25 +1070,30 @@ mod tests {
         fn closed(&self, _: &Error) {}
     }
 
+    /// A connection over loopback TCP whose input is ignored, its tasks, and its peer's socket.
+    async fn ignoring(config: &ConnectionConfig) -> (Arc<Connection>, Tasks, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stream, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
+        let (stream, (peer, _)) = (stream.unwrap(), accepted.unwrap());
+        let (conn, tasks) = Connection::spawn(
+            stream.into_split(),
+            None,
+            addr,
+            config,
+            Ignore,
+            Options::default(),
+        );
+        (conn, tasks, peer)
+    }
+
     /// Packets queued while the queue has room still spend the sender's cooperative budget, as
     /// the channel's own `send` does: the sender yields now and then, so the writer task (and
     /// others) run meanwhile. Without it a flow-controlled stream queued its whole window before
     /// the writer wrote any of it, and ran in bursts (`frpc-bench stream`: 0.9× plain → 0.6×).
     #[tokio::test(flavor = "current_thread")]
     async fn queued_sends_let_other_tasks_run() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stream, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
-        let (stream, _peer) = (stream.unwrap(), accepted.unwrap());
-        let config = ConnectionConfig::default();
-        let (conn, _tasks) = Connection::spawn(
-            stream.into_split(),
-            None,
-            addr,
-            &config,
-            Ignore,
-            Options::default(),
-        );
+        let (conn, _tasks, _peer) = ignoring(&ConnectionConfig::default()).await;
         let ran = Arc::new(AtomicUsize::new(0));
         let probe = tokio::spawn({
             let ran = ran.clone();
@@ -1125,23 +1130,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_control_packet_waits_for_room_in_a_full_queue() {
         use futures_util::StreamExt;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stream, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
-        let (stream, (peer, _)) = (stream.unwrap(), accepted.unwrap());
         let config = ConnectionConfig {
             write_queue: 4,
             ping_interval: Duration::from_secs(3600),
             ..ConnectionConfig::default()
         };
-        let (conn, _tasks) = Connection::spawn(
-            stream.into_split(),
-            None,
-            addr,
-            &config,
-            Ignore,
-            Options::default(),
-        );
+        let (conn, _tasks, peer) = ignoring(&config).await;
         // The peer reads nothing yet: large packets fill the socket's buffers, then the queue.
         let filler = bytes::Bytes::from(vec![0u8; 256 * 1024]);
         let mut queued = 0u16;
@@ -1174,18 +1168,7 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_queued_small_content_lets_go_of_the_buffer_it_was_cut_from() {
         use tokio::io::AsyncReadExt;
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stream, accepted) = tokio::join!(TcpStream::connect(addr), listener.accept());
-        let (stream, (mut peer, _)) = (stream.unwrap(), accepted.unwrap());
-        let (conn, _tasks) = Connection::spawn(
-            stream.into_split(),
-            None,
-            addr,
-            &ConnectionConfig::default(),
-            Ignore,
-            Options::default(),
-        );
+        let (conn, _tasks, mut peer) = ignoring(&ConnectionConfig::default()).await;
         let mut chunk = bytes::BytesMut::with_capacity(4096);
         chunk.extend_from_slice(&[7; 4096]);
         let chunk = chunk.freeze();
