@@ -115,29 +115,18 @@ async fn panics_and_ends_left_unread_are_booked_as_they_ended() {
             .map(|(_, value)| value)
             .sum()
     };
-    assert_eq!(
-        count("rpc_server_requests", "Explode", frpc::Code::Internal),
-        1.0,
-        "{text}"
-    );
-    assert_eq!(
-        count("rpc_server_requests", "Explode", frpc::Code::Cancelled),
-        0.0,
-        "{text}"
-    );
-    assert_eq!(
-        count("rpc_client_requests", "Search", frpc::Code::Ok),
-        1.0,
-        "{text}"
-    );
-    assert_eq!(
-        count("rpc_client_requests", "Search", frpc::Code::Cancelled),
-        0.0,
-        "{text}"
-    );
-    assert_eq!(
-        count("rpc_client_responses_per_rpc_sum", "Search", frpc::Code::Ok),
-        2.0,
-        "{text}"
-    );
+    let expected = [
+        ("rpc_server_requests", "Explode", frpc::Code::Internal, 1.0),
+        ("rpc_server_requests", "Explode", frpc::Code::Cancelled, 0.0),
+        ("rpc_client_requests", "Search", frpc::Code::Ok, 1.0),
+        ("rpc_client_requests", "Search", frpc::Code::Cancelled, 0.0),
+        ("rpc_client_responses_per_rpc_sum", "Search", frpc::Code::Ok, 2.0),
+    ];
+    for (metric, method, code, value) in expected {
+        assert_eq!(
+            count(metric, method, code),
+            value,
+            "{metric} {method} {code}: {text}"
+        );
+    }
 }
