@@ -209,11 +209,12 @@ impl Table {
         }
     }
 
-    /// A call left the table (or a held id came free): every method may have an id again.
+    /// The call under `key` left the table (or its held id came free): its method may have an
+    /// id again (only its own: a finished call of another method frees none of this one's).
     #[inline]
-    fn freed(&mut self) {
+    fn freed(&mut self, key: u32) {
         if !self.exhausted.is_empty() {
-            self.exhausted.clear();
+            self.exhausted.remove(&((key >> 16) as u16));
         }
     }
 }
@@ -638,7 +639,7 @@ impl ClientCalls {
             unreachable!("an entry not waiting is done")
         };
         table.unread -= 1;
-        table.freed();
+        table.freed(key);
         Poll::Ready(outcome)
     }
 
@@ -700,7 +701,7 @@ impl ClientCalls {
         let Some(slot) = table.calls.get_mut(&key) else {
             // The late reply of a call given up: its id is free from now on.
             if !table.abandoned.is_empty() && table.abandoned.remove(&key).is_some() {
-                table.freed();
+                table.freed(key);
             }
             return None;
         };
@@ -774,7 +775,7 @@ impl Drop for PendingCall<'_> {
             // A reply that landed but was never read: the call is over, nothing to cancel.
             Some(Slot::Done(_)) => {
                 table.unread -= 1;
-                table.freed();
+                table.freed(self.key);
             }
             Some(Slot::Waiting(_)) if !self.conn.is_closed() => {
                 // Its reply may still come: the id stays out of use until it does (or long
@@ -793,7 +794,7 @@ impl Drop for PendingCall<'_> {
                     self.conn.send_control(ext::cancel(op, id));
                 }
             }
-            Some(Slot::Waiting(_)) => table.freed(),
+            Some(Slot::Waiting(_)) => table.freed(self.key),
             None => {}
         }
         // The last call a draining server's DRAINED waited for may be this one.
@@ -986,7 +987,13 @@ mod tests {
             Some((1, true)),
             "other methods still have ids"
         );
-        table.freed();
+        table.freed(key(8, 1));
+        assert_eq!(
+            table.register(7, None),
+            None,
+            "another method's call frees none of 7's ids"
+        );
+        table.freed(key(7, 9));
         assert_eq!(
             table.register(7, None),
             Some((5, false)),
