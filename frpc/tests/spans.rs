@@ -86,6 +86,22 @@ fn closed_spans(buffer: &Buffer, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The traced service on 127.0.0.1:0 with `builder`'s settings, served on a task: its address
+/// and the task.
+async fn serve_traced(
+    builder: frpc::Builder,
+) -> (
+    std::net::SocketAddr,
+    tokio::task::JoinHandle<Result<(), frpc::Error>>,
+) {
+    let server = builder
+        .add_service(TracedServer::new(Svc))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    (server.local_addr(), tokio::spawn(server.serve()))
+}
+
 /// A subscriber at DEBUG that writes span closes and events to `buffer`.
 fn subscriber(buffer: &Buffer) -> impl tracing::Subscriber + Send + Sync {
     let writer = buffer.clone();
@@ -105,14 +121,7 @@ async fn a_unary_handler_runs_inside_its_rpc_span_in_every_mode_and_for_plain_cl
     ] {
         let buffer = Buffer::default();
         let _guard = tracing::subscriber::set_default(subscriber(&buffer));
-        let server = frpc::Server::builder()
-            .concurrency(mode)
-            .add_service(TracedServer::new(Svc))
-            .bind("127.0.0.1:0")
-            .await
-            .unwrap();
-        let addr = server.local_addr();
-        let serving = tokio::spawn(server.serve());
+        let (addr, serving) = serve_traced(frpc::Server::builder().concurrency(mode)).await;
         for extensions in [true, false] {
             let config = frpc::ClientConfig::default().extensions(extensions);
             let client = TracedClient::new(frpc::Client::connect_with(addr, config).await.unwrap());
@@ -136,13 +145,7 @@ async fn a_unary_handler_runs_inside_its_rpc_span_in_every_mode_and_for_plain_cl
 async fn failed_call_logged(value: &str) -> (frpc::Error, Vec<String>) {
     let buffer = Buffer::default();
     let _guard = tracing::subscriber::set_default(subscriber(&buffer));
-    let server = frpc::Server::builder()
-        .add_service(TracedServer::new(Svc))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    let serving = tokio::spawn(server.serve());
+    let (addr, serving) = serve_traced(frpc::Server::builder()).await;
     let client = TracedClient::connect(addr).await.unwrap();
     let err = client.unary(Text { value: value.into() }).await.unwrap_err();
     serving.abort();
@@ -255,14 +258,7 @@ async fn spans_carry_service_and_method_names_on_both_sides() {
 async fn grpc_calls_run_inside_their_spans() {
     let buffer = Buffer::default();
     let _guard = tracing::subscriber::set_default(subscriber(&buffer));
-    let server = frpc::Server::builder()
-        .grpc(true)
-        .add_service(TracedServer::new(Svc))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    let serving = tokio::spawn(server.serve());
+    let (addr, serving) = serve_traced(frpc::Server::builder().grpc(true)).await;
     let channel = frpc::grpc::GrpcChannel::connect(&format!("http://{addr}"))
         .await
         .unwrap();
