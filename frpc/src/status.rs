@@ -144,6 +144,15 @@ impl Status {
         self.code
     }
 
+    /// The code this status goes out with as an error, on every path (fRPC, streams, the gRPC
+    /// face, the metrics): an error cannot say OK, so `Code::Ok` goes as `Code::Unknown`.
+    pub(crate) fn error_code(&self) -> Code {
+        match self.code {
+            Code::Ok => Code::Unknown,
+            code => code,
+        }
+    }
+
     /// Whether the connection closes after this status is sent.
     pub fn closes_connection(&self) -> bool {
         self.close

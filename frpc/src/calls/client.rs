@@ -22,6 +22,7 @@ use frpc_wire::{Header, Packet, op};
 use tokio::sync::oneshot;
 
 use super::ext::{self, Negotiation};
+use super::held;
 use super::raw::RawRoutes;
 use super::stream::{Budget, Routed, StreamTable};
 use crate::config::{ConnectionConfig, DecodeLimits};
@@ -99,7 +100,7 @@ struct Table {
     unread: usize,
     next_ids: IdMap<u16, u16>,
     /// Calls given up before their reply came (a timeout, a dropped future), with until when:
-    /// their ids are not reused while a late reply may still come (see [`ABANDONED_FOR`]), or
+    /// their ids are not reused while a late reply may still come (see [`held`]), or
     /// the reply would go to the newer call (a probe got another call's answer, 65,535 calls
     /// after a timeout). Cleared by the late reply, or when the id comes round again after
     /// that.
@@ -109,11 +110,9 @@ struct Table {
     driver: Option<u32>,
     closed: bool,
     takeover_armed: bool,
-    /// The server said it is shutting down (DRAIN): DRAINED goes once no call waits for its
-    /// reply, so that every call registered before it is written before it (one waiting for
-    /// room in the write queue would be overtaken, and refused).
-    draining: bool,
-    /// DRAINED went.
+    /// DRAINED went: the answer to a server's DRAIN (`ClientCalls::draining`), sent once no
+    /// call waits for its reply, so that every call registered before it is written before it
+    /// (one waiting for room in the write queue would be overtaken, and refused).
     drained: bool,
     /// Methods found with no free id, until when none can be (the soonest hold to end): their
     /// calls fail at once meanwhile, instead of each searching all 65,536 ids under the lock
@@ -121,16 +120,6 @@ struct Table {
     /// leaves the table.
     exhausted: IdMap<u16, std::time::Instant>,
 }
-
-/// How long the id of a call given up stays out of use if its reply never comes, with a
-/// server that does not take CANCEL (Go's: its handler runs on and replies whenever it is
-/// done): far beyond most calls.
-const ABANDONED_FOR: Duration = Duration::from_secs(60);
-/// The same after a CANCEL: the server drops the call and sends nothing, so a late reply is
-/// one it wrote before it read the CANCEL, which comes within two trips of the network. Short,
-/// so that a method whose calls time out by the thousand keeps ids to call with (64 tasks
-/// giving up 3,000 calls a second took all 65,536 for a minute).
-const CANCELLED_FOR: Duration = Duration::from_secs(10);
 
 /// A call's entry in the in-flight table.
 #[derive(Debug)]
@@ -147,9 +136,9 @@ impl Table {
         self.calls.len() - self.unread
     }
 
-    /// Whether DRAINED is due now (the server is draining and no call waits): noted as sent.
-    fn drained_due(&mut self) -> bool {
-        let due = self.draining && !self.drained && self.waiting() == 0;
+    /// Whether DRAINED is due now (the server is `draining` and no call waits): noted as sent.
+    fn drained_due(&mut self, draining: bool) -> bool {
+        let due = draining && !self.drained && self.waiting() == 0;
         self.drained |= due;
         due
     }
@@ -183,7 +172,7 @@ impl Table {
             *next = next.wrapping_add(1);
             let key = key(op, *next);
             if let Some(now) = now
-                && still_abandoned(&mut self.abandoned, key, now, &mut soonest)
+                && held::still_held(&mut self.abandoned, &key, now, &mut soonest)
             {
                 continue;
             }
@@ -192,8 +181,7 @@ impl Table {
                 return Some((*next, self.calls.len() == 1));
             }
         }
-        let until = soonest.unwrap_or_else(|| std::time::Instant::now() + ABANDONED_FOR);
-        self.exhausted.insert(op, until);
+        self.exhausted.insert(op, held::until_any_free(soonest));
         None
     }
 
@@ -216,27 +204,6 @@ impl Table {
         if !self.exhausted.is_empty() {
             self.exhausted.remove(&((key >> 16) as u16));
         }
-    }
-}
-
-/// Whether the call under `key` is still out of use at `now` (an entry past its time is
-/// dropped: its id is free again); `soonest` keeps the soonest end of a hold seen.
-fn still_abandoned(
-    abandoned: &mut IdMap<u32, std::time::Instant>,
-    key: u32,
-    now: std::time::Instant,
-    soonest: &mut Option<std::time::Instant>,
-) -> bool {
-    match abandoned.get(&key) {
-        Some(&until) if now < until => {
-            *soonest = Some(soonest.map_or(until, |soonest| soonest.min(until)));
-            true
-        }
-        Some(_) => {
-            abandoned.remove(&key);
-            false
-        }
-        None => false,
     }
 }
 
@@ -318,17 +285,13 @@ impl ClientCalls {
     }
 
     /// The server's DRAIN: answered with DRAINED once no call waits for its reply (at once if
-    /// none does: see `Table::draining`; the server serves those calls, then refuses what may
+    /// none does: see `Table::drained`; the server serves those calls, then refuses what may
     /// still follow), and told to whoever waits.
     fn drain(&self, conn: &Arc<Connection>) {
         if self.draining.swap(true, Ordering::AcqRel) {
             return;
         }
-        let due = {
-            let mut table = self.lock();
-            table.draining = true;
-            table.drained_due()
-        };
+        let due = self.lock().drained_due(true);
         if due {
             send_drained(conn);
         }
@@ -668,7 +631,7 @@ impl ClientCalls {
             self.mark_served();
             // The driver polling the loop looks for its reply once done.
             let waker = waker.filter(|_| self.driving_now.load(Ordering::Relaxed) != u64::from(key) + 1);
-            if table.draining && table.drained_due() {
+            if table.drained_due(self.is_draining()) {
                 send_drained(conn);
             }
             (waker, table.takeover_armed && table.waiting() == 0)
@@ -684,7 +647,7 @@ impl ClientCalls {
         let waker = {
             let mut table = self.lock();
             let waker = Self::hand_over(&mut table, key(op, id), Err(err)).flatten();
-            if table.drained_due() {
+            if table.drained_due(self.is_draining()) {
                 send_drained(conn);
             }
             waker
@@ -780,11 +743,7 @@ impl Drop for PendingCall<'_> {
             Some(Slot::Waiting(_)) if !self.conn.is_closed() => {
                 // Its reply may still come: the id stays out of use until it does (or long
                 // enough that it will not).
-                let hold = match self.cancel {
-                    true => CANCELLED_FOR,
-                    false => ABANDONED_FOR,
-                };
-                table.abandoned.insert(self.key, std::time::Instant::now() + hold);
+                table.abandoned.insert(self.key, held::until(self.cancel));
                 if self.cancel {
                     // Sent under the lock, the id not yet free, so no newer call can have
                     // taken it; with the write queue full, as soon as there is room (a
@@ -798,7 +757,7 @@ impl Drop for PendingCall<'_> {
             None => {}
         }
         // The last call a draining server's DRAINED waited for may be this one.
-        if table.draining && table.drained_due() {
+        if table.drained_due(self.calls.is_draining()) {
             send_drained(self.conn);
         }
     }
@@ -970,7 +929,7 @@ mod tests {
     #[test]
     fn a_method_out_of_ids_is_noted_until_one_can_be_free() {
         let mut table = Table::default();
-        let until = std::time::Instant::now() + CANCELLED_FOR;
+        let until = std::time::Instant::now() + held::AFTER_CANCEL;
         table
             .abandoned
             .extend((0..=u16::MAX).map(|id| (key(7, id), until)));

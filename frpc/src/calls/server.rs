@@ -1007,7 +1007,7 @@ fn place_reply(
             (
                 Encoded::from(polyglot::error_to_bytes(status.message())),
                 status.closes_connection(),
-                status.code(),
+                status.error_code(),
             )
         }
     };

@@ -637,10 +637,7 @@ fn is_http_header(key: &str) -> bool {
 /// trailers. An error that says OK goes out as UNKNOWN, as on fRPC (a tonic client read it as
 /// a reply with no message, and a stream's as a clean end).
 fn to_tonic(status: &Status, metadata: Option<Metadata>) -> tonic::Status {
-    let code = match status.code() {
-        Code::Ok => tonic::Code::Unknown,
-        code => tonic::Code::from_i32(code as i32),
-    };
+    let code = tonic::Code::from_i32(status.error_code() as i32);
     with_trailers(tonic::Status::new(code, status.message()), metadata)
 }
 

@@ -63,7 +63,7 @@ use crate::caller::{Reply, Request};
 use crate::calls::stream::{MessageCounts, StreamObserver};
 use crate::channel::Channel;
 use crate::middleware::{BoxError, CallRequest, CallResponse, status_from_error};
-use crate::status::{Code, Error, Status};
+use crate::status::{Code, Error};
 
 mod handles;
 
@@ -189,20 +189,11 @@ where
                 // A handler failing because its client went (a stream's read or send failed
                 // on the closed connection) is the client's cancel, as a dropped one is.
                 Err(_) if ctx.is_cancelled() => call.unanswered_code(),
-                Err(status) => error_code(status),
+                Err(status) => status.error_code(),
             });
             // The status itself, so the layers above and the client see what the handler said.
             result.map_err(|status| Box::new(status) as BoxError)
         })
-    }
-}
-
-/// The code a handler's error reaches its client with: an error cannot say OK, so one made
-/// with `Code::Ok` goes out as UNKNOWN, and is booked so.
-fn error_code(status: &Status) -> Code {
-    match status.code() {
-        Code::Ok => Code::Unknown,
-        code => code,
     }
 }
 
@@ -461,6 +452,7 @@ fn reply_code(reply: &Reply) -> Code {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::Status;
 
     /// A handler's `Err` with code OK reaches its client as UNKNOWN (`calls/server.rs` sends
     /// no code for it), and is booked so; other codes as they are.
@@ -477,7 +469,7 @@ mod tests {
 
     #[test]
     fn an_error_saying_ok_is_booked_unknown() {
-        assert_eq!(error_code(&Status::with_code(Code::Ok, "m0")), Code::Unknown);
-        assert_eq!(error_code(&Status::not_found("x")), Code::NotFound);
+        assert_eq!(Status::with_code(Code::Ok, "m0").error_code(), Code::Unknown);
+        assert_eq!(Status::not_found("x").error_code(), Code::NotFound);
     }
 }

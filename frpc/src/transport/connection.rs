@@ -489,9 +489,12 @@ impl Connection {
     /// `Drop`): at once if there is room, else from a task that waits for room. Dropped only
     /// once the connection is closed (or outside a Tokio runtime).
     pub(crate) fn send_control(self: &Arc<Self>, packet: Packet) {
-        if self.is_closed() || self.try_send(packet.clone()).is_ok() {
+        if self.is_closed() {
             return;
         }
+        let Err(packet) = self.try_queue(Outgoing::One(packet).detached()) else {
+            return;
+        };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return tracing::debug!(
                 "the write queue is full and no runtime is left: a control packet is lost"
@@ -507,14 +510,19 @@ impl Connection {
     pub(crate) fn try_send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
         // Queued like `enqueue`'s (a stream's error reply may be cut from the chunk).
         let packet = packet.into().detached();
+        self.check_len(packet.len())?;
+        self.try_queue(packet).map_err(|_| self.closed_error())
+    }
+
+    /// Queues `packet` (its length checked) if there is room right now, or gives it back.
+    fn try_queue(&self, packet: Outgoing) -> Result<(), Outgoing> {
         let len = packet.len();
-        self.check_len(len)?;
         self.outbound.queued();
         self.queue_bytes.force_take(len);
-        self.out.try_send(packet).map_err(|_| {
+        self.out.try_send(packet).map_err(|err| {
             self.outbound.unqueued();
             self.queue_bytes.give_back(len);
-            self.closed_error()
+            err.into_inner()
         })
     }
 

@@ -143,10 +143,7 @@ pub(crate) struct StreamSetup {
 /// says OK goes out as UNKNOWN, as a unary call's does.
 pub(super) fn error_content(status: &Status, codes: bool, metadata: Option<Metadata>) -> Bytes {
     let content = polyglot::error_to_bytes(status.message());
-    let code = match status.code() {
-        Code::Ok => Code::Unknown,
-        code => code,
-    };
+    let code = status.error_code();
     let header = ext::Header {
         code: Some(code).filter(|&code| codes && (code != Code::Unknown || status.message() == "EOF")),
         metadata,

@@ -405,12 +405,9 @@ impl<T: Message> FrpcStreaming<T> {
                     if let Some(slot) = &self.guard.client.response {
                         slot.set(header.metadata);
                     }
-                    // `EOF` with a code is an error whose text is "EOF" (a Go error passed
-                    // on, say); without one, the end.
-                    match (text.as_str(), code) {
-                        ("EOF", None) => Ok(None),
-                        (_, None | Some(Code::Ok)) => Err(Error::Status(Status::new(text))),
-                        (_, Some(code)) => Err(Error::Status(Status::with_code(code, text))),
+                    match end_code(&text, code) {
+                        Code::Ok => Ok(None),
+                        code => Err(Error::Status(Status::with_code(code, text))),
                     }
                 }
                 Err(err) => Err(self.undecodable(err)),
@@ -505,6 +502,17 @@ impl<T: Message> futures_core::Stream for Streaming<T> {
 
 impl<T> Unpin for Streaming<T> {}
 
+/// How the peer ended a stream with the error `text` and `code` (its STATUS, if it sent one):
+/// `Code::Ok` for the end (`EOF` without a code), else the error's code. `EOF` with a code is
+/// an error whose text is "EOF" (a Go error passed on, say); an error cannot say OK.
+fn end_code(text: &str, code: Option<Code>) -> Code {
+    match (text, code) {
+        ("EOF", None) => Code::Ok,
+        (_, None | Some(Code::Ok)) => Code::Unknown,
+        (_, Some(code)) => code,
+    }
+}
+
 #[cfg(feature = "metrics")]
 impl<T> FrpcStreaming<T> {
     /// A client stream dropped with the server's end among its unread messages (a caller that
@@ -533,12 +541,7 @@ impl<T> FrpcStreaming<T> {
             _ => (ext::Header::default(), end),
         };
         if let Ok(Envelope::Error(text)) = codec::decode::<()>(&content, guard.conn.decode_limits()) {
-            let code = match (text.as_str(), header.code) {
-                ("EOF", None) => Code::Ok,
-                (_, None | Some(Code::Ok)) => Code::Unknown,
-                (_, Some(code)) => code,
-            };
-            guard.counts.end_with(code);
+            guard.counts.end_with(end_code(&text, header.code));
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use frpc_wire::op;
@@ -13,6 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::credit::CreditBack;
 use crate::calls::ext::{self, CallState, Window};
+use crate::calls::held;
 use crate::status::{Error, Status};
 use crate::transport::connection::Connection;
 use crate::transport::writer::SMALL_CONTENT;
@@ -105,7 +106,7 @@ pub(super) struct Table {
     pub(super) next_id: u16,
     /// Streams this side opened and gave up before the peer ended them (their handles dropped,
     /// a deadline, a failure here), with until when: their ids stay out of use while the
-    /// peer's late messages may still come (see [`GIVEN_UP_FOR`]), or they would reach the
+    /// peer's late messages may still come (see `calls::held`), or they would reach the
     /// stream that took the id 65,535 streams later. Cleared by the peer's end (its error,
     /// `EOF` or close), or when the id comes round again after that.
     pub(super) given_up: HashMap<u16, Instant>,
@@ -115,15 +116,6 @@ pub(super) struct Table {
     pub(super) exhausted_until: Option<Instant>,
     pub(super) closed: Option<Option<String>>,
 }
-
-/// How long the id of a stream given up stays out of use if the peer never ends it, with a
-/// peer that does not take CANCEL (Go's, whose handler sends on): far beyond most streams.
-const GIVEN_UP_FOR: Duration = Duration::from_secs(60);
-/// The same after a CANCEL: the server drops the handler and sends nothing more, so a late
-/// message is one it wrote before it read the CANCEL (as `calls::client`'s `CANCELLED_FOR`).
-/// Short, so that a client dropping streams by the thousand keeps ids to open with (1,100 a
-/// second took all 65,536 for a minute at a time).
-const CANCELLED_FOR: Duration = Duration::from_secs(10);
 
 /// The streams open on one connection, keyed by stream id (one namespace for both peers).
 #[derive(Debug)]
@@ -181,23 +173,16 @@ fn free_id(table: &mut Table) -> Option<u16> {
         if table.routes.contains_key(&id) {
             continue;
         }
-        if let Some(now) = now {
-            match table.given_up.get(&id) {
-                Some(&until) if now < until => {
-                    soonest = Some(soonest.map_or(until, |soonest| soonest.min(until)));
-                    continue;
-                }
-                Some(_) => {
-                    table.given_up.remove(&id);
-                }
-                None => {}
-            }
+        if let Some(now) = now
+            && held::still_held(&mut table.given_up, &id, now, &mut soonest)
+        {
+            continue;
         }
         table.next_id = id;
         return Some(id);
     }
     // Open streams free ids when they end (which clears this); held ones at their time.
-    table.exhausted_until = Some(soonest.unwrap_or_else(|| Instant::now() + GIVEN_UP_FOR));
+    table.exhausted_until = Some(held::until_any_free(soonest));
     None
 }
 
@@ -526,21 +511,18 @@ impl StreamTable {
     /// Forgets stream `id` because this side is done with it; the id of one this side opened
     /// that the peer has not ended (nor closed) stays out of use a while.
     fn forget_mine(&self, table: &mut Table, id: u16) {
-        let hold = table.routes.get(&id).and_then(|route| {
+        let given_up = table.routes.get(&id).and_then(|route| {
             let given_up =
                 route.local && !route.peer_ended && !matches!(route.end.get(), Some(EndReason::PeerClosed));
             // A peer that takes CANCEL got one (the stream's last handle, its deadline or its
             // failure here sent it).
-            given_up.then_some(match route.cancels {
-                true => CANCELLED_FOR,
-                false => GIVEN_UP_FOR,
-            })
+            given_up.then_some(route.cancels)
         });
         self.forget(table, id);
-        if let Some(hold) = hold
+        if let Some(cancelled) = given_up
             && table.closed.is_none()
         {
-            table.given_up.insert(id, Instant::now() + hold);
+            table.given_up.insert(id, held::until(cancelled));
         }
     }
 
@@ -829,15 +811,15 @@ mod tests {
                 .get(&id)
                 .map(|until| until.duration_since(before))
         };
-        let second = Duration::from_secs(1);
+        let second = std::time::Duration::from_secs(1);
         let cancelled = held_for(true, false).unwrap();
         assert!(
-            cancelled >= CANCELLED_FOR && cancelled < CANCELLED_FOR + second,
+            cancelled >= held::hold(true) && cancelled < held::hold(true) + second,
             "{cancelled:?}"
         );
         let plain = held_for(false, false).unwrap();
         assert!(
-            plain >= GIVEN_UP_FOR && plain < GIVEN_UP_FOR + second,
+            plain >= held::hold(false) && plain < held::hold(false) + second,
             "{plain:?}"
         );
         assert_eq!(held_for(true, true), None, "the peer ended it");
@@ -849,16 +831,16 @@ mod tests {
     fn free_ids_skip_the_ones_given_up_lately() {
         let mut table = Table::default();
         let now = Instant::now();
-        table.given_up.insert(1, now + GIVEN_UP_FOR);
+        table.given_up.insert(1, now + held::hold(false));
         table.given_up.insert(2, now);
         assert_eq!(free_id(&mut table), Some(2), "1 skipped, 2's hold over");
         assert!(!table.given_up.contains_key(&2));
         table
             .given_up
-            .extend((0..=u16::MAX).map(|id| (id, now + CANCELLED_FOR)));
+            .extend((0..=u16::MAX).map(|id| (id, now + held::AFTER_CANCEL)));
         assert_eq!(free_id(&mut table), None);
         // Noted: the next search fails at once, until the soonest hold ends, or a stream ends.
-        assert_eq!(table.exhausted_until, Some(now + CANCELLED_FOR));
+        assert_eq!(table.exhausted_until, Some(now + held::AFTER_CANCEL));
         table.given_up.retain(|id, _| *id != 7);
         assert_eq!(free_id(&mut table), None, "still noted as exhausted");
         table.exhausted_until = None;
