@@ -101,7 +101,7 @@ fn doc() -> Doc {
         fragments.join(" ")
     };
     Doc {
-        offer_all: in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 03 ff"]),
+        offer_all: in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 07 ff"]),
         offer: in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 00 1f"]),
         accept: in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 1f"]),
         request: in_doc(&["00 0f 00 01 00 0a 00 00 00 07", "fd", "0a 02 68 69", "20 01"]),

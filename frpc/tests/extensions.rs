@@ -525,7 +525,7 @@ async fn dropping_a_bidi_call_cancels_rather_than_ends_its_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_bidi_call_sends_cancel_and_no_eof() {
     let spec = Spec::load();
-    let offer = spec.bytes(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 03 ff"]);
+    let offer = spec.bytes(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 07 ff"]);
     let accept = spec.bytes(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 0f"]);
     let cancel_stream = spec.bytes(&["00 0f 00 03 ff ff 00 00 00 04 00 02 00 01"]);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -970,7 +970,7 @@ async fn a_slot_gets_only_its_handles_calls() {
 async fn the_spec_examples_are_the_bytes() {
     let spec = Spec::load();
     let in_doc = |fragments: &[&str]| spec.bytes(fragments);
-    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 03 ff"]);
+    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 07 ff"]);
     let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 0f"]);
     let request = in_doc(&[
         "00 0f 00 01 00 0a 00 00 00 23",

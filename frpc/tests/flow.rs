@@ -415,7 +415,7 @@ async fn a_server_exceeding_its_credit_gets_its_stream_failed() {
 async fn the_flow_spec_examples_are_the_bytes() {
     let spec = Spec::load();
     let in_doc = |fragments: &[&str]| spec.bytes(fragments);
-    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 03 ff"]);
+    let offer = in_doc(&["00 0f 00 01 ff ff 00 00 00 05 01 00 00 07 ff"]);
     let accept = in_doc(&["00 0f 00 02 ff ff 00 00 00 05 01 00 00 00 6f"]);
     let open = in_doc(&[
         "00 0f 00 01 00 02 00 00 00 0d",

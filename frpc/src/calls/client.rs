@@ -22,7 +22,7 @@ use frpc_wire::{Header, Packet, op};
 use tokio::sync::oneshot;
 
 use super::ext::{self, Negotiation};
-use super::held;
+use super::held::{self, Hold};
 use super::raw::RawRoutes;
 use super::stream::{Budget, Routed, StreamTable};
 use crate::config::{ConnectionConfig, DecodeLimits};
@@ -468,7 +468,7 @@ impl ClientCalls {
                 conn,
                 key: key(op, id),
                 taken: false,
-                cancel: bits & ext::EXT_CANCEL != 0,
+                hold: Hold::of(bits, false),
             };
             // Alone (ping-pong), it is written at once if the writer is idle (no hand-off to its
             // task). With others in flight, or replies just handed over whose callers may call
@@ -476,6 +476,7 @@ impl ClientCalls {
             // it) leave in one write, made by the first of them once the others are in, again
             // with no hand-off to the writer task.
             let at_once = conn.send_or_cork(Outgoing::new(id, op, content), !alone).await?;
+            pending.hold = Hold::of(bits, true);
             // Sent within the poll that registered the call: a reply handed over since has
             // woken that poll's waker, so the table is first looked at once woken (a lock and
             // a lookup less per call). After a wait the waker may be another: looked at now,
@@ -724,7 +725,8 @@ struct PendingCall<'a> {
     key: u32,
     /// Whether the caller took its reply (the entry is gone).
     taken: bool,
-    cancel: bool,
+    /// How long the id is held if the caller gives the call up (and whether a CANCEL goes).
+    hold: Hold,
 }
 
 impl Drop for PendingCall<'_> {
@@ -743,8 +745,8 @@ impl Drop for PendingCall<'_> {
             Some(Slot::Waiting(_)) if !self.conn.is_closed() => {
                 // Its reply may still come: the id stays out of use until it does (or long
                 // enough that it will not).
-                table.abandoned.insert(self.key, held::until(self.cancel));
-                if self.cancel {
+                table.abandoned.insert(self.key, self.hold.until());
+                if self.hold.cancels() {
                     // Sent under the lock, the id not yet free, so no newer call can have
                     // taken it; with the write queue full, as soon as there is room (a
                     // handler left running would hold its server's places). A cancel for a

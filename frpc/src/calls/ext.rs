@@ -78,6 +78,10 @@ pub(crate) const EXT_REFLECTION: u32 = 1 << 8;
 /// reach it until the client answers (DRAINED), as HTTP/2's GOAWAY lets a client move away
 /// without losing a call.
 pub(crate) const EXT_DRAIN: u32 = 1 << 9;
+/// The server answers every CANCEL of a call or stream it was running with the call's one
+/// reply (CANCELLED) or the stream's `EOF`, once nothing more will follow it: the client holds
+/// an id it gave up until that answer, not for a guessed while.
+pub(crate) const EXT_CANCEL_ANSWER: u32 = 1 << 10;
 /// Everything this version knows.
 pub(crate) const SUPPORTED: u32 = EXT_CANCEL
     | EXT_DEADLINE
@@ -88,7 +92,8 @@ pub(crate) const SUPPORTED: u32 = EXT_CANCEL
     | EXT_OPEN_ACK
     | EXT_BYTES
     | EXT_REFLECTION
-    | EXT_DRAIN;
+    | EXT_DRAIN
+    | EXT_CANCEL_ANSWER;
 
 /// The bits a peer offers or accepts: everything, less protobuf when its config turns that off.
 pub(crate) fn supported(protobuf: bool) -> u32 {
@@ -827,8 +832,8 @@ mod tests {
             hex(&header.encode(&[0x08, 0x00])),
             "fe 01 00 00 00 04 00 00 00 fa 00 08 00"
         );
-        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 03 ff");
-        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 03 ef");
+        assert_eq!(hex(&hello(OFFER, SUPPORTED).content), "01 00 00 07 ff");
+        assert_eq!(hex(&hello(OFFER, supported(false)).content), "01 00 00 07 ef");
         assert_eq!(hex(&cancel(10, 7).content), "00 0a 00 07");
         let messages = |messages| Window {
             messages,

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
 use std::time::{Duration, Instant};
 
+use super::ext;
+
 /// How long an id stays held with a peer that does not take CANCEL (Go's: its handler runs on
 /// and answers whenever it is done): far beyond most calls.
 const WITHOUT_CANCEL: Duration = Duration::from_secs(60);
@@ -15,24 +17,57 @@ const WITHOUT_CANCEL: Duration = Duration::from_secs(60);
 /// so that a client giving up calls or streams by the thousand keeps ids to use (at 60 s,
 /// 1,100 give-ups a second took all 65,536 ids for a minute at a time).
 pub(crate) const AFTER_CANCEL: Duration = Duration::from_secs(10);
+/// How long after a CANCEL a peer answers (bit 10): the answer frees the id, so this is only
+/// for a peer that never sends it.
+const UNTIL_ANSWERED: Duration = WITHOUT_CANCEL;
 
-/// How long an id given up is held: shorter when a CANCEL went (`cancelled`).
-pub(crate) fn hold(cancelled: bool) -> Duration {
-    match cancelled {
-        true => AFTER_CANCEL,
-        false => WITHOUT_CANCEL,
-    }
+/// What frees an id given up, which says how long it is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Hold {
+    /// No CANCEL went (the peer does not take it): its answer comes when its handler is done.
+    #[default]
+    Plain,
+    /// A CANCEL went: only what the peer wrote before it read it can come.
+    Cancelled,
+    /// A CANCEL went to a peer that answers it (bit 10): held until the answer comes.
+    Answered,
 }
 
-/// When an id given up now is free again.
-pub(crate) fn until(cancelled: bool) -> Instant {
-    Instant::now() + hold(cancelled)
+impl Hold {
+    /// The hold of an id given up on a connection with extension `bits`. `sent`: the call's
+    /// request went out (one that never did gets no answer).
+    pub(crate) fn of(bits: u32, sent: bool) -> Hold {
+        match (bits & ext::EXT_CANCEL != 0, bits & ext::EXT_CANCEL_ANSWER != 0) {
+            (false, _) => Hold::Plain,
+            (true, true) if sent => Hold::Answered,
+            (true, _) => Hold::Cancelled,
+        }
+    }
+
+    /// Whether a CANCEL goes to the peer for an id given up.
+    pub(crate) fn cancels(self) -> bool {
+        self != Hold::Plain
+    }
+
+    /// How long an id given up is held.
+    pub(crate) fn duration(self) -> Duration {
+        match self {
+            Hold::Plain => WITHOUT_CANCEL,
+            Hold::Cancelled => AFTER_CANCEL,
+            Hold::Answered => UNTIL_ANSWERED,
+        }
+    }
+
+    /// When an id given up now is free again (unless the peer's answer frees it first).
+    pub(crate) fn until(self) -> Instant {
+        Instant::now() + self.duration()
+    }
 }
 
 /// When a search that found every id taken may find one again, none of them held: the longest
 /// hold (the search is made again earlier if an id comes free).
 pub(crate) fn until_any_free(soonest: Option<Instant>) -> Instant {
-    soonest.unwrap_or_else(|| until(false))
+    soonest.unwrap_or_else(|| Hold::Plain.until())
 }
 
 /// Whether `key` is still held at `now` (an entry past its time is dropped: the id is free
@@ -53,5 +88,26 @@ pub(crate) fn still_held<K: Hash + Eq, S: BuildHasher>(
             false
         }
         None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An id given up is held until the peer's answer only where the peer answers CANCELs and
+    /// the request went out (one that never did gets no answer); 10 s after a CANCEL to a peer
+    /// that does not answer; 60 s toward a peer without cancellation.
+    #[test]
+    fn the_hold_follows_what_the_peer_does_with_a_cancel() {
+        let answers = ext::EXT_CANCEL | ext::EXT_CANCEL_ANSWER;
+        assert_eq!(Hold::of(answers, true), Hold::Answered);
+        assert_eq!(Hold::of(answers, false), Hold::Cancelled);
+        assert_eq!(Hold::of(ext::EXT_CANCEL, true), Hold::Cancelled);
+        assert_eq!(Hold::of(0, true), Hold::Plain);
+        assert_eq!(Hold::of(ext::EXT_CANCEL_ANSWER, true), Hold::Plain, "needs bit 0");
+        assert!(Hold::Answered.cancels() && Hold::Cancelled.cancels() && !Hold::Plain.cancels());
+        assert_eq!(Hold::Answered.duration(), Duration::from_secs(60));
+        assert_eq!(Hold::Cancelled.duration(), Duration::from_secs(10));
     }
 }

@@ -20,6 +20,7 @@ use super::budget::ByteBudget;
 use super::codec;
 use super::drain::DrainNotice;
 use super::ext::{self, CallInfo, CallState, Registry};
+use super::held::Hold;
 use super::slot::UnarySlot;
 use super::stream::{Budget, Routed, ServerStream, StreamExt, StreamSetup, StreamTable};
 use crate::config::{Concurrency, ConnectionConfig, ServerConfig};
@@ -624,8 +625,9 @@ impl<H: Handlers> ServerDispatch<H> {
             send_bytes: peer_window.bytes.filter(|_| bytes).map(i64::from),
             awaiting_ack: false,
             codes: bits & ext::EXT_STATUS != 0,
-            // Only the opener cancels a stream.
+            // Only the opener cancels a stream (and gives its id up).
             cancels: false,
+            hold: Hold::Plain,
         };
         // Every stream the peer opens has a state, plain peers' too: its handler is cancelled
         // when the peer fails the stream (closes it with an empty packet, overflows it). Its
@@ -939,14 +941,20 @@ async fn answer_registered<H>(
 ) {
     let result = until_closed(conn, guarded(call, state)).await.flatten();
     registry.finish(key, Some(state));
+    let (op, id) = ((key >> 16) as u16, key as u16);
     let Some(result) = result else {
+        // Cancelled (or its connection closed): a client that takes answers to its CANCELs
+        // (bit 10) holds the call's id until this one reply comes.
+        if bits & ext::EXT_CANCEL_ANSWER != 0 && state.is_cancelled() {
+            let answer = Err(Status::cancelled("cancelled by the client"));
+            send_reply(conn, id, op, answer, Some((None, bits))).await;
+        }
         return;
     };
     let (result, _held) = match result {
         Ok((reply, held)) => (Ok(reply), Some(held)),
         Err(status) => (Err(status), None),
     };
-    let (op, id) = ((key >> 16) as u16, key as u16);
     send_reply(conn, id, op, result, Some((state.take_response(), bits))).await;
 }
 

@@ -38,6 +38,7 @@ use tracing::Instrument;
 
 use super::frames::FrameReader;
 use super::handback::{Handback, Join, ReadParts, TakeConnection};
+use super::progress::{Watched, WriteProgress};
 use super::queue_bytes::QueueBytes;
 use super::shared_reader::{SharedReader, WakeDriver};
 use super::writer::{Outbound, Outgoing, Writer};
@@ -139,8 +140,12 @@ pub(crate) struct Connection {
     /// Set by the reader whenever bytes arrive (its [`FrameReader`], after every read that
     /// brought any, so a packet still arriving counts), cleared by the heartbeat.
     activity: Arc<AtomicBool>,
+    /// Whether the peer takes what the writer writes (read by the heartbeat).
+    writes: Arc<WriteProgress>,
     /// Set while the reader runs a handler inline, so the silence is not blamed on the peer.
     busy: AtomicBool,
+    /// Control packets that found the write queue full, sent in order by one task.
+    control: Mutex<ControlBacklog>,
     /// Wakes the reader while it waits for input, to look at `is_closed`, `stopping` and
     /// `drain_requested`: cheaper to wait on than cancellation futures, which lock on every poll.
     reader_signal: AtomicWaker,
@@ -196,6 +201,8 @@ impl Connection {
         let codec = PacketCodec::new(config.framing).with_max_content_length(config.max_content_length);
         let dispatch = Arc::new(dispatch);
         let queue_bytes = Arc::new(QueueBytes::new(config.write_queue_bytes));
+        let writes = Arc::new(WriteProgress::default());
+        let write = Watched::new(write, writes.clone());
         let writer = Arc::new(Writer::new(write, config.framing, queue_bytes.clone()));
         let conn = Arc::new(Connection {
             out,
@@ -211,7 +218,9 @@ impl Connection {
             peer,
             codec,
             activity: Arc::new(AtomicBool::new(false)),
+            writes,
             busy: AtomicBool::new(false),
+            control: Mutex::new(ControlBacklog::default()),
             reader_signal: AtomicWaker::new(),
             stopping: AtomicBool::new(false),
             drain_requested: AtomicBool::new(false),
@@ -234,7 +243,7 @@ impl Connection {
                     _ => super::writer::CLOSE_FLUSH_TIMEOUT,
                 };
                 match writer.run(queue, &conn.closed, keep, flush_limit).await {
-                    Ok(Some(write)) => conn.handback.complete(write, parts_rx, join).await,
+                    Ok(Some(write)) => conn.handback.complete(write.into_inner(), parts_rx, join).await,
                     Ok(None) => {
                         conn.handback.abandon();
                         if !flush_limit().is_zero() {
@@ -488,22 +497,45 @@ impl Connection {
     /// run on; a DRAINED, which its shutdown waits for) from a caller that cannot wait (a
     /// `Drop`): at once if there is room, else from a task that waits for room. Dropped only
     /// once the connection is closed (or outside a Tokio runtime).
+    ///
+    /// What waits does so in one backlog per connection, sent by one task: a task each (as
+    /// before) grew by the thousand a second, for as long as the connection lived, with a peer
+    /// that pinged but never read while calls timed out. The backlog holds at most
+    /// [`CONTROL_BACKLOG`] packets (more would be for calls whose requests never left either:
+    /// the queue they wait behind is as stuck).
     pub(crate) fn send_control(self: &Arc<Self>, packet: Packet) {
         if self.is_closed() {
             return;
         }
-        let Err(packet) = self.try_queue(Outgoing::One(packet).detached()) else {
-            return;
+        let mut backlog = self.control_backlog();
+        let packet = Outgoing::One(packet).detached();
+        // Behind a backlog, it waits its turn.
+        let packet = match backlog.flushing {
+            true => packet,
+            false => match self.try_queue(packet) {
+                Ok(()) => return,
+                Err(packet) => packet,
+            },
         };
+        if backlog.packets.len() >= CONTROL_BACKLOG {
+            return tracing::debug!("the control backlog is full: a control packet is lost");
+        }
+        backlog.packets.push(packet);
+        if backlog.flushing {
+            return;
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            backlog.packets.clear();
             return tracing::debug!(
                 "the write queue is full and no runtime is left: a control packet is lost"
             );
         };
-        let conn = self.clone();
-        runtime.spawn(async move {
-            let _ = conn.send(packet).await;
-        });
+        backlog.flushing = true;
+        runtime.spawn(flush_control(self.clone()));
+    }
+
+    fn control_backlog(&self) -> std::sync::MutexGuard<'_, ControlBacklog> {
+        self.control.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Queues a packet if there is room right now (for callers that cannot wait, like `Drop`).
@@ -1018,6 +1050,40 @@ impl Drop for CloseIfDropped {
     }
 }
 
+/// The most control packets a connection keeps waiting for room in its write queue.
+pub(crate) const CONTROL_BACKLOG: usize = 65_536;
+
+/// Control packets waiting for room in the write queue (see [`Connection::send_control`]).
+#[derive(Debug, Default)]
+struct ControlBacklog {
+    packets: Vec<Outgoing>,
+    /// A task sends them: later ones queue behind.
+    flushing: bool,
+}
+
+/// Sends a connection's control backlog, in order, until it is empty (or the connection
+/// closed: then nothing more can go).
+async fn flush_control(conn: Arc<Connection>) {
+    loop {
+        let packets = {
+            let mut backlog = conn.control_backlog();
+            if backlog.packets.is_empty() {
+                backlog.flushing = false;
+                return;
+            }
+            std::mem::take(&mut backlog.packets)
+        };
+        for packet in packets {
+            if conn.send(packet).await.is_err() {
+                let mut backlog = conn.control_backlog();
+                backlog.packets.clear();
+                backlog.flushing = false;
+                return;
+            }
+        }
+    }
+}
+
 /// Pings the peer and closes the connection once it has been silent too long; on a server's
 /// connection it also passes the shutdown signal (`drain`) on to the reader, which would
 /// otherwise poll the server's token (a lock) every time it waits for input.
@@ -1043,7 +1109,12 @@ async fn heartbeat(conn: Arc<Connection>, drain: Option<CancellationToken>) {
         }
         // A full queue means we are writing anyway; the PING would add nothing.
         let _ = conn.try_send(Packet::ping());
-        if conn.activity.swap(false, Ordering::Relaxed) || conn.busy.load(Ordering::Relaxed) {
+        // A reader that waits on this side (a slow handler or consumer: it is `busy`) cannot
+        // hear the peer, so that silence is ours; unless what we write is stuck as well: then
+        // the wait is on the peer, which may be gone (a vanished host never frees the room a
+        // handler writing to it waits for).
+        let stuck = conn.writes.stuck();
+        if conn.activity.swap(false, Ordering::Relaxed) || (conn.busy.load(Ordering::Relaxed) && !stuck) {
             silent = Duration::ZERO;
         } else {
             silent += interval;
@@ -1145,14 +1216,7 @@ mod tests {
         };
         let (conn, _tasks, peer) = ignoring(&config).await;
         // The peer reads nothing yet: large packets fill the socket's buffers, then the queue.
-        let filler = bytes::Bytes::from(vec![0u8; 256 * 1024]);
-        let mut queued = 0u16;
-        while conn.try_send(Packet::new(queued, 100, filler.clone())).is_ok() {
-            queued += 1;
-            // Let the writer take what the socket accepts.
-            tokio::task::yield_now().await;
-            assert!(queued < 10_000, "the queue never filled");
-        }
+        fill(&conn).await;
         conn.send_control(Packet::new(7, 200, bytes::Bytes::from_static(b"cancel")));
         let mut framed =
             tokio_util::codec::FramedRead::new(peer, frpc_wire::PacketCodec::new(Framing::Frisbee));
@@ -1168,6 +1232,107 @@ mod tests {
         .await
         .expect("the control packet within 10 s");
         assert_eq!((control.id, &control.content[..]), (7, &b"cancel"[..]));
+    }
+
+    /// Fills the connection's socket buffers and write queue with large packets its peer does
+    /// not read; returns how many it queued.
+    async fn fill(conn: &Connection) -> u16 {
+        let filler = bytes::Bytes::from(vec![0u8; 256 * 1024]);
+        let mut queued = 0u16;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        // Until the socket takes no more and the queue is full behind it.
+        loop {
+            let full = conn.try_send(Packet::new(queued, 100, filler.clone())).is_err();
+            if full && conn.writes.is_blocked() {
+                return queued;
+            }
+            queued += u16::from(!full);
+            // Let the writer take what the socket accepts.
+            tokio::task::yield_now().await;
+            assert!(std::time::Instant::now() < deadline, "the socket never filled");
+        }
+    }
+
+    /// Control packets that find the queue full wait in one backlog sent by one task, in order,
+    /// and at most [`CONTROL_BACKLOG`] wait: a task each grew by the thousand a second for a
+    /// peer that pinged but never read (session 32's hostile-peers probe).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn control_packets_wait_in_one_bounded_backlog() {
+        use futures_util::StreamExt;
+        let config = ConnectionConfig {
+            write_queue: 4,
+            ping_interval: Duration::from_secs(3600),
+            idle_timeout: Duration::from_secs(3600),
+            ..ConnectionConfig::default()
+        };
+        let (conn, _tasks, peer) = ignoring(&config).await;
+        fill(&conn).await;
+        let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+        let before = tasks();
+        let sent = 2 * CONTROL_BACKLOG as u32 + 1000;
+        for n in 0..sent {
+            conn.send_control(Packet::new(7, 200, bytes::Bytes::from(n.to_be_bytes().to_vec())));
+        }
+        assert!(tasks() <= before + 1, "one task sends the backlog: {before} → {}", tasks());
+        assert!(conn.control_backlog().packets.len() <= CONTROL_BACKLOG);
+        let mut framed =
+            tokio_util::codec::FramedRead::new(peer, frpc_wire::PacketCodec::new(Framing::Frisbee));
+        let read = tokio::time::timeout(Duration::from_secs(30), async move {
+            let mut got = Vec::new();
+            while let Some(packet) = framed.next().await {
+                let packet = packet.unwrap();
+                match packet.op {
+                    200 => got.push(u32::from_be_bytes(packet.content[..].try_into().unwrap())),
+                    201 => return got,
+                    _ => {}
+                }
+            }
+            panic!("the connection ended before the last control packet")
+        });
+        let read = tokio::spawn(read);
+        // A last one, once the peer reads and the backlog has room: it goes behind the others.
+        while conn.control_backlog().packets.len() >= CONTROL_BACKLOG {
+            tokio::task::yield_now().await;
+        }
+        conn.send_control(Packet::new(8, 201, bytes::Bytes::new()));
+        let got = read.await.unwrap().expect("the backlog within 30 s");
+        assert!(got.windows(2).all(|pair| pair[0] < pair[1]), "in order");
+        assert_eq!(got[0], 0);
+        let kept = got.len();
+        assert!((CONTROL_BACKLOG..=2 * CONTROL_BACKLOG + 4).contains(&kept), "{kept} kept");
+        assert!(kept < sent as usize, "the backlog is bounded: all {sent} kept");
+    }
+
+    /// A reader busy on this side (a slow handler) excuses the peer's silence only while what
+    /// this side writes goes: with its writes stuck too, the peer is dropped after the idle
+    /// timeout. A vanished plain peer kept a server's connection, its stream handler and its
+    /// buffered messages for ever (session 32's faults probe).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_busy_reader_with_stuck_writes_drops_a_silent_peer() {
+        let config = ConnectionConfig {
+            write_queue: 4,
+            ping_interval: Duration::from_millis(50),
+            idle_timeout: Duration::from_millis(200),
+            ..ConnectionConfig::default()
+        };
+        // Busy, the peer reading everything and sending nothing: kept.
+        let (conn, _tasks, mut peer) = ignoring(&config).await;
+        tokio::spawn(async move {
+            let mut sink = [0u8; 4096];
+            while tokio::io::AsyncReadExt::read(&mut peer, &mut sink).await.is_ok_and(|n| n > 0) {}
+        });
+        let busy = conn.mark_busy();
+        let kept = tokio::time::timeout(Duration::from_millis(600), conn.closed()).await;
+        assert!(kept.is_err(), "closed: {:?}", conn.close_reason());
+        drop(busy);
+        // Busy, the peer reading nothing: dropped.
+        let (conn, _tasks, _peer) = ignoring(&config).await;
+        fill(&conn).await;
+        let _busy = conn.mark_busy();
+        tokio::time::timeout(Duration::from_secs(10), conn.closed())
+            .await
+            .expect("a silent peer taking nothing is dropped");
+        assert!(matches!(conn.close_reason(), Some(CloseReason::Idle(_))));
     }
 
     /// A small content cut from a larger shared buffer (as the calls floor cuts small

@@ -8,6 +8,7 @@ pub(crate) mod connection;
 pub(crate) mod frames;
 pub(crate) mod handback;
 pub(crate) mod net;
+pub(crate) mod progress;
 pub(crate) mod queue_bytes;
 pub(crate) mod shared_reader;
 pub(crate) mod writer;

@@ -355,3 +355,54 @@ pub async fn slow_at_first<R: tokio::io::AsyncRead + Unpin>(
     }
     std::io::Cursor::new(head).chain(read)
 }
+
+/// A server's connection as a raw peer sees it, frpc's extensions offered (the bits `offer`
+/// gives, as hex of a whole OFFER packet).
+pub struct Raw(pub tokio_util::codec::Framed<tokio::net::TcpStream, frpc::wire::PacketCodec>);
+
+impl Raw {
+    pub async fn connect(addr: std::net::SocketAddr, offer: &str) -> Raw {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut raw = Raw(tokio_util::codec::Framed::new(
+            stream,
+            frpc::wire::PacketCodec::new(frpc::Framing::Frisbee),
+        ));
+        raw.send_bytes(offer).await;
+        raw
+    }
+
+    /// Writes `hex` (whole packets) as it is.
+    pub async fn send_bytes(&mut self, hex: &str) {
+        use tokio::io::AsyncWriteExt;
+        let bytes: Vec<u8> = hex
+            .split_whitespace()
+            .map(|b| u8::from_str_radix(b, 16).unwrap())
+            .collect();
+        self.0.get_mut().write_all(&bytes).await.unwrap();
+    }
+
+    pub async fn call(&mut self, op: u16, id: u16, value: &str) {
+        use futures_util::SinkExt;
+        let content = frpc::codegen::Message::to_polyglot(&Text::new(value));
+        self.0
+            .send(frpc::wire::Packet::new(id, op, content))
+            .await
+            .unwrap();
+    }
+
+    /// The next packet but PINGs (answered) and PONGs; `None` once the connection closed.
+    pub async fn next(&mut self) -> Option<frpc::wire::Packet> {
+        use futures_util::{SinkExt, StreamExt};
+        // One deadline for the packet, however many PINGs come before it.
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.0.next());
+            let packet = next.await.expect("a packet within 20 s")?.unwrap();
+            match packet.op {
+                frpc::wire::op::PING => self.0.send(frpc::wire::Packet::pong()).await.unwrap(),
+                frpc::wire::op::PONG => {}
+                _ => return Some(packet),
+            }
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use frpc_wire::polyglot::Message;
 
 use crate::calls::ext;
+use crate::calls::held::Hold;
 use crate::status::Error;
 use crate::transport::connection::Connection;
 
@@ -45,6 +46,7 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
         awaiting_ack: ack,
         codes: bits & ext::EXT_STATUS != 0,
         cancels: bits & ext::EXT_CANCEL != 0,
+        hold: Hold::of(bits, true),
     };
     let (id, inbound) = table.open_local(setup)?;
     let ext = StreamExt {

@@ -14,6 +14,7 @@ use tokio::sync::{Notify, Semaphore};
 use crate::calls::budget::Share;
 use crate::calls::codec;
 use crate::calls::ext::{self, CallState};
+use crate::calls::held::Hold;
 use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
 use crate::transport::connection::Connection;
@@ -134,6 +135,8 @@ pub(crate) struct StreamSetup {
     /// The peer takes cancellation: a stream this side opened and fails on its own (overflow,
     /// credit exceeded, a message over the limit) is cancelled toward it.
     pub(crate) cancels: bool,
+    /// What frees the id of a stream this side opened and gave up before the peer ended it.
+    pub(crate) hold: Hold,
 }
 
 /// The content of a stream error: the polyglot error, behind a header with its STATUS when

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use frpc_wire::op;
+use frpc_wire::{Packet, op};
 use tokio::sync::Semaphore;
 
 use crate::calls::ext;
@@ -122,6 +122,17 @@ impl StreamGuard {
             self.conn.send_control(ext::cancel(op::STREAM, self.id));
         }
     }
+
+    /// A server stream its client cancelled, whose client takes answers to its CANCELs (bit
+    /// 10), that has not ended: its last handle going is when nothing more can be sent on it,
+    /// so it answers then (`EOF`), which frees the client's id.
+    fn answers_cancel(&self) -> bool {
+        self.ext.bits & ext::EXT_CANCEL_ANSWER != 0
+            && self.client.keep_alive.is_none()
+            && self.is_cancelled()
+            && self.end.get().is_none()
+            && !self.ended.swap(true, Ordering::Relaxed)
+    }
 }
 
 impl Drop for StreamGuard {
@@ -130,6 +141,10 @@ impl Drop for StreamGuard {
         // tell the server (its handler is dropped). Sent while the table still holds the id.
         if self.cancels_on_drop() {
             self.conn.send_control(ext::cancel(op::STREAM, self.id));
+        }
+        if self.answers_cancel() {
+            let eof = Bytes::from_static(frpc_wire::polyglot::EOF_MESSAGE);
+            self.conn.send_control(Packet::new(self.id, op::STREAM, eof));
         }
         self.table.remove(self.id, &self.end);
         #[cfg(feature = "metrics")]

@@ -13,7 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 use crate::calls::budget::{ByteBudget, Share};
 use crate::calls::credit::CreditBack;
 use crate::calls::ext::{self, CallState, Window};
-use crate::calls::held;
+use crate::calls::held::{self, Hold};
 use crate::status::{Error, Status};
 use crate::transport::connection::Connection;
 use crate::transport::writer::SMALL_CONTENT;
@@ -74,6 +74,8 @@ pub(super) struct Route {
     /// Opened by this side, whose peer takes cancellation: this side failing it tells the peer
     /// with CANCEL (see [`Notice`]).
     pub(super) cancels: bool,
+    /// What frees its id if this side gives it up before the peer ended it.
+    pub(super) hold: Hold,
     /// Set by the consumer while it waits on an empty buffer (see [`Arena`]).
     pub(super) parked: Arc<AtomicBool>,
     /// Where small messages wait, copied out of the read buffer.
@@ -471,6 +473,7 @@ impl StreamTable {
             recv_bytes: recv_bytes.clone(),
             send_bytes: send_bytes.clone(),
             cancels: local && setup.cancels,
+            hold: setup.hold,
             local,
             peer_ended: false,
             awaiting_ack: setup.awaiting_ack,
@@ -516,13 +519,13 @@ impl StreamTable {
                 route.local && !route.peer_ended && !matches!(route.end.get(), Some(EndReason::PeerClosed));
             // A peer that takes CANCEL got one (the stream's last handle, its deadline or its
             // failure here sent it).
-            given_up.then_some(route.cancels)
+            given_up.then_some(route.hold)
         });
         self.forget(table, id);
-        if let Some(cancelled) = given_up
+        if let Some(hold) = given_up
             && table.closed.is_none()
         {
-            table.given_up.insert(id, held::until(cancelled));
+            table.given_up.insert(id, hold.until());
         }
     }
 
@@ -784,19 +787,21 @@ pub(super) fn add_credit(credit: &Semaphore, messages: u32) {
 mod tests {
     use super::*;
 
-    /// A stream given up toward a peer that takes CANCEL holds its id 10 s (the CANCEL went:
-    /// only what the peer wrote before reading it can come), toward one that does not, 60 s;
-    /// one the peer ended holds nothing.
+    /// A stream given up holds its id as long as its `Hold` says: 10 s after a CANCEL (only
+    /// what the peer wrote before reading it can come), 60 s toward a peer that does not take
+    /// CANCEL, 60 s at most toward one that answers it (the answer frees it); one the peer
+    /// ended holds nothing.
     #[test]
-    fn given_up_ids_are_held_by_whether_a_cancel_went() {
+    fn given_up_ids_are_held_by_what_frees_them() {
         let table = StreamTable::new(
             &crate::config::ConnectionConfig::default(),
             Arc::default(),
             usize::MAX,
         );
-        let held_for = |cancels: bool, ended: bool| {
+        let held_for = |hold: Hold, ended: bool| {
             let setup = StreamSetup {
-                cancels,
+                cancels: hold.cancels(),
+                hold,
                 ..StreamSetup::default()
             };
             let (id, inbound) = table.open_local(setup).unwrap();
@@ -812,17 +817,14 @@ mod tests {
                 .map(|until| until.duration_since(before))
         };
         let second = std::time::Duration::from_secs(1);
-        let cancelled = held_for(true, false).unwrap();
-        assert!(
-            cancelled >= held::hold(true) && cancelled < held::hold(true) + second,
-            "{cancelled:?}"
-        );
-        let plain = held_for(false, false).unwrap();
-        assert!(
-            plain >= held::hold(false) && plain < held::hold(false) + second,
-            "{plain:?}"
-        );
-        assert_eq!(held_for(true, true), None, "the peer ended it");
+        for hold in [Hold::Cancelled, Hold::Plain, Hold::Answered] {
+            let held = held_for(hold, false).unwrap();
+            let wanted = hold.duration();
+            assert!(held >= wanted && held < wanted + second, "{hold:?}: {held:?}");
+            assert_eq!(held_for(hold, true), None, "{hold:?}: the peer ended it");
+        }
+        assert_eq!(Hold::Cancelled.duration(), held::AFTER_CANCEL);
+        assert_eq!(Hold::Plain.duration(), std::time::Duration::from_secs(60));
     }
 
     /// Ids given up lately are skipped, older ones are free again, and with every id taken or
@@ -831,7 +833,7 @@ mod tests {
     fn free_ids_skip_the_ones_given_up_lately() {
         let mut table = Table::default();
         let now = Instant::now();
-        table.given_up.insert(1, now + held::hold(false));
+        table.given_up.insert(1, now + Hold::Plain.duration());
         table.given_up.insert(2, now);
         assert_eq!(free_id(&mut table), Some(2), "1 skipped, 2's hold over");
         assert!(!table.given_up.contains_key(&2));
