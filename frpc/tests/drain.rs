@@ -126,53 +126,6 @@ async fn a_client_stream_open_at_the_shutdown_finishes() {
     within("the shutdown", server.done).await.unwrap().unwrap();
 }
 
-/// A server's connection as a raw peer sees it, frpc's extensions offered (drain included).
-struct Raw(tokio_util::codec::Framed<tokio::net::TcpStream, frpc::wire::PacketCodec>);
-
-impl Raw {
-    async fn connect(addr: std::net::SocketAddr, offer: &str) -> Raw {
-        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let mut raw = Raw(tokio_util::codec::Framed::new(
-            stream,
-            frpc::wire::PacketCodec::new(Framing::Frisbee),
-        ));
-        raw.send_bytes(offer).await;
-        raw
-    }
-
-    /// Writes `hex` (whole packets) as it is.
-    async fn send_bytes(&mut self, hex: &str) {
-        use tokio::io::AsyncWriteExt;
-        let bytes: Vec<u8> = hex
-            .split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect();
-        self.0.get_mut().write_all(&bytes).await.unwrap();
-    }
-
-    async fn call(&mut self, op: u16, id: u16, value: &str) {
-        use futures_util::SinkExt;
-        let content = frpc::codegen::Message::to_polyglot(&Text::new(value));
-        self.0
-            .send(frpc::wire::Packet::new(id, op, content))
-            .await
-            .unwrap();
-    }
-
-    /// The next packet but PINGs (answered) and PONGs; `None` once the connection closed.
-    async fn next(&mut self) -> Option<frpc::wire::Packet> {
-        use futures_util::{SinkExt, StreamExt};
-        loop {
-            let packet = within("a packet", self.0.next()).await?.unwrap();
-            match packet.op {
-                frpc::wire::op::PING => self.0.send(frpc::wire::Packet::pong()).await.unwrap(),
-                frpc::wire::op::PONG => {}
-                _ => return Some(packet),
-            }
-        }
-    }
-}
-
 /// The drain notice, byte for byte as `docs/extensions.md` §14 shows it: a client that offered
 /// it is told (DRAIN) when the shutdown begins; a call it sends before it answers is served,
 /// not refused (it was on its way before the client knew); after its DRAINED a call is
@@ -405,4 +358,53 @@ async fn the_clients_drained_waits_for_its_calls() {
     assert_eq!(call(&client, ECHO, "b").await.unwrap().value, "b");
     assert_eq!(a.await.unwrap().unwrap().value, "a");
     within("the raw server", peer).await.unwrap();
+}
+
+/// A server that drains every connection at once (DRAIN right after its ACCEPT: a broken one,
+/// or a proxy in front of a draining backend) is backed off from, as one that closes every
+/// connection before serving a call: a channel dialled it in a tight loop (2,671 connections
+/// in 2 s in session 32's hostile-peers probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_draining_every_connection_at_once_is_backed_off_from() {
+    use futures_util::{SinkExt, StreamExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (fourth, accepted_four) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut accepts, mut fourth) = (Vec::new(), Some(fourth));
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            accepts.push(tokio::time::Instant::now());
+            if accepts.len() == 4 {
+                let _ = fourth.take().unwrap().send(accepts.clone());
+            }
+            tokio::spawn(async move {
+                let codec = frpc::wire::PacketCodec::new(Framing::Frisbee);
+                let mut raw = tokio_util::codec::Framed::new(stream, codec);
+                while let Some(Ok(packet)) = raw.next().await {
+                    if (packet.op, packet.id) == (0xFFFF, 1) {
+                        let accept = frpc::wire::Packet::new(2, 0xFFFF, &[1u8, 0, 0, 2, 0][..]);
+                        let _ = raw.send(accept).await;
+                        let drain = frpc::wire::Packet::new(9, 0xFFFF, bytes::Bytes::new());
+                        let _ = raw.send(drain).await;
+                    }
+                }
+            });
+        }
+    });
+    let backoff = frpc::channel::Backoff::default()
+        .initial(Duration::from_millis(50))
+        .jitter(0.0);
+    let channel = frpc::Endpoint::new(addr.to_string()).backoff(backoff).connect_lazy();
+    let first = tokio::spawn({
+        let channel = channel.clone();
+        async move { frpc::codegen::call_unary::<Text, Text>(&channel, ECHO, Text::new("x")).await }
+    });
+    let accepts = within("four connections", accepted_four).await.unwrap();
+    first.abort();
+    // Each connection drained before it served a call: 50 ms, 100 ms, 200 ms between them.
+    for (i, wait) in [50, 100, 200].into_iter().enumerate() {
+        let gap = accepts[i + 1] - accepts[i];
+        assert!(gap >= Duration::from_millis(wait), "{i}: {gap:?} ({accepts:?})");
+    }
 }

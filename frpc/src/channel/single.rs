@@ -475,37 +475,36 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
             }
         };
         let up_since = Instant::now();
-        tokio::select! {
-            _ = client.closed() => {}
-            () = client.draining() => {
-                // Left before it closes: the server's shutdown is why.
-                shared.record_close(Some(CloseReason::PeerClosed("the server is shutting down".into())));
-                failures = 0;
-                tracing::debug!(endpoint = shared.endpoint.address(), "the server is shutting down, reconnecting");
-                continue;
-            }
+        let draining = tokio::select! {
+            _ = client.closed() => false,
+            // Left before it closes: the server's shutdown is why.
+            () = client.draining() => true,
             _ = stop.cancelled() => break,
             never = follow_health(&shared, &client) => match never {},
+        };
+        let reason = match draining {
+            true => "the server is shutting down".to_owned(),
+            false => client.closed_error().to_string(),
+        };
+        match draining {
+            true => shared.record_close(Some(CloseReason::PeerClosed(reason.clone()))),
+            false => shared.record_close(client.close_reason()),
         }
-        shared.record_close(client.close_reason());
         // A connection that served a call (or stayed up for the longest backoff) worked:
-        // reconnect at once. One that died before (closed at accept, reset during or right
-        // after the handshake) failed: back off as after a failed connect, and fail calls fast
-        // meanwhile, or a server refusing connections would be dialled in a tight loop.
+        // reconnect at once. One that died (closed at accept, reset during or right after the
+        // handshake) or drained before failed: back off as after a failed connect, and fail
+        // calls fast meanwhile, or a server refusing connections (or draining each one at
+        // once) would be dialled in a tight loop.
         if client.has_served() || up_since.elapsed() >= backoff.longest() {
             failures = 0;
-            tracing::debug!(
-                endpoint = shared.endpoint.address(),
-                "connection closed, reconnecting"
-            );
+            tracing::debug!(endpoint = shared.endpoint.address(), %reason, "reconnecting");
             continue;
         }
         let delay = backoff.delay(failures);
         failures = failures.saturating_add(1);
-        let reason = client.closed_error();
-        tracing::debug!(endpoint = shared.endpoint.address(), %reason, ?delay, "connection closed before it served a call");
+        tracing::debug!(endpoint = shared.endpoint.address(), %reason, ?delay, "connection ended before it served a call");
         shared.set(State::Down(format!(
-            "the connection closed before it served a call: {reason}"
+            "the connection ended before it served a call: {reason}"
         )));
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
