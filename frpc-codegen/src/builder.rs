@@ -272,8 +272,10 @@ impl Builder {
         self
     }
 
-    /// Whether to print `cargo:rerun-if-changed` for the protos and include directories
-    /// (default `true`).
+    /// Whether to print `cargo:rerun-if-changed` for every `.proto` file the build read: the
+    /// protos and the files they import (default `true`). Not for the include directories:
+    /// cargo would watch everything under them (a `target/` directory inside one changes on
+    /// every build, which then reran the build script every time).
     pub fn emit_rerun_if_changed(mut self, yes: bool) -> Self {
         self.emit_rerun_if_changed = yes;
         self
@@ -282,16 +284,13 @@ impl Builder {
     /// Parses `protos` (searched in `includes`) with protox, then does what
     /// [`compile_fds`](Builder::compile_fds) does.
     pub fn compile(&self, protos: &[impl AsRef<Path>], includes: &[impl AsRef<Path>]) -> Result<(), Error> {
+        let (fds, read) = parse_protos(protos, includes)?;
         if self.emit_rerun_if_changed {
-            for path in protos
-                .iter()
-                .map(AsRef::as_ref)
-                .chain(includes.iter().map(AsRef::as_ref))
-            {
+            for path in read {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
-        self.compile_fds(parse_protos(protos, includes)?)
+        self.compile_fds(fds)
     }
 
     /// Generates and writes one `<package>.rs` per package of an already compiled descriptor
@@ -335,7 +334,7 @@ impl Builder {
         protos: &[impl AsRef<Path>],
         includes: &[impl AsRef<Path>],
     ) -> Result<Vec<GeneratedFile>, Error> {
-        self.generate_fds(parse_protos(protos, includes)?)
+        self.generate_fds(parse_protos(protos, includes)?.0)
     }
 
     /// Generates every package's code from a descriptor set, without writing anything.
@@ -510,11 +509,43 @@ fn package_descriptor_set(fds: &FileDescriptorSet, package: &str) -> FileDescrip
     FileDescriptorSet { file }
 }
 
+/// Parses `protos` and what they import with protox: the descriptor set, and the paths of
+/// the files it read.
 fn parse_protos(
     protos: &[impl AsRef<Path>],
     includes: &[impl AsRef<Path>],
-) -> Result<FileDescriptorSet, Error> {
-    protox::compile(protos, includes).map_err(|e| Error::Parse(format!("{e:?}")))
+) -> Result<(FileDescriptorSet, Vec<PathBuf>), Error> {
+    let parse_error = |e: protox::Error| Error::Parse(format!("{e:?}"));
+    let mut compiler = protox::Compiler::new(includes.iter().map(AsRef::as_ref)).map_err(parse_error)?;
+    compiler.include_source_info(true).include_imports(true);
+    for proto in protos.iter().map(AsRef::as_ref) {
+        check_exists(proto, includes)?;
+        compiler.open_file(proto).map_err(parse_error)?;
+    }
+    let read = compiler
+        .files()
+        .filter_map(|file| file.path().map(Path::to_path_buf))
+        .collect();
+    Ok((compiler.file_descriptor_set(), read))
+}
+
+/// A proto that is nowhere gets an error that says so: protox reports a missing file as one
+/// "not in any include path", which sends the user looking at the include directories.
+fn check_exists(proto: &Path, includes: &[impl AsRef<Path>]) -> Result<(), Error> {
+    if proto.exists() || includes.iter().any(|include| include.as_ref().join(proto).exists()) {
+        return Ok(());
+    }
+    let dirs: Vec<String> = includes
+        .iter()
+        .map(|include| format!("`{}`", include.as_ref().display()))
+        .collect();
+    Err(Error::Parse(format!(
+        "{}: no such file (looked from the current directory, {}, and in the include \
+         directories: {})",
+        proto.display(),
+        std::env::current_dir().map_or_else(|_| "unknown".into(), |dir| dir.display().to_string()),
+        dirs.join(", ")
+    )))
 }
 
 /// Writes `contents` unless the file already holds them (so cargo sees no change), creating
@@ -572,7 +603,47 @@ fn include_file_contents(packages: &[(&str, &str)], in_out_dir: bool) -> String 
 
 #[cfg(test)]
 mod tests {
-    use super::include_file_contents;
+    use super::{include_file_contents, parse_protos};
+
+    /// A directory of its own under the system's temporary one, holding `files`.
+    fn protos_in(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("frpc-codegen-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, text) in files {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        dir
+    }
+
+    /// The build watches the files it read (a proto and its import), not the include
+    /// directory: cargo would rerun the build script whenever anything under it changed (a
+    /// `target/` inside it, on every build).
+    #[test]
+    fn the_files_read_are_the_protos_and_their_imports() {
+        let dir = protos_in(
+            "read",
+            &[
+                ("a.proto", "syntax = \"proto3\"; package a; import \"b.proto\"; message A { b.B b = 1; }"),
+                ("b.proto", "syntax = \"proto3\"; package b; message B {}"),
+                ("c.proto", "syntax = \"proto3\"; package c; message C {}"),
+            ],
+        );
+        let (fds, mut read) = parse_protos(&["a.proto"], &[&dir]).unwrap();
+        read.sort();
+        assert_eq!(read, vec![dir.join("a.proto"), dir.join("b.proto")]);
+        assert_eq!(fds.file.len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A proto that does not exist is named as missing, not as "not in any include path".
+    #[test]
+    fn a_missing_proto_is_said_to_be_missing() {
+        let dir = protos_in("missing", &[]);
+        let err = parse_protos(&["nope.proto"], &[&dir]).unwrap_err().to_string();
+        assert!(err.contains("nope.proto: no such file"), "{err}");
+        assert!(err.contains(&dir.display().to_string()), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn include_file_nests_packages() {
