@@ -39,6 +39,10 @@ pub struct Load {
 /// The calls `frpc bench` makes without `-n` or `--duration`.
 pub const DEFAULT_TOTAL: u64 = 1000;
 
+/// The most calls in flight `-c` takes: each is a task and a copy of the request, and an frpc
+/// server runs 4,096 calls per connection by default, so more would be memory, not load.
+pub const MAX_CONCURRENCY: usize = 100_000;
+
 /// What a run did.
 #[derive(Debug)]
 pub struct Summary {
@@ -81,9 +85,7 @@ pub async fn bench(
     request: Option<&str>,
     load: &Load,
 ) -> Result<Summary, CliError> {
-    if load.concurrency == 0 || load.connections == 0 {
-        return Err(other("-c and --connections take 1 or more"));
-    }
+    let load = &load.checked()?;
     let first = connect.client().await?;
     let pool = schema.pool(&first).await?;
     let method = schema::method(&pool, method).map_err(other)?;
@@ -101,6 +103,37 @@ pub async fn bench(
         progress.abort();
     }
     Ok(summary)
+}
+
+impl Load {
+    /// The load as run: `-c` and `--connections` checked, and no more calls in flight than
+    /// calls to make, nor more connections than calls in flight (one without calls is idle).
+    fn checked(&self) -> Result<Load, CliError> {
+        let (c, connections) = (self.concurrency, self.connections);
+        if c == 0 || connections == 0 {
+            return Err(other("-c and --connections take 1 or more"));
+        }
+        if c > MAX_CONCURRENCY {
+            return Err(other(format!(
+                "-c {c}: at most {MAX_CONCURRENCY} calls in flight (spread them over --connections)"
+            )));
+        }
+        if connections > c {
+            return Err(other(format!(
+                "--connections {connections} is more than -c {c}: a connection needs a call in flight"
+            )));
+        }
+        let total = match (self.total, self.duration) {
+            (None, Some(_)) => u64::MAX,
+            (total, _) => total.unwrap_or(DEFAULT_TOTAL),
+        };
+        let concurrency = c.min(usize::try_from(total).unwrap_or(usize::MAX)).max(1);
+        Ok(Load {
+            concurrency,
+            connections: connections.min(concurrency),
+            ..self.clone()
+        })
+    }
 }
 
 /// The method's request, encoded once for every call.

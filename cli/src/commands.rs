@@ -2,6 +2,7 @@
 //! print, or a [`CliError`] that says what went wrong and which exit status to leave with.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use frpc::{Caller as _, ClientConfig, ConnectionConfig, Framing, Metadata, MetadataSlot};
@@ -91,7 +92,8 @@ impl Connect {
 }
 
 /// `-H key:value` headers as metadata, as grpcurl reads them: keys in lower case, and a
-/// `-bin` key's value in base64 (standard or URL-safe, padded or not).
+/// `-bin` key's value in base64 (standard or URL-safe, padded or not). A key given twice is
+/// an error (one value per key).
 fn headers_metadata(headers: &[String]) -> Result<Metadata, CliError> {
     use base64::Engine as _;
     let mut metadata = Metadata::new();
@@ -100,6 +102,13 @@ fn headers_metadata(headers: &[String]) -> Result<Metadata, CliError> {
             .split_once(':')
             .ok_or_else(|| other(format!("header `{header}` is not `key:value`")))?;
         let (key, value) = (key.trim().to_ascii_lowercase(), value.trim());
+        if metadata.contains_key(&key) {
+            // grpcurl sends both values; frpc metadata holds one per key, so the first would be
+            // silently lost.
+            return Err(other(format!(
+                "header `{key}` is given twice: frpc metadata holds one value per key"
+            )));
+        }
         if key.ends_with("-bin") {
             let engines = [
                 base64::engine::general_purpose::STANDARD,
@@ -140,6 +149,9 @@ mod tests {
         assert_eq!(metadata.get_bin("raw-bin"), Some(&[0u8, 255][..]));
         let err = headers_metadata(&["x-bin:@@".to_string()]).unwrap_err();
         assert!(err.to_string().contains("base64"), "{err}");
+        let twice = ["Key:v1".to_string(), "key:v2".to_string()];
+        let err = headers_metadata(&twice).unwrap_err();
+        assert!(err.to_string().contains("`key` is given twice"), "{err}");
     }
 }
 
@@ -211,7 +223,31 @@ pub struct Call<'a> {
     /// The request's text (`None` or `-`: standard input; `@file`: a file's).
     pub request: Option<&'a str>,
     /// Where the server's response metadata goes, if it is wanted (`-v`).
-    pub response_metadata: Option<&'a MetadataSlot>,
+    pub response_metadata: Option<&'a Verbose>,
+}
+
+/// What `frpc call -v` prints after the call: the response metadata, once a call was made.
+#[derive(Debug, Default)]
+pub struct Verbose {
+    /// Filled by the call with what the server sent.
+    slot: MetadataSlot,
+    /// Whether the call was made: a command that failed before it (a bad `-H`, an unknown
+    /// method) has no response to show, not an empty one.
+    called: AtomicBool,
+}
+
+impl Verbose {
+    /// The text to print ([`metadata_text`]), or `None` when no call was made.
+    pub fn text(&self) -> Option<String> {
+        self.called
+            .load(Ordering::Relaxed)
+            .then(|| metadata_text(self.slot.take()))
+    }
+
+    /// Marks the call made.
+    fn calling(&self) {
+        self.called.store(true, Ordering::Relaxed);
+    }
 }
 
 /// `frpc call`: each reply as a line of JSON, handed to `print` as it arrives. A unary or
@@ -230,25 +266,27 @@ pub async fn call(
 ) -> Result<(), CliError> {
     let mut client = connect.client().await?;
     let pool = schema.pool(&client).await?;
-    if let Some(slot) = response_metadata {
-        // After the reflection call, so the slot keeps the method's own.
-        client = client.with_response_metadata(slot);
-    }
     let method = schema::method(&pool, method).map_err(other)?;
     let op = pool.operation(&method).map_err(other)?;
-    if method.is_client_streaming() {
-        let requests = match request {
-            None | Some("-") => Requests::stdin(&method),
-            Some(_) => Requests::from_text(&method, &request_text(request)?)?,
-        };
-        return stream::call(&client, (&method, op), requests, print).await;
+    let unary = !method.is_client_streaming() && !method.is_server_streaming();
+    let mut requests = match (method.is_client_streaming(), request) {
+        (true, None | Some("-")) => Requests::stdin(&method),
+        (true, Some(_)) => Requests::from_text(&method, &request_text(request)?)?,
+        (false, _) => Requests::Given(vec![one_request(&method, &request_text(request)?)?].into_iter()),
+    };
+    if let Some(verbose) = response_metadata {
+        // After the reflection call, so the slot keeps the method's own.
+        client = client.with_response_metadata(&verbose.slot);
+        verbose.calling();
     }
-    let request = one_request(&method, &request_text(request)?)?;
-    if !method.is_server_streaming() {
-        print(&to_json(&call_unary(&client, (&method, op), &request).await?));
+    if unary {
+        let request = requests
+            .next()
+            .await?
+            .unwrap_or_else(|| DynamicMessage::new(method.input()));
+        print(&to_json(&call_unary(&client, (&method, op), &request).await?)?);
         return Ok(());
     }
-    let requests = Requests::Given(vec![request].into_iter());
     stream::call(&client, (&method, op), requests, print).await
 }
 
@@ -271,21 +309,21 @@ pub fn metadata_text(metadata: Option<Metadata>) -> String {
     text
 }
 
-/// The one request of a unary or server-streaming method: exactly one JSON value.
+/// The one request of a unary or server-streaming method: exactly one JSON value. Text that
+/// is not JSON, after the value too, is the parser's error, not a count of requests.
 fn one_request(method: &MethodDescriptor, text: &str) -> Result<DynamicMessage, CliError> {
-    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
-    let first = values.next();
-    if values.next().is_some() {
-        let count = 2 + values.count();
-        return Err(other(format!(
-            "`{}` takes one request, not {count}: only client and bidi streams take several",
-            method.full_name()
-        )));
-    }
-    match first {
-        Some(Ok(value)) => parse_request(method, &value.to_string()),
-        // Nothing, or not JSON: the parser's own words.
-        _ => parse_request(method, text),
+    let values = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    let values = values
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| other(format!("the request is not JSON: {e}")))?;
+    match values.as_slice() {
+        [] => parse_request(method, ""),
+        [value] => parse_request(method, &value.to_string()),
+        _ => Err(other(format!(
+            "`{}` takes one request, not {}: only client and bidi streams take several",
+            method.full_name(),
+            values.len()
+        ))),
     }
 }
 

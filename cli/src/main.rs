@@ -37,7 +37,7 @@ enum Command {
         request: Option<String>,
         /// Also prints the response metadata the server sent (tonic's headers and trailers) to
         /// standard error, `key: value` per line (a `-bin` key's value in base64), after the
-        /// replies or the error; `(none)` when it sent none.
+        /// replies or the error; `(none)` when it sent none; nothing when no call was made.
         #[arg(short = 'v', long)]
         verbose: bool,
     },
@@ -70,16 +70,17 @@ enum Command {
         /// The request in proto3 JSON, `@file`, or `-` (the default) for standard input; every
         /// call sends it.
         request: Option<String>,
-        /// Calls in flight at once.
+        /// Calls in flight at once (at most 100000; no more than -n are kept in flight).
         #[arg(short = 'c', long, default_value_t = 16)]
         concurrency: usize,
         /// Calls in all (default 1000 without --duration).
         #[arg(short = 'n', long)]
         total: Option<u64>,
-        /// Seconds to run (fractions allowed); with -n, whichever ends first.
+        /// Seconds to run (fractions allowed); with -n, whichever ends first. Calls still in
+        /// flight when it ends are abandoned, uncounted.
         #[arg(long)]
         duration: Option<f64>,
-        /// Connections the calls are spread over.
+        /// Connections the calls are spread over (at most -c).
         #[arg(long, default_value_t = 1)]
         connections: usize,
         /// Calls per second to offer, all together (ghz's `--rps`): each of the `-c` calls in
@@ -124,8 +125,8 @@ enum FramingArg {
 struct ConnectArgs {
     /// The server, `host:port`.
     addr: String,
-    /// Request metadata, `key:value` (repeatable); keys are lower-cased, and a `-bin` key's
-    /// value is base64, as grpcurl reads them.
+    /// Request metadata, `key:value` (repeatable, one value per key); keys are lower-cased,
+    /// and a `-bin` key's value is base64, as grpcurl reads them.
     #[arg(short = 'H', long = "header")]
     headers: Vec<String>,
     /// Call timeout in seconds (fractions allowed); it also bounds connecting.
@@ -143,7 +144,8 @@ struct ConnectArgs {
     /// Connect over TLS, trusting the certificates of this PEM file (implies --tls).
     #[arg(long, value_name = "FILE")]
     ca: Option<PathBuf>,
-    /// The name the server's certificate must carry (default: the host of the address).
+    /// The name the server's certificate must carry (default: the host of the address);
+    /// with --tls or --ca only.
     #[arg(long, value_name = "NAME")]
     server_name: Option<String>,
 }
@@ -165,6 +167,13 @@ impl ConnectArgs {
             Some(secs) => Some(seconds("--timeout", secs)?),
             None => None,
         };
+        let tls = self.tls || self.ca.is_some();
+        if let (Some(name), false) = (&self.server_name, tls) {
+            // Plain TCP checks no certificate: the name would be silently ignored.
+            return Err(CliError::Other(format!(
+                "--server-name {name} names the certificate of a TLS server: add --tls or --ca FILE"
+            )));
+        }
         Ok(Connect {
             addr: self.addr.clone(),
             framing: match self.framing {
@@ -174,7 +183,7 @@ impl ConnectArgs {
             no_extensions: self.no_extensions,
             timeout,
             headers: self.headers.clone(),
-            tls: (self.tls || self.ca.is_some()).then(|| Tls {
+            tls: tls.then(|| Tls {
                 ca: self.ca.clone(),
                 server_name: self.server_name.clone(),
             }),
@@ -207,15 +216,15 @@ async fn run(command: Command) -> Result<Outcome, CliError> {
             verbose,
         } => {
             let connect = connect.connect()?;
-            let response = verbose.then(frpc::MetadataSlot::new);
+            let response = verbose.then(commands::Verbose::default);
             let call = commands::Call {
                 method: &method,
                 request: request.as_deref(),
                 response_metadata: response.as_ref(),
             };
             let called = commands::call(&connect, &schema.schema(), call, print).await;
-            if let Some(slot) = response {
-                eprint!("{}", commands::metadata_text(slot.take()));
+            if let Some(text) = response.as_ref().and_then(commands::Verbose::text) {
+                to_stderr(&text);
             }
             called?;
             return Ok(Outcome::Done);
@@ -285,11 +294,16 @@ fn main() -> ExitCode {
     let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
-            eprintln!("error: cannot start the runtime: {err}");
+            to_stderr(&format!("error: cannot start the runtime: {err}\n"));
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli.command)) {
+    let result = runtime.block_on(run(cli.command));
+    // A read of standard input may still wait in the blocking pool (a stream that the server
+    // or the deadline ended while the input stays open): dropping the runtime would wait for
+    // it, so the process would outlive its command until the input closes.
+    runtime.shutdown_background();
+    match result {
         Ok(Outcome::Print(out)) => {
             // A closed stdout (`| head`) is no error: what was wanted was printed.
             use std::io::Write as _;
@@ -300,10 +314,18 @@ fn main() -> ExitCode {
         // grpc_health_probe's "unhealthy" (2 is clap's usage error).
         Ok(Outcome::Healthy(false)) => ExitCode::from(4),
         Err(err) => {
-            eprintln!("{err}");
+            to_stderr(&format!("{err}\n"));
             ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(1))
         }
     }
+}
+
+/// Writes to standard error, ignoring a closed one (`2>&1 | head -1`): `eprint!` would panic,
+/// and the exit status still says how the command went.
+fn to_stderr(text: &str) {
+    use std::io::Write as _;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }
 
 /// A flag's seconds as a duration: above zero (at least a nanosecond) and at most a year.

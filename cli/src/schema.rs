@@ -33,9 +33,16 @@ pub enum SchemaError {
 }
 
 /// Compiles `protos`, searched in `includes` (the directory of each file when none is given).
+/// A name is a path from the working directory or, as grpcurl's `-proto` takes it (and as an
+/// `import` names a file), from one of `includes`.
 pub fn compile(protos: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, SchemaError> {
-    if let Some(missing) = protos.iter().find(|p| !p.is_file()) {
-        return Err(SchemaError::Compile(format!("no file {}", missing.display())));
+    let found = |p: &PathBuf| p.is_file() || includes.iter().any(|dir| dir.join(p).is_file());
+    if let Some(missing) = protos.iter().find(|p| !found(p)) {
+        let dirs: Vec<String> = includes.iter().map(|d| d.display().to_string()).collect();
+        return Err(SchemaError::Compile(match dirs.is_empty() {
+            true => format!("no file {}", missing.display()),
+            false => format!("no file {}, nor in {}", missing.display(), dirs.join(", ")),
+        }));
     }
     let mut includes = includes.to_vec();
     if includes.is_empty() {

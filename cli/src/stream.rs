@@ -154,6 +154,9 @@ fn take_values(
 
 /// Makes a streaming call of `method`: `request` is the first (server streaming: the only)
 /// request's source; every reply goes to `print` as one line of JSON as it arrives.
+///
+/// A call ends when its replies end or its deadline passes, whether or not standard input is
+/// still open: the requests are read beside the replies, never instead of them.
 pub async fn call(
     client: &frpc::Client,
     (method, op): (&MethodDescriptor, u16),
@@ -161,8 +164,8 @@ pub async fn call(
     mut print: impl FnMut(&str),
 ) -> Result<(), CliError> {
     let output = method.output();
-    let mut show = |reply: Raw| -> Result<(), CliError> {
-        print(&to_json(&reply.decode(&output)?));
+    let show = |reply: Raw| -> Result<(), CliError> {
+        print(&to_json(&reply.decode(&output)?)?);
         Ok(())
     };
     match (method.is_client_streaming(), method.is_server_streaming()) {
@@ -173,46 +176,90 @@ pub async fn call(
             };
             let request = Raw::encode(&request)?;
             let mut replies = frpc::codegen::call_server_streaming::<Raw, Raw>(client, op, &request).await?;
+            let mut show = show;
             while let Some(reply) = replies.message().await? {
                 show(reply)?;
             }
             Ok(())
         }
-        (true, false) => {
-            let mut call = frpc::codegen::call_client_streaming::<Raw, Raw>(client, op).await?;
-            while let Some(request) = requests.next().await? {
-                call.send(Raw::encode(&request)?).await?;
-            }
-            show(call.close_and_recv().await?)
-        }
-        (true, true) => {
-            let call = frpc::codegen::call_bidi::<Raw, Raw>(client, op).await?;
-            let (sender, mut replies) = call.split();
-            let send = async move {
-                while let Some(request) = requests.next().await? {
-                    sender.send(Raw::encode(&request)?).await?;
-                }
-                // Dropping the sender ends the request stream.
-                Ok::<(), CliError>(())
-            };
-            let receive = async {
-                while let Some(reply) = replies.message().await? {
-                    show(reply)?;
-                }
-                Ok::<(), CliError>(())
-            };
-            tokio::pin!(send, receive);
-            // The server may end the stream before the requests run out: then it is over. A
-            // request that cannot be sent (bad input) ends the request stream as the input's
-            // end would: the replies to those sent before it are printed, then its error.
-            tokio::select! {
-                received = &mut receive => received,
-                sent = &mut send => {
-                    let received = receive.await;
-                    sent.and(received)
-                }
-            }
-        }
+        (true, false) => client_stream(client, op, requests, show).await,
+        (true, true) => bidi(client, op, requests, show).await,
         (false, false) => Err(other(format!("`{}` is unary", method.full_name()))),
+    }
+}
+
+/// Sends every request, then closes the request stream.
+async fn send_all(mut requests: Requests, mut sender: frpc::RequestSender<Raw>) -> Result<(), CliError> {
+    while let Some(request) = requests.next().await? {
+        sender.send(Raw::encode(&request)?).await?;
+    }
+    sender.close().await?;
+    Ok(())
+}
+
+/// A client stream, through the bidi handle of the same stream (the wire does not tell them
+/// apart): its `message` is cancel-safe, so the response, or the deadline's error, is watched
+/// while the next request is awaited, and the call ends then even while the input stays open.
+/// A request that cannot be sent (bad input) fails the call at once: the unsplit handle,
+/// dropped, cancels the stream rather than end it as the input's end would (the server would
+/// answer a partial upload as a whole one).
+async fn client_stream(
+    client: &frpc::Client,
+    op: u16,
+    mut requests: Requests,
+    mut show: impl FnMut(Raw) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let mut call = frpc::codegen::call_bidi::<Raw, Raw>(client, op).await?;
+    let response = loop {
+        tokio::select! {
+            biased;
+            response = call.message() => break response?,
+            request = requests.next() => match request? {
+                Some(request) => call.send(Raw::encode(&request)?).await?,
+                None => {
+                    call.close_send().await?;
+                    break call.message().await?;
+                }
+            },
+        }
+    };
+    let Some(response) = response else {
+        return Err(frpc::Error::ConnectionClosed {
+            reason: Some("the server ended the stream without a response".into()),
+        }
+        .into());
+    };
+    // The server's end after its response: an error status there fails the call.
+    while call.message().await?.is_some() {}
+    show(response)
+}
+
+/// A bidi stream: replies are printed while the requests are still sent.
+async fn bidi(
+    client: &frpc::Client,
+    op: u16,
+    requests: Requests,
+    mut show: impl FnMut(Raw) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let call = frpc::codegen::call_bidi::<Raw, Raw>(client, op).await?;
+    let (sender, mut replies) = call.split();
+    // Dropping the sender (at the end of `send_all`, or with it) ends the request stream.
+    let send = send_all(requests, sender);
+    let receive = async {
+        while let Some(reply) = replies.message().await? {
+            show(reply)?;
+        }
+        Ok::<(), CliError>(())
+    };
+    tokio::pin!(send, receive);
+    // The server may end the stream before the requests run out: then it is over. A
+    // request that cannot be sent (bad input) ends the request stream as the input's
+    // end would: the replies to those sent before it are printed, then its error.
+    tokio::select! {
+        received = &mut receive => received,
+        sent = &mut send => {
+            let received = receive.await;
+            sent.and(received)
+        }
     }
 }
