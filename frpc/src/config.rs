@@ -72,6 +72,7 @@ setters!(ServerConfig {
     max_buffered_stream_bytes: usize,
     extensions: bool,
     protobuf: bool,
+    reflection: bool,
     shutdown_grace: Duration,
 });
 
@@ -447,6 +448,14 @@ pub struct ServerConfig {
     /// for protobuf carry protobuf both ways. `false`: the connection stays polyglot, as with
     /// Go clients (who never offer). Default: `true`.
     pub protobuf: bool,
+    /// Describe the served services to anyone who asks: the fRPC reflection extension
+    /// (`frpc list`, `Client::reflect`) and, with `Builder::grpc` (feature `grpc`), gRPC's
+    /// `grpc.reflection.v1`/`v1alpha` (`grpcurl list`, `describe`). Reflection is answered
+    /// before routing: neither layers nor interceptors see it, so a server whose interceptor
+    /// checks credentials still describes its schema to a client without any. `false` turns it
+    /// off on both faces (the fRPC answer is empty, as from a server of Rust-first services;
+    /// gRPC's is `UNIMPLEMENTED`, as for any service not served). Default: `true`.
+    pub reflection: bool,
     /// How long a shutting-down server (`serve_with_shutdown`) waits for running calls. When
     /// shutdown begins the server refuses calls and streams started from then on with
     /// UNAVAILABLE (it reads on, as HTTP/2 after its GOAWAY), and its streams' `send`s fail
@@ -471,6 +480,7 @@ impl Default for ServerConfig {
             max_buffered_stream_bytes: 64 << 20,
             extensions: true,
             protobuf: true,
+            reflection: true,
             shutdown_grace: Duration::from_secs(5),
         }
     }

@@ -382,7 +382,11 @@ impl Builder {
         });
         // The protobuf extension only where every service reads it.
         let protobuf = self.services.iter().all(|service| service.protobuf());
-        let reflection = reflection(&self.services);
+        // Off: the answer a server with nothing to describe gives (docs/extensions.md §13).
+        let reflection = match self.config.reflection {
+            true => reflection(&self.services),
+            false => Bytes::new(),
+        };
         let limits = Arc::new(Limits::new(&self.config, protobuf).with_reflection(reflection));
         #[cfg(feature = "grpc")]
         let grpc = self.grpc.then(|| {
@@ -392,6 +396,7 @@ impl Builder {
                 .max_decoding_message_size(max)
                 .max_encoding_message_size(max)
                 .idle_timeout(self.config.connection.idle_timeout)
+                .reflection(self.config.reflection)
                 .with_stack(stack.clone(), &self.config.connection, self.intercept_health)
                 .with_gate(limits.grpc_gate());
             self.services

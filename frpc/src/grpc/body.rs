@@ -199,7 +199,10 @@ impl Body for ReplyBody {
         loop {
             match Pin::new(&mut this.replies).poll_next(cx) {
                 Poll::Ready(Some(Ok(reply))) => match this.frame(reply) {
-                    Ok(frame) => this.gather(frame),
+                    Ok(frame) => {
+                        let frame = this.replies.carry_place(frame);
+                        this.gather(frame)
+                    }
                     Err(status) => return this.finish(Some(status)),
                 },
                 Poll::Ready(Some(Err(status))) => return this.finish(Some(status)),

@@ -27,7 +27,7 @@ use crate::middleware::{CallRequest, Stack};
 use crate::status::{Code, Status};
 use crate::types::{BoxFuture, MethodKind};
 
-use super::gate::Gate;
+use super::gate::{Gate, Place};
 use super::stream::{REPLY_BUFFER, Replies, Starved, from_tonic, requests};
 use super::{
     Route, Signals, grpc_health_reply, parse_timeout, request_metadata, response_metadata, to_tonic,
@@ -115,13 +115,14 @@ impl Call {
         // Its place first, then its request: a request still arriving counts among the calls
         // in flight (`max_inflight`), so partly sent requests hold at most that many bodies (a
         // client held 5 MiB per stream, 4,096 streams per connection, uncounted). Both waits
-        // count towards the deadline, as the handler's own does.
+        // count towards the deadline, as the handler's own does. The reply keeps the place
+        // until it is sent (see `Place`).
         let span = self.span();
-        let handler: Handler<Bytes> = Box::pin(
+        let handler: Handler<(Bytes, Place)> = Box::pin(
             async move {
-                let _place = gate.unary().await;
+                let place = Place::from(gate.unary().await);
                 let body = one_request(messages).await.map_err(from_tonic)?;
-                call.unary_handler(ctx, body).await
+                Ok((call.unary_handler(ctx, body).await?, place))
             }
             .instrument(span.clone()),
         );
@@ -131,12 +132,14 @@ impl Call {
         }
         guard.disarm();
         let result = match result {
-            Ok(reply) if self.route.grpc_health => grpc_health_reply(reply),
+            Ok((reply, place)) if self.route.grpc_health => {
+                grpc_health_reply(reply).map(|reply| (reply, place))
+            }
             other => other,
         };
         let metadata = state.take_response();
         match result {
-            Ok(reply) => Ok(with_headers(Replies::one(reply, state), metadata)),
+            Ok((reply, place)) => Ok(with_headers(Replies::one(reply, state, place), metadata)),
             Err(status) => Err(to_tonic(&status, metadata)),
         }
     }
@@ -185,7 +188,6 @@ impl Call {
         let state_for_handler = state.clone();
         let handler: Handler<()> = Box::pin(
             async move {
-                let _place = place;
                 let result = within_deadline(handler, state_for_handler).await;
                 if let Err(status) = &result {
                     tracing::debug!(%status, "streaming call failed");
@@ -194,7 +196,7 @@ impl Call {
             }
             .instrument(self.span()),
         );
-        let mut replies = Replies::streaming(rx, handler, state, starved);
+        let mut replies = Replies::streaming(rx, handler, state, starved, Place::from(place));
         let metadata = replies.headers(&headers).await?;
         let mut response = tonic::Response::new(replies);
         if let Some(metadata) = metadata {

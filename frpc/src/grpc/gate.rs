@@ -1,8 +1,8 @@
 //! [`Gate`]: the fRPC server's call limits, applied to the gRPC face's calls on a shared port
 //! ([`crate::Builder::grpc`]), so that a gRPC client cannot go past what an fRPC client may:
-//! unary handlers wait for `Concurrency::Limited(n)`'s permits (else `max_inflight`'s), and a
-//! stream beyond `max_open_streams`, counted across both faces, is refused. A standalone
-//! [`super::GrpcServer`] has no gate.
+//! unary handlers wait for `Concurrency::Limited(n)`'s permits (else `max_inflight`'s), held
+//! until the reply is written ([`Place`]), and a stream beyond `max_open_streams`, counted
+//! across both faces, is refused. A standalone [`super::GrpcServer`] has no gate.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +40,43 @@ impl Gate {
         match reserve_open_stream(open, *max) {
             true => Ok(Some(OpenStream(open.clone()))),
             false => Err(Status::resource_exhausted(too_many_open_streams(*max))),
+        }
+    }
+}
+
+/// What a call holds of the server's limits, kept by its response until the response is sent
+/// or dropped: a reply the client does not read (HTTP/2's window at 0) is held by hyper as long
+/// as the stream lives, so releasing the place when the handler returned left such replies
+/// unbounded (1,000 unary calls of 5 MB each held 4.9 GB on one connection).
+#[derive(Debug, Default)]
+pub(crate) struct Place {
+    /// A unary call's permit ([`Gate::unary`]), held for its drop.
+    unary: Option<OwnedSemaphorePermit>,
+    /// A stream's place among the open streams ([`Gate::stream`]), held for its drop.
+    stream: Option<OpenStream>,
+}
+
+impl Place {
+    /// Whether it holds anything (a standalone server's calls hold nothing).
+    pub(crate) fn is_held(&self) -> bool {
+        self.unary.is_some() || self.stream.is_some()
+    }
+}
+
+impl From<Option<OwnedSemaphorePermit>> for Place {
+    fn from(permit: Option<OwnedSemaphorePermit>) -> Place {
+        Place {
+            unary: permit,
+            stream: None,
+        }
+    }
+}
+
+impl From<Option<OpenStream>> for Place {
+    fn from(open: Option<OpenStream>) -> Place {
+        Place {
+            unary: None,
+            stream: open,
         }
     }
 }

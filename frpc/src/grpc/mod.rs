@@ -132,6 +132,8 @@ pub struct GrpcServer {
     /// `grpc.reflection.v1` and `v1alpha` over them (tonic-reflection), once a service has
     /// descriptors.
     reflection: Option<Reflections>,
+    /// Whether reflection is answered ([`GrpcServer::reflection`]).
+    reflect: bool,
     /// The fRPC server's call limits, on a shared port.
     gate: Gate,
 }
@@ -188,6 +190,7 @@ impl GrpcServer {
             idle_timeout: crate::config::ConnectionConfig::default().idle_timeout,
             descriptors: Vec::new(),
             reflection: None,
+            reflect: true,
             gate: Gate::default(),
         }
     }
@@ -312,6 +315,22 @@ impl GrpcServer {
         }
     }
 
+    /// Whether `grpc.reflection.v1` and `v1alpha` (`grpcurl list`, `describe`) are answered,
+    /// from the descriptors of the services added (default `true`). Reflection is answered
+    /// before routing: [`GrpcServer::layer`]s and [`GrpcServer::interceptor`]s never see it,
+    /// so a server that checks credentials in an interceptor still describes its schema to a
+    /// client without any; `false` answers it `UNIMPLEMENTED`, as any service not served. A
+    /// shared port follows [`crate::ServerConfig::reflection`].
+    ///
+    /// ```
+    /// let server = frpc::grpc::GrpcServer::new().reflection(false);
+    /// # let _ = server;
+    /// ```
+    pub fn reflection(mut self, on: bool) -> GrpcServer {
+        self.reflect = on;
+        self
+    }
+
     /// How many methods are routed.
     pub fn routes(&self) -> usize {
         self.routes.len()
@@ -423,7 +442,9 @@ impl GrpcServer {
         signals: Signals,
     ) -> http::Response<tonic::body::Body> {
         let path = request.uri().path();
-        let reflection = self.reflection.as_ref().and_then(|r| match path {
+        // Off, the paths fall through to routing, which serves no such service.
+        let reflection = self.reflection.as_ref().filter(|_| self.reflect);
+        let reflection = reflection.and_then(|r| match path {
             _ if path.starts_with(REFLECTION) => Some(&r.v1),
             _ if path.starts_with(REFLECTION_V1ALPHA) => Some(&r.v1alpha),
             _ => None,

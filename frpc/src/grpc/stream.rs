@@ -2,10 +2,12 @@
 //! (tonic's decoder over the HTTP/2 body, its size-limit error answered as gRPC servers answer
 //! it), and [`Replies`], the response body's messages, which also drives the handler.
 //!
-//! The handler runs inside the response: hyper polls the body, the body polls the handler
-//! and drains what it sent. So the client's HTTP/2 window holds the handler back (its sends
-//! wait on a bounded channel), and a client that resets the stream drops the body and with it
-//! the handler (its [`Context::cancelled`](crate::Context::cancelled) fires).
+//! The handler runs in a task of its own and the response body drains what it sent. The
+//! client's HTTP/2 window still holds the handler back (its sends wait on a bounded channel and
+//! the stream's byte budget), and a client that resets the stream drops the body, which aborts
+//! the task (its [`Context::cancelled`](crate::Context::cancelled) fires). The handler's own
+//! task is what lets its deadline drop it: hyper does not poll a body whose send window is 0,
+//! so a deadline timed inside the body never fired for a client that stopped reading.
 //!
 //! The response's headers carry the metadata the handler set before its first reply, so they
 //! wait for that reply, or the handler's end, or (client-streaming and bidi) the handler
@@ -27,8 +29,10 @@ use crate::calls::ext::{CallState, CancelOnDrop};
 use crate::calls::stream::{BridgeSource, Headers, Outgoing};
 use crate::status::{Code, Error, Status};
 use crate::types::BoxFuture;
+use tokio_util::task::AbortOnDropHandle;
 use tonic::metadata::MetadataMap;
 
+use super::gate::Place;
 use super::{response_metadata, to_tonic, with_trailers};
 
 /// How many replies a streaming handler may send ahead of the client's reading (HTTP/2's
@@ -93,6 +97,25 @@ pub(super) fn from_tonic(status: tonic::Status) -> Status {
     Status::with_code(code, status.message())
 }
 
+/// A unary reply with its call's place, as [`Replies::carry_place`] sends it.
+struct Carried {
+    frame: Bytes,
+    /// Held for its drop.
+    _place: Place,
+}
+
+impl AsRef<[u8]> for Carried {
+    fn as_ref(&self) -> &[u8] {
+        &self.frame
+    }
+}
+
+/// The status of a handler whose task ended without an outcome: its panics are caught inside
+/// it (`within_deadline`) and it is aborted only with the body, so this is not expected.
+fn task_failed(err: tokio::task::JoinError) -> Status {
+    Status::with_code(Code::Internal, format!("the handler's task failed: {err}"))
+}
+
 /// A response body's messages: replies a handler sent, then its outcome (the trailers).
 pub(super) struct Replies {
     /// A reply taken out early (the response's headers wait for the first one).
@@ -100,8 +123,8 @@ pub(super) struct Replies {
     /// What the handler sends (streaming methods), each holding its share of the stream's
     /// byte budget until taken from here.
     rx: Option<mpsc::Receiver<Outgoing>>,
-    /// The handler, until it returns.
-    handler: Option<BoxFuture<Result<(), Status>>>,
+    /// The handler's task, until it returns; dropped with the body, it aborts the handler.
+    handler: Option<AbortOnDropHandle<Result<(), Status>>>,
     /// Its outcome, once the replies it sent are out.
     outcome: Option<Result<(), Status>>,
     state: Arc<CallState>,
@@ -109,11 +132,15 @@ pub(super) struct Replies {
     guard: Option<CancelOnDrop>,
     /// Set while the handler waits for a request (client-streaming and bidi).
     starved: Option<Arc<Starved>>,
+    /// The call's place in the server's limits: a stream's until the body is dropped, a unary
+    /// call's until its reply is written ([`Replies::carry_place`]), so replies a client leaves
+    /// unread count against the limits (see [`Place`]).
+    place: Place,
 }
 
 impl Replies {
-    /// A unary call's one reply.
-    pub(super) fn one(reply: Bytes, state: Arc<CallState>) -> Replies {
+    /// A unary call's one reply, holding the call's `place` until it is sent.
+    pub(super) fn one(reply: Bytes, state: Arc<CallState>, place: Place) -> Replies {
         Replies {
             first: Some(reply),
             rx: None,
@@ -122,25 +149,29 @@ impl Replies {
             state,
             guard: None,
             starved: None,
+            place,
         }
     }
 
-    /// A streaming call's replies: what `handler` sends into `rx`, then its outcome.
+    /// A streaming call's replies: what `handler` (spawned here) sends into `rx`, then its
+    /// outcome.
     pub(super) fn streaming(
         rx: mpsc::Receiver<Outgoing>,
         handler: BoxFuture<Result<(), Status>>,
         state: Arc<CallState>,
         starved: Option<Arc<Starved>>,
+        place: Place,
     ) -> Replies {
         let guard = state.cancel_on_drop();
         Replies {
             first: None,
             rx: Some(rx),
-            handler: Some(handler),
+            handler: Some(AbortOnDropHandle::new(tokio::spawn(handler))),
             outcome: None,
             state,
             guard: Some(guard),
             starved,
+            place,
         }
     }
 
@@ -167,6 +198,19 @@ impl Replies {
             Some(None) | None => {}
         }
         Ok(headers.get().map(response_metadata))
+    }
+
+    /// `frame`, the reply as it goes out; a unary call's (its only one) carries the call's
+    /// place with it, released once HTTP/2 wrote the last of it or dropped it (the stream
+    /// reset, the connection closed). The body's end is no mark of that: hyper hands a reply
+    /// to h2 whole as soon as the client's window has a byte of room, and h2 keeps it until
+    /// the window lets it out.
+    pub(super) fn carry_place(&mut self, frame: Bytes) -> Bytes {
+        if self.handler.is_some() || self.rx.is_some() || !self.place.is_held() {
+            return frame;
+        }
+        let place = std::mem::take(&mut self.place);
+        Bytes::from_owner(Carried { frame, _place: place })
     }
 
     /// Whether the handler waits for a request; if not, `waiter` is woken when it does.
@@ -213,8 +257,8 @@ impl Stream for Replies {
             if let Poll::Ready(Some(reply)) = rx.poll_recv(cx) {
                 return Poll::Ready(Some(Ok(reply.content)));
             }
-            match handler.as_mut().poll(cx) {
-                Poll::Ready(outcome) => this.finished(outcome),
+            match Pin::new(handler).poll(cx) {
+                Poll::Ready(outcome) => this.finished(outcome.unwrap_or_else(|err| Err(task_failed(err)))),
                 Poll::Pending => return Poll::Pending,
             }
         }
