@@ -65,6 +65,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .compile(&["../proto/frpc/health/v1/health.proto"], &["../proto"])?;
     renumber_health_client(&out.join("health_client/frpc.health.v1.rs"))?;
 
+    // Rust keywords as package, service and method names, into `$OUT_DIR` itself (the default
+    // out_dir), for `frpc::include_proto!("r#type.r#async")` (tests/keywords.rs).
+    frpc_codegen::compile(&["proto/keywords/keywords.proto"], &["proto"])?;
+
     // One schema in two versions (tests/evolution.rs): a v1 client against a v2 server.
     for version in ["v1", "v2"] {
         frpc_codegen::configure()

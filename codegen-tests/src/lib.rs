@@ -105,6 +105,17 @@ pub mod evolve_v2 {
     include!(concat!(env!("OUT_DIR"), "/evolve_v2/evolve.rs"));
 }
 
+/// `proto/keywords`: package `type.async`, generated into `$OUT_DIR` as `r#type.r#async.rs`
+/// (prost-build's file name), so `include_proto!` takes the raw identifiers too. The names of
+/// `service Self`'s items must not trip the user's `non_camel_case_types`.
+#[deny(non_camel_case_types)]
+pub mod r#type {
+    /// Package `type.async`.
+    pub mod r#async {
+        frpc::include_proto!("r#type.r#async");
+    }
+}
+
 /// `extern_path`s, message/enum/server/client attributes, a descriptor set and an include file
 /// (see `build.rs`), generated from a `FileDescriptorSet` with `compile_fds`.
 pub mod adopters {

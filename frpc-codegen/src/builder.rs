@@ -532,7 +532,11 @@ fn parse_protos(
 /// A proto that is nowhere gets an error that says so: protox reports a missing file as one
 /// "not in any include path", which sends the user looking at the include directories.
 fn check_exists(proto: &Path, includes: &[impl AsRef<Path>]) -> Result<(), Error> {
-    if proto.exists() || includes.iter().any(|include| include.as_ref().join(proto).exists()) {
+    if proto.exists()
+        || includes
+            .iter()
+            .any(|include| include.as_ref().join(proto).exists())
+    {
         return Ok(());
     }
     let dirs: Vec<String> = includes
@@ -623,7 +627,10 @@ mod tests {
         let dir = protos_in(
             "read",
             &[
-                ("a.proto", "syntax = \"proto3\"; package a; import \"b.proto\"; message A { b.B b = 1; }"),
+                (
+                    "a.proto",
+                    "syntax = \"proto3\"; package a; import \"b.proto\"; message A { b.B b = 1; }",
+                ),
                 ("b.proto", "syntax = \"proto3\"; package b; message B {}"),
                 ("c.proto", "syntax = \"proto3\"; package c; message C {}"),
             ],

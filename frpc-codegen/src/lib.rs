@@ -19,8 +19,13 @@
 //! # fn main() {}
 //! ```
 //!
-//! Then, in the crate: `pub mod echo { frpc::include_proto!("echo"); }`. The generated code
-//! names only `::frpc` (and `::core`/`::std`): the user crate needs no prost dependency.
+//! Then, in the crate: `pub mod echo { frpc::include_proto!("echo"); }` (a package segment
+//! that is a Rust keyword is raw there too: `package type.async;` is
+//! `include_proto!("r#type.r#async")`, as with prost and tonic). The generated code names only
+//! `::frpc` (and `::core`/`::std`), so it compiles without a prost dependency; code of yours
+//! that names a well-known type (`prost_types::Timestamp`) needs `prost-types = "0.14"`, and
+//! `bytes::Bytes` fields (`bytes(..)`) need `bytes = "1"` (the README's *Well-known types*
+//! has the table).
 //!
 //! Parsing uses protox (no `protoc` needed); prost-build generates the structs, so the same
 //! types work with prost and tonic. frpc appends, per package: `impl frpc::codegen::Message`

@@ -146,6 +146,9 @@ pub use frpc_macros::{Message, service};
 ///     frpc::include_proto!("echo");
 /// }
 /// ```
+///
+/// A package whose name holds a Rust keyword is written with raw identifiers, as prost and
+/// tonic write it: `package type.async;` is `frpc::include_proto!("r#type.r#async")`.
 #[macro_export]
 macro_rules! include_proto {
     ($package:tt) => {

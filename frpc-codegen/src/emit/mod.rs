@@ -15,7 +15,7 @@ use quote::quote;
 
 use crate::Error;
 use crate::model::Package;
-use crate::naming::{package_module, path_matches, to_const, to_snake};
+use crate::naming::{package_module, path_matches, to_snake};
 
 pub use service::ServiceAttributes;
 
@@ -286,7 +286,7 @@ impl Generator {
                 let client = client.trim_start_matches("r#");
                 items.push((format!("{}Client::{client}", s.rust_name), rpc.clone()));
                 let module = to_snake(&s.proto_name);
-                items.push((format!("{module}::{}", to_const(&m.proto_name)), rpc));
+                items.push((format!("{module}::{}", service::op_const_name(m)), rpc));
             }
         }
         let mut seen: HashMap<&str, &str> = HashMap::new();

@@ -6,7 +6,7 @@ use quote::{format_ident, quote};
 
 use super::{Attributes, docs, ident, path};
 use crate::model::{Method, MethodKind, Service};
-use crate::naming::{to_const, to_snake};
+use crate::naming::{sanitize_identifier, to_const, to_snake};
 
 /// Extra attributes for the items of one service (`server_attribute` / `client_attribute`).
 #[derive(Debug, Clone, Default)]
@@ -99,11 +99,32 @@ pub fn generated_names(s: &Service, server: bool, client: bool) -> Vec<(String, 
 }
 
 fn server_name(s: &Service) -> proc_macro2::Ident {
-    format_ident!("{}Server", ident(&s.rust_name))
+    format_ident!("{}Server", type_prefix(s))
 }
 
 fn client_name(s: &Service) -> proc_macro2::Ident {
-    format_ident!("{}Client", ident(&s.rust_name))
+    format_ident!("{}Client", type_prefix(s))
+}
+
+/// What `Server` and `Client` follow: the trait's name, less the `_` that keeps a keyword
+/// (`service Self` → trait `Self_`) from being one, since `SelfServer` is no keyword and
+/// `Self_Server` would trip `non_camel_case_types` in the user's crate.
+fn type_prefix(s: &Service) -> String {
+    let name = s.rust_name.trim_start_matches("r#");
+    match name.strip_suffix('_') {
+        Some(keyword) if sanitize_identifier(keyword) == name => keyword.to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// The name of `m`'s operation-number constant: its name in `SHOUTY_SNAKE`, with `_` after
+/// it where that is `SERVICE_NAME`, the module's constant of the service's full name (as a
+/// client method named like the client's own gets a `_`): `rpc ServiceName` → `SERVICE_NAME_`.
+pub fn op_const_name(m: &Method) -> String {
+    match to_const(&m.proto_name) {
+        name if name == "SERVICE_NAME" => format!("{name}_"),
+        name => name,
+    }
 }
 
 fn ops_module(s: &Service) -> proc_macro2::Ident {
@@ -165,23 +186,16 @@ fn op_consts(s: &Service, attributes: &ServiceAttributes) -> TokenStream {
     };
     let doc = format!(" Operation numbers of `{}`.", s.full_name);
     let consts = s.methods.iter().map(|m| {
-        let name = ident(&to_const(&m.proto_name));
+        let name = ident(&op_const_name(m));
         let op = op_lit(m);
         let doc = format!(" `{}` ({}).", m.proto_name, kind_str(m.kind));
         quote! { #[doc = #doc] pub const #name: u16 = #op; }
     });
-    // The full name, for health reporting and routing by name (unless a method's constant
-    // already takes the name).
+    // The full name, for health reporting and routing by name; always there, as the docs
+    // promise (an `rpc ServiceName`'s constant is `SERVICE_NAME_`).
     let full_name = &s.full_name;
     let name_doc = format!(" The service's full name, `{full_name}` (what health checks ask for).");
-    let name = match s
-        .methods
-        .iter()
-        .any(|m| to_const(&m.proto_name) == "SERVICE_NAME")
-    {
-        true => TokenStream::new(),
-        false => quote! { #[doc = #name_doc] pub const SERVICE_NAME: &str = #full_name; },
-    };
+    let name = quote! { #[doc = #name_doc] pub const SERVICE_NAME: &str = #full_name; };
     quote! {
         #[doc = #doc]
         #inception
