@@ -81,16 +81,26 @@ async fn a_server_answers_the_cancels_of_what_it_was_running() {
         let bits = if answers { 7 } else { 3 };
         // Every bit offered but protobuf (whose messages the test service's are not).
         assert_eq!(parts(&accept), (2, 0xFFFF, &[1, 0, 0, bits, 0xef][..]));
-        let started = server.service.state.gated_started.load(std::sync::atomic::Ordering::SeqCst);
+        let started = server
+            .service
+            .state
+            .gated_started
+            .load(std::sync::atomic::Ordering::SeqCst);
         raw.call(GATED, 2, "held").await;
         gated_started(&server, started + 1).await;
         raw.send_bytes(cancel_call).await;
         raw.call(ECHO, 3, "after the call").await;
         // The answer comes from the call's task, the echo from the reader: in either order.
         let got = next_packets(&mut raw, if answers { 2 } else { 1 }).await;
-        assert!(got.iter().any(|packet| (packet.id, packet.op) == (3, ECHO)), "{got:?}");
+        assert!(
+            got.iter().any(|packet| (packet.id, packet.op) == (3, ECHO)),
+            "{got:?}"
+        );
         if answers {
-            assert!(got.iter().any(|packet| parts(packet) == parts(&call_answer)), "{got:?}");
+            assert!(
+                got.iter().any(|packet| parts(packet) == parts(&call_answer)),
+                "{got:?}"
+            );
         }
         // A bidi stream whose handler runs (it echoed), then is cancelled.
         let open = Bytes::from(vec![0x09, CHAT as u8]);
@@ -101,9 +111,15 @@ async fn a_server_answers_the_cancels_of_what_it_was_running() {
         raw.0.send(cancel_stream.clone()).await.unwrap();
         raw.call(ECHO, 4, "after the stream").await;
         let got = next_packets(&mut raw, if answers { 2 } else { 1 }).await;
-        assert!(got.iter().any(|packet| (packet.id, packet.op) == (4, ECHO)), "{got:?}");
+        assert!(
+            got.iter().any(|packet| (packet.id, packet.op) == (4, ECHO)),
+            "{got:?}"
+        );
         if answers {
-            assert!(got.iter().any(|packet| parts(packet) == parts(&stream_answer)), "{got:?}");
+            assert!(
+                got.iter().any(|packet| parts(packet) == parts(&stream_answer)),
+                "{got:?}"
+            );
         }
     }
 }
@@ -149,11 +165,17 @@ async fn a_client_has_the_ids_it_gave_up_back_once_answered() {
                         u16::from_be_bytes([packet.content[2], packet.content[3]]),
                     );
                     if answers {
-                        framed.feed(Packet::new(id, op, cancelled.content.clone())).await.unwrap();
+                        framed
+                            .feed(Packet::new(id, op, cancelled.content.clone()))
+                            .await
+                            .unwrap();
                     }
                     cancels += 1;
                     if cancels == 65_536 {
-                        framed.send(Packet::new(0, frpc::wire::op::PING, Bytes::new())).await.unwrap();
+                        framed
+                            .send(Packet::new(0, frpc::wire::op::PING, Bytes::new()))
+                            .await
+                            .unwrap();
                     }
                 }
                 (ECHO, _) if answered.is_none() => framed.send(packet).await.unwrap(),

@@ -395,7 +395,9 @@ async fn a_server_draining_every_connection_at_once_is_backed_off_from() {
     let backoff = frpc::channel::Backoff::default()
         .initial(Duration::from_millis(50))
         .jitter(0.0);
-    let channel = frpc::Endpoint::new(addr.to_string()).backoff(backoff).connect_lazy();
+    let channel = frpc::Endpoint::new(addr.to_string())
+        .backoff(backoff)
+        .connect_lazy();
     let first = tokio::spawn({
         let channel = channel.clone();
         async move { frpc::codegen::call_unary::<Text, Text>(&channel, ECHO, Text::new("x")).await }

@@ -1273,7 +1273,11 @@ mod tests {
         for n in 0..sent {
             conn.send_control(Packet::new(7, 200, bytes::Bytes::from(n.to_be_bytes().to_vec())));
         }
-        assert!(tasks() <= before + 1, "one task sends the backlog: {before} → {}", tasks());
+        assert!(
+            tasks() <= before + 1,
+            "one task sends the backlog: {before} → {}",
+            tasks()
+        );
         assert!(conn.control_backlog().packets.len() <= CONTROL_BACKLOG);
         let mut framed =
             tokio_util::codec::FramedRead::new(peer, frpc_wire::PacketCodec::new(Framing::Frisbee));
@@ -1299,7 +1303,10 @@ mod tests {
         assert!(got.windows(2).all(|pair| pair[0] < pair[1]), "in order");
         assert_eq!(got[0], 0);
         let kept = got.len();
-        assert!((CONTROL_BACKLOG..=2 * CONTROL_BACKLOG + 4).contains(&kept), "{kept} kept");
+        assert!(
+            (CONTROL_BACKLOG..=2 * CONTROL_BACKLOG + 4).contains(&kept),
+            "{kept} kept"
+        );
         assert!(kept < sent as usize, "the backlog is bounded: all {sent} kept");
     }
 
@@ -1319,7 +1326,10 @@ mod tests {
         let (conn, _tasks, mut peer) = ignoring(&config).await;
         tokio::spawn(async move {
             let mut sink = [0u8; 4096];
-            while tokio::io::AsyncReadExt::read(&mut peer, &mut sink).await.is_ok_and(|n| n > 0) {}
+            while tokio::io::AsyncReadExt::read(&mut peer, &mut sink)
+                .await
+                .is_ok_and(|n| n > 0)
+            {}
         });
         let busy = conn.mark_busy();
         let kept = tokio::time::timeout(Duration::from_millis(600), conn.closed()).await;
