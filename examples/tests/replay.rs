@@ -120,8 +120,8 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     if offer {
         let got = next_packet(&mut framed, "offer").await;
         // Every extension of docs/extensions.md, protobuf (0x10), byte windows (0x80),
-        // reflection (0x100) and the drain notice (0x200) included.
-        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 3, 0xff][..]);
+        // reflection (0x100), the drain notice (0x200) and cancel answers (0x400) included.
+        let offer = Packet::new(1, 0xFFFF, &[1u8, 0, 0, 7, 0xff][..]);
         assert_eq!(
             hex::encode(wire_bytes(framing, &got)),
             hex::encode(wire_bytes(framing, &offer)),
