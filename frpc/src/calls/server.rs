@@ -626,7 +626,6 @@ impl<H: Handlers> ServerDispatch<H> {
             awaiting_ack: false,
             codes: bits & ext::EXT_STATUS != 0,
             // Only the opener cancels a stream (and gives its id up).
-            cancels: false,
             hold: Hold::Plain,
         };
         // Every stream the peer opens has a state, plain peers' too: its handler is cancelled

@@ -132,10 +132,10 @@ pub(crate) struct StreamSetup {
     pub(crate) awaiting_ack: bool,
     /// Errors this side sends on its own (overflow, credit exceeded) carry a status code.
     pub(crate) codes: bool,
-    /// The peer takes cancellation: a stream this side opened and fails on its own (overflow,
-    /// credit exceeded, a message over the limit) is cancelled toward it.
-    pub(crate) cancels: bool,
-    /// What frees the id of a stream this side opened and gave up before the peer ended it.
+    /// What frees the id of a stream this side opened and gave up before the peer ended it;
+    /// whether the peer takes cancellation (`Hold::cancels`): a stream this side opened and
+    /// fails on its own (overflow, credit exceeded, a message over the limit) is then
+    /// cancelled toward it.
     pub(crate) hold: Hold,
 }
 

@@ -126,12 +126,11 @@ impl StreamGuard {
     /// A server stream its client cancelled, whose client takes answers to its CANCELs (bit
     /// 10), that has not ended: its last handle going is when nothing more can be sent on it,
     /// so it answers then (`EOF`), which frees the client's id.
-    fn answers_cancel(&self) -> bool {
+    fn owes_cancel_answer(&self) -> bool {
         self.ext.bits & ext::EXT_CANCEL_ANSWER != 0
             && self.client.keep_alive.is_none()
             && self.is_cancelled()
             && self.end.get().is_none()
-            && !self.ended.swap(true, Ordering::Relaxed)
     }
 }
 
@@ -142,7 +141,7 @@ impl Drop for StreamGuard {
         if self.cancels_on_drop() {
             self.conn.send_control(ext::cancel(op::STREAM, self.id));
         }
-        if self.answers_cancel() {
+        if self.owes_cancel_answer() && !self.ended.swap(true, Ordering::Relaxed) {
             let eof = Bytes::from_static(frpc_wire::polyglot::EOF_MESSAGE);
             self.conn.send_control(Packet::new(self.id, op::STREAM, eof));
         }

@@ -71,10 +71,9 @@ pub(super) struct Route {
     pub(super) awaiting_ack: bool,
     /// The stream's errors carry a status code (status codes negotiated).
     pub(super) codes: bool,
-    /// Opened by this side, whose peer takes cancellation: this side failing it tells the peer
-    /// with CANCEL (see [`Notice`]).
-    pub(super) cancels: bool,
-    /// What frees its id if this side gives it up before the peer ended it.
+    /// What frees its id if this side gives it up before the peer ended it; for a stream this
+    /// side opened whose peer takes cancellation, this side failing it tells the peer with
+    /// CANCEL (see [`Notice`]). `Plain` for a stream the peer opened.
     pub(super) hold: Hold,
     /// Set by the consumer while it waits on an empty buffer (see [`Arena`]).
     pub(super) parked: Arc<AtomicBool>,
@@ -85,7 +84,7 @@ pub(super) struct Route {
 impl Route {
     /// How the peer learns that this side failed the stream.
     fn notice(&self) -> Notice {
-        match self.cancels {
+        match self.hold.cancels() {
             true => Notice::Cancel,
             false => Notice::Error { codes: self.codes },
         }
@@ -472,8 +471,10 @@ impl StreamTable {
             send_credit: send_credit.clone(),
             recv_bytes: recv_bytes.clone(),
             send_bytes: send_bytes.clone(),
-            cancels: local && setup.cancels,
-            hold: setup.hold,
+            hold: match local {
+                true => setup.hold,
+                false => Hold::Plain,
+            },
             local,
             peer_ended: false,
             awaiting_ack: setup.awaiting_ack,
@@ -800,7 +801,6 @@ mod tests {
         );
         let held_for = |hold: Hold, ended: bool| {
             let setup = StreamSetup {
-                cancels: hold.cancels(),
                 hold,
                 ..StreamSetup::default()
             };
