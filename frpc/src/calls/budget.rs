@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::Notify;
 
+use crate::transport::queue_bytes::Waiting;
+
 /// A budget of bytes.
 #[derive(Debug)]
 pub(crate) struct ByteBudget {
@@ -79,16 +81,13 @@ impl ByteBudget {
             let mut released = std::pin::pin!(released);
             released.as_mut().enable();
             // Counted before the check, so a share given back after it wakes this wait
-            // (`give_back` reads the count after freeing its bytes).
-            self.waiting.fetch_add(1, Ordering::SeqCst);
-            let taken = self.try_take(len);
-            if taken.is_none() {
-                released.await;
-            }
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-            if let Some(share) = taken {
+            // (`give_back` reads the count after freeing its bytes); and no longer once the
+            // wait ends, dropped too.
+            let _waiting = Waiting::new(&self.waiting);
+            if let Some(share) = self.try_take(len) {
                 return share;
             }
+            released.await;
         }
     }
 

@@ -456,20 +456,28 @@ impl Connection {
                 return Err(self.closed_error());
             }
             self.outbound.queued();
-            let sent = match self.out.try_send(packet) {
+            match self.out.try_send(packet) {
                 Ok(()) => Ok(()),
                 Err(mpsc::error::TrySendError::Full(packet)) => {
-                    Box::pin(self.out.send(packet)).await.map_err(|_| ())
+                    Box::pin(self.wait_for_place(packet, len)).await
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
-            };
-            if sent.is_err() {
-                self.outbound.unqueued();
-                self.queue_bytes.give_back(len);
-                return Err(self.closed_error());
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    drop(Reserved { conn: self, len });
+                    Err(self.closed_error())
+                }
             }
-            Ok(())
         }
+    }
+
+    /// Waits for a place in the full write queue for a packet already counted (`len` bytes):
+    /// both given back if it never gets in, the connection closed or the sender gone (its call
+    /// timed out). Kept, each give-up closed the direct path for good and took its bytes out of
+    /// the budget, until a connection whose peer had been slow for a while sent nothing.
+    async fn wait_for_place(&self, packet: Outgoing, len: usize) -> Result<(), Error> {
+        let reserved = Reserved { conn: self, len };
+        self.out.send(packet).await.map_err(|_| self.closed_error())?;
+        reserved.keep();
+        Ok(())
     }
 
     /// The connection's settings.
@@ -685,6 +693,27 @@ enum Placed {
     FirstCorked,
     /// For the writer task's queue.
     Queue(Outgoing),
+}
+
+/// A queued packet's count and bytes, taken before it is in the write queue: given back when
+/// dropped (it never got in) unless kept.
+struct Reserved<'a> {
+    conn: &'a Connection,
+    len: usize,
+}
+
+impl Reserved<'_> {
+    /// The packet is in the queue: the writer gives both back once it wrote it.
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.conn.outbound.unqueued();
+        self.conn.queue_bytes.give_back(self.len);
+    }
 }
 
 /// Writes the cork when dropped (see [`Connection::send_or_cork`]).
@@ -1232,6 +1261,73 @@ mod tests {
         .await
         .expect("the control packet within 10 s");
         assert_eq!((control.id, &control.content[..]), (7, &b"cancel"[..]));
+    }
+
+    /// A sender that gives up waiting for a place in a full queue (its call timed out) leaves
+    /// nothing counted once the queue empties: its packet's count kept the direct path closed
+    /// for good, and its bytes out of `write_queue_bytes`, until a connection whose peer had
+    /// been slow for a while could send nothing at all.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn senders_giving_up_on_a_full_queue_leave_nothing_counted() {
+        use futures_util::StreamExt;
+        let config = ConnectionConfig {
+            write_queue: 4,
+            ping_interval: Duration::from_secs(3600),
+            ..ConnectionConfig::default()
+        };
+        let (conn, _tasks, peer) = ignoring(&config).await;
+        fill(&conn).await;
+        // Room in bytes, none in places: each waits for a place, and gives up (unless the
+        // socket took more meanwhile and a place came free).
+        let mut gave_up = std::collections::HashSet::new();
+        for id in 0..64 {
+            let send = conn.send(Packet::new(id, 101, bytes::Bytes::from_static(&[0; 1024])));
+            if tokio::time::timeout(Duration::from_millis(1), send)
+                .await
+                .is_err()
+            {
+                gave_up.insert(id);
+            }
+        }
+        assert!(gave_up.len() >= 32, "only {} of 64 senders waited", gave_up.len());
+        // The peer reads everything, the last packet sent behind the rest.
+        let last = tokio::spawn({
+            let conn = conn.clone();
+            async move { conn.send(Packet::new(1, 102, bytes::Bytes::new())).await }
+        });
+        let mut framed =
+            tokio_util::codec::FramedRead::new(peer, frpc_wire::PacketCodec::new(Framing::Frisbee));
+        let read = async {
+            while let Some(packet) = framed.next().await {
+                let packet = packet.unwrap();
+                let given_up = packet.op == 101 && gave_up.contains(&packet.id);
+                assert!(
+                    !given_up,
+                    "packet {} went out after its sender gave up",
+                    packet.id
+                );
+            }
+        };
+        let deadline = Duration::from_secs(10);
+        tokio::time::timeout(deadline, async {
+            tokio::select! {
+                _ = read => panic!("the connection ended"),
+                _ = async {
+                    last.await.unwrap().unwrap();
+                    while conn.queue_bytes.queued() != 0 || conn.outbound.outstanding() != 0 {
+                        tokio::task::yield_now().await;
+                    }
+                } => {}
+            }
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "still counted: {} bytes, {} packets",
+                conn.queue_bytes.queued(),
+                conn.outbound.outstanding()
+            )
+        });
     }
 
     /// Fills the connection's socket buffers and write queue with large packets its peer does

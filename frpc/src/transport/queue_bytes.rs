@@ -65,22 +65,22 @@ impl QueueBytes {
     /// once `closed()` says the connection is gone (its close wakes every waiter:
     /// [`QueueBytes::wake_all`]).
     pub(crate) async fn take(&self, len: usize, closed: impl Fn() -> bool) -> bool {
-        self.waiting.fetch_add(1, SeqCst);
-        let taken = loop {
+        // Counted until this wait ends, dropped too (a sender whose call timed out): a count
+        // left behind made every later sender wait behind a sender that was gone.
+        let _waiting = Waiting::new(&self.waiting);
+        loop {
             let notified = self.room.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             if closed() {
-                break false;
+                return false;
             }
             // Checked once registered: room given back before it is seen here.
             if self.take_if_room(len, true) {
-                break true;
+                return true;
             }
             notified.await;
-        };
-        self.waiting.fetch_sub(1, SeqCst);
-        taken
+        }
     }
 
     /// The writer wrote `len` queued bytes (or a queued packet never made it in).
@@ -91,9 +91,31 @@ impl QueueBytes {
         }
     }
 
+    /// The bytes counted now.
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(SeqCst)
+    }
+
     /// The connection closed: every waiter looks again (and gives up).
     pub(crate) fn wake_all(&self) {
         self.room.notify_waiters();
+    }
+}
+
+/// One waiter in a count of waiters, for as long as it lives.
+pub(crate) struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    pub(crate) fn new(count: &'a AtomicUsize) -> Waiting<'a> {
+        count.fetch_add(1, SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
     }
 }
 
@@ -142,5 +164,19 @@ mod tests {
         closed.store(true, SeqCst);
         room.wake_all();
         assert!(!waiter.await.unwrap());
+    }
+
+    /// A sender that gives up waiting (its call timed out) is no longer counted as waiting:
+    /// it was, for good, and no sender passed it again.
+    #[test]
+    fn a_sender_that_gives_up_waiting_no_longer_waits_ahead() {
+        let room = QueueBytes::new(10);
+        assert!(room.try_take(6));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut waiter = Box::pin(room.take(5, || false));
+        assert!(waiter.as_mut().poll(&mut cx).is_pending());
+        assert!(!room.try_take(4), "no one passes a waiting sender");
+        drop(waiter);
+        assert!(room.try_take(4), "4 bytes fit, and no sender waits");
     }
 }

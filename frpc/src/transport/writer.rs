@@ -170,6 +170,9 @@ pub(crate) trait Outbound: Send + Sync {
     fn queued(&self);
     /// A packet counted by [`Outbound::queued`] never made it into the queue.
     fn unqueued(&self);
+    /// Packets queued, half-written or corked (the direct path is open at 0).
+    #[cfg(test)]
+    fn outstanding(&self) -> usize;
     /// Appends `packet` to the cork if nothing is queued or half-written ahead of it; gives it
     /// back to be queued otherwise. `Ok(true)`: the cork was empty, so the caller must
     /// [`Outbound::flush_cork`] (once the packets joining it are in).
@@ -594,6 +597,11 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Outbound for Writer<W> {
 
     fn unqueued(&self) {
         self.outstanding.fetch_sub(1, Ordering::Release);
+    }
+
+    #[cfg(test)]
+    fn outstanding(&self) -> usize {
+        self.outstanding.load(Ordering::Acquire)
     }
 }
 
