@@ -205,3 +205,39 @@ async fn an_oversize_stream_send_leaves_the_stream_usable() {
         }
     }
 }
+
+/// A limit smaller than the server's own error replies still gets every call an answer: an
+/// error's text is cut to fit (its code kept for a client that takes codes), and where not
+/// even an error without text fits, the connection closes. The calls waited for ever
+/// (session 33's config probe: limits of 16 to 48 bytes).
+#[tokio::test]
+async fn error_replies_are_cut_to_fit_a_small_limit() {
+    const LIMIT: u32 = 40;
+    for extensions in [true, false] {
+        let server = start(server_config(Framing::Frisbee, LIMIT)).await;
+        let config = ClientConfig::default().extensions(extensions);
+        let client = Client::connect_with(server.addr, config).await.unwrap();
+        let timed = client.with_timeout(std::time::Duration::from_secs(10));
+        let err = call(&timed, ECHO, &"x".repeat(300)).await.unwrap_err();
+        let status = err
+            .status()
+            .unwrap_or_else(|| panic!("extensions {extensions}: {err}"));
+        assert!(status.message().starts_with("request of 3"), "{status}");
+        let full = "request of 316 bytes exceeds the limit of 40 bytes";
+        assert!(status.message().len() < full.len(), "not cut: {status}");
+        if extensions {
+            assert_eq!(status.code(), frpc::Code::ResourceExhausted, "{status}");
+        }
+        assert_eq!(call(&timed, ECHO, "next").await.unwrap().value, "next");
+    }
+    // Not even an error without text fits one byte: the connection closes.
+    let server = start(server_config(Framing::Frisbee, 1)).await;
+    let config = ClientConfig::default().extensions(false);
+    let client = Client::connect_with(server.addr, config).await.unwrap();
+    let timed = client.with_timeout(std::time::Duration::from_secs(10));
+    let err = call(&timed, ECHO, "hi").await.unwrap_err();
+    assert!(
+        matches!(err, Error::ConnectionClosed { .. }),
+        "a reply that cannot fit: {err:?}"
+    );
+}

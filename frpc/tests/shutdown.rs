@@ -14,10 +14,18 @@ pub struct Tick {
     pub n: u64,
 }
 
+#[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
+pub struct Blob {
+    pub data: String,
+}
+
 #[frpc::service(package = "shutdown")]
 pub trait Clock {
     /// Ticks forever, never looking at its context: only a failing `send` stops it.
     async fn ticks(&self, ctx: &Context, request: Tick, out: StreamSender<Tick>) -> Result<(), Status>;
+    /// Sends 16 KiB messages as fast as they go, never looking at its context; says when a
+    /// send has waited 200 ms (its client does not read).
+    async fn flood(&self, ctx: &Context, request: Tick, out: StreamSender<Blob>) -> Result<(), Status>;
     /// Waits for its context's cancellation, recording what it saw.
     async fn linger(&self, ctx: &Context, request: Tick) -> Result<Tick, Status>;
     /// Answers once released.
@@ -28,6 +36,8 @@ pub trait Clock {
 struct Events {
     /// Signalled when a handler started.
     started: Notify,
+    /// Signalled when `flood` waits on a send.
+    blocked: Notify,
     /// Releases `gated`.
     release: Notify,
     /// What `linger` saw, in order.
@@ -44,6 +54,23 @@ impl Clock for Svc {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         Ok(())
+    }
+
+    async fn flood(&self, _: &Context, _: Tick, out: StreamSender<Blob>) -> Result<(), Status> {
+        let blob = Blob {
+            data: "x".repeat(16 * 1024),
+        };
+        loop {
+            let send = out.send(blob.clone());
+            tokio::pin!(send);
+            match tokio::time::timeout(Duration::from_millis(200), &mut send).await {
+                Ok(sent) => sent?,
+                Err(_) => {
+                    self.0.blocked.notify_one();
+                    send.await?;
+                }
+            }
+        }
     }
 
     async fn linger(&self, ctx: &Context, _: Tick) -> Result<Tick, Status> {
@@ -128,6 +155,30 @@ async fn a_stream_that_ignores_its_context_ends_at_shutdown() {
             .expect("the server stops without waiting out its grace")
             .unwrap()
             .unwrap();
+    }
+}
+
+/// A stream whose send waits when the shutdown begins (its client reads nothing: for credit
+/// with flow control, for room in the write queue without) fails that send at once: it held
+/// the shutdown for its whole grace period (session 33's channels probe). The shutdown then
+/// ends once the connection's flush gives up on the client (5 s), with no linger after it.
+#[tokio::test]
+async fn a_stream_waiting_to_send_ends_at_shutdown() {
+    for extensions in [true, false] {
+        let served = serve(Duration::from_secs(60)).await;
+        let config = frpc::ClientConfig::default().extensions(extensions);
+        let client = ClockClient::new(frpc::Client::connect_with(served.addr, config).await.unwrap());
+        let blocked = served.events.blocked.notified();
+        let mut blobs = client.flood(Tick::default()).await.unwrap();
+        assert_eq!(blobs.message().await.unwrap().unwrap().data.len(), 16 * 1024);
+        blocked.await;
+        served.stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), served.serving)
+            .await
+            .unwrap_or_else(|_| panic!("the shutdown waited out its grace (extensions: {extensions})"))
+            .unwrap()
+            .unwrap();
+        drop(blobs);
     }
 }
 

@@ -1007,14 +1007,15 @@ fn place_reply(
     result: Result<Encoded, Status>,
     ext: Option<(Option<Metadata>, u32)>,
 ) -> Option<QueuedReply> {
-    let (content, close, code) = match result {
-        Ok(content) => (content, false, Code::Ok),
+    let (content, close, code, error) = match result {
+        Ok(content) => (content, false, Code::Ok, None),
         Err(status) => {
             call_failed(&status);
             (
                 Encoded::from(polyglot::error_to_bytes(status.message())),
                 status.closes_connection(),
                 status.error_code(),
+                Some(status),
             )
         }
     };
@@ -1037,8 +1038,23 @@ fn place_reply(
     };
     let content = match conn.check_len(content.len()) {
         Ok(()) => content,
-        // Go closes the whole connection here; failing just this call is enough.
-        Err(err) => too_large(&err, bits),
+        // Go closes the whole connection here; failing just this call is enough: with its
+        // own error cut to fit, or RESOURCE_EXHAUSTED for a response.
+        Err(err) => {
+            let (text, code) = match &error {
+                Some(status) => (status.message().to_owned(), code),
+                None => (format!("response too large: {err}"), Code::ResourceExhausted),
+            };
+            match fitted_error(&text, code, bits, conn.max_content_length() as usize) {
+                Some(content) => content,
+                // Not even an error without a text fits (a limit of a few bytes): closed,
+                // since the peer would wait for the reply for ever.
+                None => {
+                    conn.close(CloseReason::Local("no reply fits max_content_length".into()));
+                    return None;
+                }
+            }
+        }
     };
     if let Ok(Some(packet)) = conn.send_now(Outgoing::new(id, op, content)) {
         return Some(QueuedReply { packet, close });
@@ -1057,21 +1073,63 @@ fn call_failed(status: &Status) {
     tracing::debug!(code = %status.code(), error = status.message(), "call failed");
 }
 
-/// The reply to a call whose reply would exceed the content limit: RESOURCE_EXHAUSTED (as a
-/// code where the connection's extensions carry codes).
-fn too_large(err: &Error, bits: u32) -> Encoded {
-    let content = Encoded::from(polyglot::error_to_bytes(&format!("response too large: {err}")));
-    match bits & ext::EXT_STATUS {
-        0 => content,
-        _ => ext::Header {
-            code: Some(Code::ResourceExhausted),
-            ..ext::Header::default()
+/// An error reply carrying `text` (cut short as far as needed) and, for a peer that takes
+/// codes, `code`, within `max` bytes; `None` if not even an empty text fits.
+fn fitted_error(text: &str, code: Code, bits: u32, max: usize) -> Option<Encoded> {
+    let header = ext::Header {
+        code: Some(code).filter(|_| bits & ext::EXT_STATUS != 0 && code != Code::Unknown),
+        ..ext::Header::default()
+    };
+    let error = |text: &str| {
+        let content = Encoded::from(polyglot::error_to_bytes(text));
+        match header.is_empty() {
+            true => content,
+            false => header.encode_parts(content),
         }
-        .encode_parts(content),
+    };
+    let mut end = text.len();
+    loop {
+        let content = error(&text[..end]);
+        let Some(over) = content.len().checked_sub(max).filter(|&over| over > 0) else {
+            return Some(content);
+        };
+        if end == 0 {
+            return None;
+        }
+        end = end.saturating_sub(over);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
     }
 }
 
 /// Closes the connection after a reply whose status says so.
 fn close_after_reply(conn: &Connection) {
     conn.close(CloseReason::Local("handler returned a closing status".into()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error reply is cut to the limit, at a character boundary, its code kept; none fits a
+    /// limit below an error without text.
+    #[test]
+    fn error_replies_are_cut_to_fit() {
+        let text = format!("response too large: {}", "é".repeat(40));
+        for bits in [0, ext::EXT_STATUS] {
+            let full = fitted_error(&text, Code::ResourceExhausted, bits, usize::MAX).unwrap();
+            for max in [full.len(), 40, 21, 12] {
+                let cut = fitted_error(&text, Code::ResourceExhausted, bits, max).unwrap();
+                assert!(
+                    cut.len() <= max && cut.len() + 2 >= max,
+                    "{} for {max}",
+                    cut.len()
+                );
+            }
+            let bare = fitted_error("", Code::ResourceExhausted, bits, usize::MAX).unwrap();
+            assert!(fitted_error(&text, Code::ResourceExhausted, bits, bare.len()).is_some());
+            assert!(fitted_error(&text, Code::ResourceExhausted, bits, bare.len() - 1).is_none());
+        }
+    }
 }

@@ -41,7 +41,7 @@ use super::handback::{Handback, Join, ReadParts, TakeConnection};
 use super::progress::{Watched, WriteProgress};
 use super::queue_bytes::QueueBytes;
 use super::shared_reader::{SharedReader, WakeDriver};
-use super::writer::{Outbound, Outgoing, Writer};
+use super::writer::{Finished, Outbound, Outgoing, Writer};
 use crate::config::ConnectionConfig;
 use crate::status::{CloseReason, Error};
 
@@ -243,13 +243,18 @@ impl Connection {
                     _ => super::writer::CLOSE_FLUSH_TIMEOUT,
                 };
                 match writer.run(queue, &conn.closed, keep, flush_limit).await {
-                    Ok(Some(write)) => conn.handback.complete(write.into_inner(), parts_rx, join).await,
-                    Ok(None) => {
+                    Ok(Finished::Kept(write)) => {
+                        conn.handback.complete(write.into_inner(), parts_rx, join).await
+                    }
+                    // Only replies that all went out are worth keeping the socket open for (a
+                    // peer that read none in the flush limit kept a shutdown 5 s more).
+                    Ok(Finished::Flushed) => {
                         conn.handback.abandon();
                         if !flush_limit().is_zero() {
                             linger(parts_rx).await;
                         }
                     }
+                    Ok(Finished::Unflushed) => conn.handback.abandon(),
                     Err(err) => {
                         tracing::debug!(peer = %conn.peer, error = %err, "closing connection on write error");
                         conn.close(CloseReason::WriteFailed(err.to_string()));

@@ -252,7 +252,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
         closed: &CancellationToken,
         keep: impl FnOnce() -> bool,
         flush_limit: impl Fn() -> Duration,
-    ) -> Result<Option<W>, std::io::Error> {
+    ) -> Result<Finished<W>, std::io::Error> {
         let mut buf = BytesMut::with_capacity(BATCH_LIMIT);
         let mut close_deadline = None;
         loop {
@@ -277,7 +277,7 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
                     written
                 }
                 // Given up: the write half is not put back, so `finish` has none.
-                Batch::GivenUp => return Ok(None),
+                Batch::GivenUp => return Ok(Finished::Unflushed),
             };
             self.check_in(out, written.is_ok());
             written?;
@@ -378,10 +378,12 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
         mut buf: BytesMut,
         keep: bool,
         deadline: Instant,
-    ) -> Option<W> {
+    ) -> Finished<W> {
         let (mut write, rest, rest_parts) = {
             let mut side = self.lock_side();
-            let write = side.write.take()?;
+            let Some(write) = side.write.take() else {
+                return Finished::Unflushed;
+            };
             (
                 write,
                 std::mem::take(&mut side.rest),
@@ -401,13 +403,26 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Writer<W> {
             write.write_all(&buf).await?;
             write.flush().await
         };
-        let _ = tokio::time::timeout_at(deadline, flush).await;
+        let flushed = matches!(tokio::time::timeout_at(deadline, flush).await, Ok(Ok(())));
         if keep {
-            return Some(write);
+            return Finished::Kept(write);
         }
         let _ = write.shutdown().await;
-        None
+        match flushed {
+            true => Finished::Flushed,
+            false => Finished::Unflushed,
+        }
     }
+}
+
+/// How the writer ended, the connection closed.
+pub(crate) enum Finished<W> {
+    /// The write half, kept for a takeover.
+    Kept(W),
+    /// Everything queued went out, and the write half was shut down.
+    Flushed,
+    /// What was queued did not all go out (a peer that does not read, a failed write).
+    Unflushed,
 }
 
 /// What came of a batch raced against the connection's close.

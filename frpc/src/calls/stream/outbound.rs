@@ -403,6 +403,18 @@ impl<T: Message> FrpcSender<T> {
         // A message over the limit fails before it takes credit: the peer, which never gets
         // it, would never grant that credit back, and the stream would wait forever.
         self.guard.conn.check_len(packet.content.len())?;
+        // A message waiting (for credit, or room in the write queue: a client that stops
+        // reading) when its server begins shutting down fails as a later one would: it held
+        // the shutdown for its whole grace period. Looked at only once the send waits; never
+        // resolves on a client's connection. A stream's end (its error, `EOF`) still waits.
+        tokio::select! {
+            biased;
+            sent = self.send_packet_now(packet, credit) => sent,
+            () = self.guard.conn.drain_started(), if credit => Err(Error::ShuttingDown),
+        }
+    }
+
+    async fn send_packet_now(&self, packet: Packet, credit: bool) -> Result<(), Error> {
         if credit {
             self.take_credit(packet.content.len()).await?;
         }
