@@ -647,10 +647,11 @@ async fn waiting_calls_across_the_server_stop_at_max_inflight() {
     }
 }
 
-/// Without extensions (a server that does not take them) a dropped stream's handler keeps
-/// running, as with Go: the cancellation above is the extension's doing.
+/// Without extensions (a server that does not take them) a dropped stream is not cancelled:
+/// its Frisbee close (as Go's streams end) makes the handler's next send fail, and it ends
+/// then. It ran for ever, sending to nobody (session 33's churn probe).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_extensions_a_dropped_stream_is_not_cancelled() {
+async fn without_extensions_a_dropped_stream_ends_at_its_next_send() {
     let mut running = serve(Framing::Frisbee, Concurrency::PerRpc, false).await;
     let client = connect(&running, Framing::Frisbee).await;
     assert!(!client.negotiated().await);
@@ -658,8 +659,43 @@ async fn without_extensions_a_dropped_stream_is_not_cancelled() {
     assert!(matches!(running.next().await, Event::Started { .. }));
     events.message().await.unwrap().unwrap();
     drop(events);
-    let waited = tokio::time::timeout(Duration::from_millis(300), running.events.recv()).await;
-    assert!(waited.is_err(), "no event: the handler runs on ({waited:?})");
+    let (mut dropped, mut send_failed) = (false, false);
+    while !(dropped && send_failed) {
+        match running.next().await {
+            Event::Dropped => dropped = true,
+            // The peer's close, or the stream's end once the handler's own send failed.
+            Event::SendFailed(err) => {
+                send_failed = true;
+                let closed = err.to_string().contains("closed the stream");
+                assert!(closed || matches!(err, Error::StreamEnded), "{err}");
+            }
+            other => panic!("not cancelled, ended: {other:?}"),
+        }
+    }
+}
+
+/// Without extensions, a bidi call whose `close_send` failed at its deadline (no `EOF` went)
+/// and that is then dropped still ends its server handler, which waits on its request stream:
+/// the stream's Frisbee close ends that stream. The handler waited for ever, and 60 s later
+/// the next stream under its id was routed to it (session 33's churn probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_extensions_a_stream_that_failed_to_end_still_ends_its_handler() {
+    let mut running = serve(Framing::Frisbee, Concurrency::PerRpc, false).await;
+    let client = connect(&running, Framing::Frisbee).await;
+    assert!(!client.negotiated().await);
+    let probe = ProbeClient::new(client.with_timeout(Duration::from_millis(100)));
+    let mut call = probe.tally().await.unwrap();
+    call.send(text("one")).await.unwrap();
+    assert_eq!(call.message().await.unwrap().unwrap().value, "one");
+    assert!(matches!(running.next().await, Event::Started { .. }));
+    // Past the call's deadline: the end of the request stream fails, and no EOF goes.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(matches!(call.close_send().await, Err(Error::Timeout(_))));
+    drop(call);
+    assert!(
+        matches!(running.next().await, Event::Dropped),
+        "the handler ended without reading an end of its requests"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

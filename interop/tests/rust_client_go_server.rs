@@ -292,7 +292,43 @@ async fn channel_connects_to_a_go_server(framing: Framing) {
     }
 }
 
+/// More streams on one connection than there are stream ids: each ends with a Frisbee close
+/// (a `STREAM` packet without content), which drops it from the Go server's stream table. Go
+/// keeps a stream until it is closed, so the 65,537th stream's open went to the first one's
+/// finished handler and hung (session 33's Go interop probe), and every later one.
+async fn streams_past_every_id(framing: Framing) {
+    const STREAMS: usize = 65_536 + 512;
+    const AT_ONCE: usize = 16;
+    let server = GoServer::start(framing).await;
+    let client = connect(&server).await;
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..AT_ONCE {
+        let (client, next) = (client.clone(), next.clone());
+        workers.spawn(async move {
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < STREAMS {
+                let mut stream = bounded("Search", client.search(SearchResponse::default()))
+                    .await
+                    .expect("open Search");
+                let mut got = Vec::new();
+                while let Some(response) = next_message(&mut stream).await {
+                    got.push(response.message);
+                }
+                assert_eq!(got, ["r0", "r1"]);
+            }
+        });
+    }
+    while let Some(worker) = workers.join_next().await {
+        worker.unwrap();
+    }
+}
+
+async fn next_message(stream: &mut frpc::Streaming<Response>) -> Option<Response> {
+    next(stream).await.expect("Search message")
+}
+
 frpc_interop::both_framings! {
+    streams_past_every_id,
     channel_connects_to_a_go_server,
     echo,
     testy_error_is_status_boom,

@@ -197,6 +197,15 @@ impl Table {
         }
     }
 
+    /// The id under `key`, in flight, is now held until `until`: a method found with no free
+    /// id, every one in flight, has one again then at the latest (its note said 60 s, while
+    /// calls given up after a CANCEL hold theirs 10 s).
+    fn held_until(&mut self, key: u32, until: std::time::Instant) {
+        if let Some(noted) = self.exhausted.get_mut(&((key >> 16) as u16)) {
+            *noted = (*noted).min(until);
+        }
+    }
+
     /// The call under `key` left the table (or its held id came free): its method may have an
     /// id again (only its own: a finished call of another method frees none of this one's).
     #[inline]
@@ -745,7 +754,9 @@ impl Drop for PendingCall<'_> {
             Some(Slot::Waiting(_)) if !self.conn.is_closed() => {
                 // Its reply may still come: the id stays out of use until it does (or long
                 // enough that it will not).
-                table.abandoned.insert(self.key, self.hold.until());
+                let until = self.hold.until();
+                table.abandoned.insert(self.key, until);
+                table.held_until(self.key, until);
                 if self.hold.cancels() {
                     // Sent under the lock, the id not yet free, so no newer call can have
                     // taken it; with the write queue full, as soon as there is room (a
@@ -974,5 +985,11 @@ mod tests {
             Some((1, false)),
             "other methods still have ids"
         );
+        // Given up, an id held 10 s: the method is refused that long, not the 60 s its note
+        // said (session 33's churn probe).
+        let soon = std::time::Instant::now() + held::AFTER_CANCEL;
+        assert!(table.exhausted[&7] > soon + std::time::Duration::from_secs(30));
+        table.held_until(key(7, 3), soon);
+        assert_eq!(table.exhausted[&7], soon);
     }
 }

@@ -45,7 +45,7 @@ pub(crate) async fn open<Req: Message, Resp: Message>(
         send_bytes: window.bytes.map(|_| 1),
         awaiting_ack: ack,
         codes: bits & ext::EXT_STATUS != 0,
-        hold: Hold::of(bits, true),
+        hold: Hold::of_stream(bits),
     };
     let (id, inbound) = table.open_local(setup)?;
     let ext = StreamExt {

@@ -66,10 +66,14 @@ pub(super) enum EndReason {
 }
 
 impl EndReason {
-    /// This side failed the stream (and sent the peer its error and `EOF`): it sends nothing
-    /// more on it.
+    /// This side sends nothing more on the stream: it failed it (and sent the peer its error
+    /// and `EOF`), or the peer closed it (a Frisbee close, to which nothing goes back; a
+    /// handler that sent on after its client closed its stream ran for ever).
     pub(super) fn failed_here(&self) -> bool {
-        matches!(self, EndReason::TooLarge { .. } | EndReason::CreditExceeded)
+        matches!(
+            self,
+            EndReason::TooLarge { .. } | EndReason::CreditExceeded | EndReason::PeerClosed
+        )
     }
 
     /// What the stream's handles report for this end of stream `id`.

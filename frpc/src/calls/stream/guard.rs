@@ -123,6 +123,18 @@ impl StreamGuard {
         }
     }
 
+    /// A client stream toward a peer without CANCEL (Go's) that the peer has not closed: its
+    /// end closes it (a Frisbee close: op 2, no content), as Frisbee's own streams do. Go
+    /// keeps a stream until it is closed: 65,536 streams later, the id's next open went to the
+    /// old stream, whose handler was gone, and hung (session 33's Go interop probe). A handler
+    /// still sending stops (its writes fail).
+    fn closes_on_drop(&self) -> bool {
+        self.ext.bits & ext::EXT_CANCEL == 0
+            && self.client.keep_alive.is_some()
+            && !self.conn.is_closed()
+            && !matches!(self.end.get(), Some(EndReason::PeerClosed))
+    }
+
     /// A server stream its client cancelled, whose client takes answers to its CANCELs (bit
     /// 10), that has not ended: its last handle going is when nothing more can be sent on it,
     /// so it answers then (`EOF`), which frees the client's id.
@@ -140,6 +152,9 @@ impl Drop for StreamGuard {
         // tell the server (its handler is dropped). Sent while the table still holds the id.
         if self.cancels_on_drop() {
             self.conn.send_control(ext::cancel(op::STREAM, self.id));
+        } else if self.closes_on_drop() {
+            self.conn
+                .send_control(Packet::new(self.id, op::STREAM, Bytes::new()));
         }
         if self.owes_cancel_answer() && !self.ended.swap(true, Ordering::Relaxed) {
             let eof = Bytes::from_static(frpc_wire::polyglot::EOF_MESSAGE);

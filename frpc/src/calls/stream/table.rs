@@ -263,8 +263,8 @@ impl StreamTable {
         }
     }
 
-    /// Fails stream `id` because of what its peer did (closed it with an empty packet,
-    /// overflowed it): forgets it and, for a stream the peer opened, cancels its handler, which
+    /// Fails stream `id` because of what its peer did (overflowed it, sent more than its
+    /// credit): forgets it and, for a stream the peer opened, cancels its handler, which
     /// nothing will read from or send to any more.
     pub(super) fn forget_failed(&self, table: &mut Table, id: u16) {
         if let Some(route) = table.routes.get(&id)
@@ -549,8 +549,11 @@ impl StreamTable {
             };
         };
         if content.is_empty() {
+            // A Frisbee close (a plain client's stream whose handles are gone): as Go's, what
+            // is buffered can still be read, then reads and sends fail; the handler is not
+            // cancelled (it reads a request stream's `EOF` ahead of the close, and ends).
             let _ = route.end.set(EndReason::PeerClosed);
-            self.forget_failed(&mut table, id);
+            self.forget(&mut table, id);
             return Routed::Done;
         }
         // Anything from the server means it accepted the stream: a later OPENED only adds
@@ -790,8 +793,8 @@ mod tests {
 
     /// A stream given up holds its id as long as its `Hold` says: 10 s after a CANCEL (only
     /// what the peer wrote before reading it can come), 60 s toward a peer that does not take
-    /// CANCEL, 60 s at most toward one that answers it (the answer frees it); one the peer
-    /// ended holds nothing.
+    /// CANCEL (after a Frisbee close), 60 s at most toward one that answers it (the answer
+    /// frees it); one the peer ended holds nothing.
     #[test]
     fn given_up_ids_are_held_by_what_frees_them() {
         let table = StreamTable::new(
@@ -817,14 +820,14 @@ mod tests {
                 .map(|until| until.duration_since(before))
         };
         let second = std::time::Duration::from_secs(1);
-        for hold in [Hold::Cancelled, Hold::Plain, Hold::Answered] {
+        for hold in [Hold::Cancelled, Hold::Closed, Hold::Answered] {
             let held = held_for(hold, false).unwrap();
             let wanted = hold.duration();
             assert!(held >= wanted && held < wanted + second, "{hold:?}: {held:?}");
             assert_eq!(held_for(hold, true), None, "{hold:?}: the peer ended it");
         }
         assert_eq!(Hold::Cancelled.duration(), held::AFTER_CANCEL);
-        assert_eq!(Hold::Plain.duration(), std::time::Duration::from_secs(60));
+        assert_eq!(Hold::Closed.duration(), std::time::Duration::from_secs(60));
     }
 
     /// Ids given up lately are skipped, older ones are free again, and with every id taken or
@@ -833,7 +836,7 @@ mod tests {
     fn free_ids_skip_the_ones_given_up_lately() {
         let mut table = Table::default();
         let now = Instant::now();
-        table.given_up.insert(1, now + Hold::Plain.duration());
+        table.given_up.insert(1, now + Hold::Closed.duration());
         table.given_up.insert(2, now);
         assert_eq!(free_id(&mut table), Some(2), "1 skipped, 2's hold over");
         assert!(!table.given_up.contains_key(&2));
