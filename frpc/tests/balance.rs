@@ -608,3 +608,273 @@ async fn a_dropped_balanced_channel_stops_its_discovery() {
     })
     .await;
 }
+
+/// Unary calls under load while one endpoint's key is removed and another key inserted for the
+/// same server, again and again (a discovery's answers in a rolling deploy), with a second
+/// endpoint connected throughout: no call fails. A call the balancer had just given to the
+/// endpoint being removed looked for its connection only once it ran, found the endpoint
+/// closed and failed with UNAVAILABLE "the channel is closed" (8 in 14,676 calls, probe33_2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_an_endpoint_under_load_fails_no_call() {
+    let servers = servers(2).await;
+    let (channel, changes) = Channel::balance_channel::<usize>(16);
+    for (key, server) in servers.iter().enumerate() {
+        changes
+            .send(Change::Insert(key, server.endpoint()))
+            .await
+            .unwrap();
+    }
+    within("connect", channel.connected(2)).await;
+    let client = NamedClient::new(channel.with_timeout(Duration::from_secs(5)));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let callers: Vec<_> = (0..16)
+        .map(|_| {
+            let (client, stop) = (client.clone(), stop.clone());
+            tokio::spawn(async move {
+                let (mut ok, mut failed) = (0usize, Vec::new());
+                while !stop.is_cancelled() {
+                    match client.whoami(Text::default()).await {
+                        Ok(_) => ok += 1,
+                        Err(err) => failed.push(err.to_string()),
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    for key in 1..200usize {
+        changes.send(Change::Remove(key)).await.unwrap();
+        changes
+            .send(Change::Insert(key + 1, servers[1].endpoint()))
+            .await
+            .unwrap();
+        // Calls between the changes (as many as the changes' pace allows).
+        within("calls", client.whoami(Text::default())).await.unwrap();
+    }
+    stop.cancel();
+    let (mut ok, mut failed) = (0, Vec::new());
+    for caller in callers {
+        let (n, errors) = caller.await.unwrap();
+        ok += n;
+        failed.extend(errors);
+    }
+    assert!(
+        failed.is_empty(),
+        "{} failed of {}: {:?}",
+        failed.len(),
+        ok + failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+    assert!(ok > 1000, "{ok}");
+}
+
+/// A balanced channel used for streams alone (no unary call reads the balancer's changes)
+/// keeps applying the changes sent to it: sends no longer blocked for good after twice the
+/// channel's capacity, new endpoints were never connected and removed ones kept. And a change
+/// whose send returned is in force for the next stream: it opens on the endpoint inserted,
+/// never on the one just removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streams_only_channel_applies_every_change() {
+    let servers = servers(2).await;
+    let (channel, changes) = Channel::balance_channel::<usize>(2);
+    let client = NamedClient::new(channel.with_timeout(Duration::from_secs(5)));
+    let sent = |change| {
+        let changes = changes.clone();
+        async move {
+            let send = tokio::time::timeout(Duration::from_secs(2), changes.send(change));
+            send.await.expect("a send blocked").unwrap();
+        }
+    };
+    for key in 0..12usize {
+        let server = &servers[key % 2];
+        sent(Change::Insert(key, server.endpoint())).await;
+        if key > 0 {
+            sent(Change::Remove(key - 1)).await;
+        }
+        for _ in 0..2 {
+            let mut names = within("stream", client.names(Text::default())).await.unwrap();
+            let first = within("message", names.message()).await.unwrap().unwrap();
+            assert_eq!(first.value, server.name, "change {key}");
+        }
+    }
+    assert_eq!(channel.connected_endpoints(), 1);
+    // A unary call at last: the balancer reads the changes left, one per key.
+    let reply = within("unary", client.whoami(Text::default())).await.unwrap();
+    assert_eq!(reply.value, servers[11 % 2].name);
+}
+
+/// A server whose health watch, gated here, holds its first answer: `gate` lets watches
+/// through, `opened` counts those waiting or through.
+async fn gated_health_server(
+    name: &'static str,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+) -> (
+    SocketAddr,
+    frpc::health::HealthReporter,
+    Arc<tokio::sync::Semaphore>,
+    Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (layer_gate, layer_opened) = (gate.clone(), opened.clone());
+    let held = tower::layer::layer_fn(move |inner: frpc::middleware::CallService| {
+        let inner = Arc::new(tokio::sync::Mutex::new(inner));
+        let (gate, opened) = (layer_gate.clone(), layer_opened.clone());
+        tower::service_fn(move |call: frpc::CallRequest| {
+            let (inner, gate, opened) = (inner.clone(), gate.clone(), opened.clone());
+            async move {
+                opened.fetch_add(1, Ordering::SeqCst);
+                let permit = gate.acquire().await;
+                permit
+                    .map_err(|_| frpc::Status::internal("gate closed"))?
+                    .forget();
+                let reply = {
+                    let mut inner = inner.lock().await;
+                    tower::ServiceExt::ready(&mut *inner).await?;
+                    tower::Service::call(&mut *inner, call)
+                };
+                reply.await
+            }
+        })
+    });
+    let (reporter, addr) = serve_counting(name, calls, |health| {
+        frpc::LayeredService::new(health).layer(held)
+    })
+    .await;
+    (addr, reporter, gate, opened)
+}
+
+/// Serves a `Counted` service called `name` and the health service wrapped by `health`.
+async fn serve_counting(
+    name: &'static str,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+    health: impl FnOnce(frpc::health::HealthServer) -> frpc::LayeredService,
+) -> (frpc::health::HealthReporter, SocketAddr) {
+    let (reporter, service) = frpc::health::service();
+    let bound = frpc::Server::builder()
+        .add_service(NamedServer::new(Counted { name, calls }))
+        .add_service(health(service))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    (reporter, addr)
+}
+
+/// Waits until `count` reaches `n`, yielding between looks.
+async fn reaches(count: &std::sync::atomic::AtomicUsize, n: usize) {
+    while count.load(Ordering::SeqCst) < n {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// With health checking on, a new connection takes no calls or streams until its server's
+/// first health answer says SERVING (gRPC's client-side health checking: CONNECTING until
+/// then). A server NOT_SERVING from its start got calls and streams between the connection
+/// and that answer (probe33_2: 32 calls and 4 streams over 5 restarts). A server that gives no
+/// first answer within the endpoint's connect timeout is used as an unwatched one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_connection_waits_for_its_first_health_answer() {
+    let up = servers(1).await;
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (cold, reporter, gate, opened) = gated_health_server("cold", calls.clone()).await;
+    reporter.set_not_serving("");
+    let channel = Channel::balance_list([up[0].endpoint(), Endpoint::from(cold)]);
+    within("up connected", channel.connected(1)).await;
+    within("cold's watch open", reaches(&opened, 1)).await;
+    let client = NamedClient::new(channel.clone());
+    let counts = spread(&client, 40, 4).await;
+    assert_eq!(counts.get("s0"), Some(&40), "{counts:?}");
+    for _ in 0..4 {
+        let mut names = client.names(Text::default()).await.unwrap();
+        assert_eq!(names.message().await.unwrap().unwrap().value, "s0");
+    }
+    // Its first answer, NOT_SERVING: still out.
+    gate.add_permits(usize::MAX >> 4);
+    let counts = spread(&client, 40, 4).await;
+    assert_eq!(counts.get("s0"), Some(&40), "{counts:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    reporter.set_serving("");
+    within("cold in", channel.connected(2)).await;
+    let counts = spread(&client, 200, 4).await;
+    assert!(counts.get("cold").copied().unwrap_or(0) > 0, "{counts:?}");
+
+    // No first answer within the connect timeout: used as unwatched.
+    let (silent, _reporter, _gate, opened) = gated_health_server("silent", calls.clone()).await;
+    let endpoint = Endpoint::from(silent).connect_timeout(Duration::from_millis(300));
+    let channel = Channel::balance_list([endpoint]);
+    within("silent's watch open", reaches(&opened, 1)).await;
+    assert_eq!(channel.connected_endpoints(), 0);
+    within("silent used", channel.connected(1)).await;
+    let reply = NamedClient::new(channel).whoami(Text::default()).await.unwrap();
+    assert_eq!(reply.value, "silent");
+}
+
+/// The health watch does not take the endpoint's call timeout (`Endpoint::timeout`), which
+/// bounds a stream's whole life: the watch was cut and opened again every timeout (a 5 ms
+/// timeout: 293 opens in 2 s, 8 % of a core).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_watch_outlives_the_call_timeout() {
+    let watches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = watches.clone();
+    let (_reporter, health) = frpc::health::service();
+    let bound = frpc::Server::builder()
+        .interceptor(move |call: &frpc::CallRequest| {
+            if call.method() == "Watch" {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+            Ok(())
+        })
+        .intercept_health(true)
+        .add_service(NamedServer::new(Bare))
+        .add_service(health)
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve());
+    let endpoint = Endpoint::from(addr).timeout(Duration::from_millis(20));
+    let channel = Channel::balance_list([endpoint]);
+    within("connect", channel.connected(1)).await;
+    // Not a wait for readiness: ten call timeouts, for reopened watches to show.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(watches.load(Ordering::SeqCst), 1);
+    assert_eq!(channel.connected_endpoints(), 1);
+}
+
+/// A server that counts its calls and answers with its name.
+struct Counted {
+    name: &'static str,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Named for Counted {
+    async fn whoami(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(Text::new(self.name))
+    }
+
+    async fn flaky(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        Ok(Text::new(self.name))
+    }
+
+    async fn hold(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        Ok(Text::new(self.name))
+    }
+
+    async fn meta(&self, _: &frpc::Context, _: Text) -> Result<Text, frpc::Status> {
+        Ok(Text::new(self.name))
+    }
+
+    async fn names(
+        &self,
+        _: &frpc::Context,
+        _: Text,
+        out: frpc::StreamSender<Text>,
+    ) -> Result<(), frpc::Status> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        out.send(Text::new(self.name)).await?;
+        Ok(())
+    }
+}

@@ -184,9 +184,14 @@ impl Endpoint {
     /// [`frpc::health`](crate::health) status (`Watch("")`) and sends no new calls or streams
     /// there while it reports `NOT_SERVING` (as after
     /// [`HealthReporter::set_all_not_serving`](crate::health::HealthReporter::set_all_not_serving)),
-    /// nor once the watch ends (the server is shutting down). A server without the health
-    /// service, a Go fRPC server, or a channel to one endpoint is not watched. `false`: the
-    /// endpoint is used whenever it is connected.
+    /// nor once the watch ends (the server is shutting down). A new connection takes nothing
+    /// until the watch's first answer says `SERVING` (the endpoint counts as connecting
+    /// meanwhile, as in gRPC); a server whose first watch fails, or that gives no first answer
+    /// within [`connect_timeout`](Self::connect_timeout), is used as if unwatched until a
+    /// later answer says otherwise. The watch is a stream without a timeout: the endpoint's
+    /// [`timeout`](Self::timeout) bounds calls, not it. A server without the health service
+    /// (the open is UNIMPLEMENTED), a Go fRPC server, or a channel to one endpoint is not
+    /// watched. `false`: the endpoint is used whenever it is connected.
     pub fn health_check(mut self, on: bool) -> Endpoint {
         self.health_check = on;
         self

@@ -180,8 +180,12 @@ impl Channel {
     /// A channel balancing calls over endpoints added and removed at run time through the
     /// returned sender (`Change::Insert(key, endpoint)`, `Change::Remove(key)`; inserting a key
     /// again replaces its endpoint). A removed endpoint takes no new calls; its connection
-    /// closes once the calls in flight on it finish. `capacity` bounds the changes not yet
-    /// applied. Must be called within a Tokio runtime.
+    /// closes once the calls in flight on it finish (a call the balancer picked it for just
+    /// before runs there too; one not yet started goes to another endpoint). A change is in
+    /// force for every call and stream made after its `send` returned. Changes are applied as
+    /// they come, whether calls are made or not (a channel used for streams alone too):
+    /// `capacity` bounds the changes queued and not yet taken, so `send` waits only for that
+    /// moment. Must be called within a Tokio runtime.
     ///
     /// ```
     /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]

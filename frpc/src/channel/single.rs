@@ -189,15 +189,15 @@ impl Health {
         ready > 0 && self.protobuf.load(Ordering::Acquire) == ready
     }
 
-    /// Moves one endpoint from `old` to `new`; `protobuf` says whether each was a connection
-    /// that negotiated protobuf.
-    fn update(&self, old: &State, new: &State, protobuf: (bool, bool)) {
+    /// Moves one endpoint from `old`'s count to `new`'s; `protobuf` says whether each was a
+    /// connection that negotiated protobuf.
+    fn update(&self, old: Option<Slot>, new: Option<Slot>, protobuf: (bool, bool)) {
         match protobuf {
             (false, true) => self.protobuf.fetch_add(1, Ordering::AcqRel),
             (true, false) => self.protobuf.fetch_sub(1, Ordering::AcqRel),
             _ => 0,
         };
-        self.move_endpoint(Slot::of(old), Slot::of(new));
+        self.move_endpoint(old, new);
     }
 
     /// Moves one endpoint between counts in one atomic step (wrapping arithmetic: the word
@@ -220,6 +220,8 @@ struct Shared {
     /// Whether the current state is a connection that negotiated protobuf (read once, when
     /// the state is set, so the health counts stay balanced).
     protobuf: AtomicBool,
+    /// The endpoint was retired: its state is `Closed` for good.
+    retired: AtomicBool,
     /// Connections made after the first.
     reconnects: AtomicU64,
     /// Why the last connection closed.
@@ -236,10 +238,13 @@ impl Shared {
         *self.last_close.lock().unwrap_or_else(|e| e.into_inner()) = Some(reason);
     }
 
-    /// Publishes a new state, then counts it: whoever the counts wake sees the new state.
+    /// Publishes a new state, then counts it: whoever the counts wake sees the new state. Once
+    /// the endpoint is retired, only `Closed` (the supervisor may publish a connection it made
+    /// as [`Handle::retire`] runs on another thread: it is not published).
     fn set(&self, new: State) {
         let protobuf = matches!(&new, State::Ready(client) if client.protobuf_accepted());
-        let was = self.protobuf.swap(protobuf, Ordering::AcqRel);
+        let slot = Slot::of(&new);
+        let closing = matches!(new, State::Closed);
         if let (Some(health), State::Down(reason)) = (&self.health, &new) {
             let address = self.endpoint.address();
             health.record_failure(match reason.contains(address) {
@@ -247,9 +252,20 @@ impl Shared {
                 false => format!("{address}: {reason}"),
             });
         }
-        let old = self.state.send_replace(new);
-        if let Some(health) = &self.health {
-            health.update(&old, &self.state.borrow(), (was, protobuf));
+        // Under the cell's lock, so that two writers (the supervisor, `retire`) count each
+        // change once, from the state it replaced.
+        let mut moved = None;
+        self.state.send_if_modified(|state| {
+            if self.retired.load(Ordering::Acquire) && !closing {
+                return false;
+            }
+            let old = std::mem::replace(state, new);
+            let was = self.protobuf.swap(protobuf, Ordering::AcqRel);
+            moved = Some((Slot::of(&old), was));
+            true
+        });
+        if let (Some(health), Some((old, was))) = (&self.health, moved) {
+            health.update(old, slot, (was, protobuf));
         }
     }
 }
@@ -272,7 +288,7 @@ impl Handle {
         };
         let protobuf = matches!(&initial, State::Ready(client) if client.protobuf_accepted());
         if let Some(health) = &health {
-            health.update(&State::Closed, &initial, (false, protobuf));
+            health.update(None, Slot::of(&initial), (false, protobuf));
         }
         let shared = Arc::new(Shared {
             endpoint,
@@ -280,6 +296,7 @@ impl Handle {
             wake: Notify::new(),
             health,
             protobuf: AtomicBool::new(protobuf),
+            retired: AtomicBool::new(false),
             reconnects: AtomicU64::new(0),
             last_close: Mutex::new(None),
         });
@@ -295,7 +312,12 @@ impl Handle {
     /// Stops reconnecting and drops the connection (calls in flight on it finish): the
     /// endpoint was removed from its balanced channel.
     pub(crate) fn retire(&self) {
+        // Closed at once, not when the supervisor gets to it: the endpoint leaves the counts
+        // now, so that a call or stream made after the removal neither waits on it nor finds
+        // it counted as ready while it is not.
+        self.shared.retired.store(true, Ordering::Release);
         self.stop.cancel();
+        self.shared.set(State::Closed);
     }
 
     /// Where the connection stands.
@@ -322,17 +344,38 @@ impl Handle {
         &self.shared.endpoint
     }
 
-    /// The current connection, when one is up (and its server is not shutting down).
+    /// The current connection, when one is up (and its server is not shutting down) and the
+    /// endpoint was not retired.
     pub(crate) fn ready_client(&self) -> Option<Client> {
+        if self.is_retired() {
+            return None;
+        }
         match &*self.shared.state.borrow() {
             State::Ready(client) if takes_calls(client) => Some(client.clone()),
             _ => None,
         }
     }
 
-    /// Whether a connection is up.
+    /// Whether a connection is up and takes new calls (the endpoint was not retired).
     pub(crate) fn is_ready(&self) -> bool {
-        matches!(&*self.shared.state.borrow(), State::Ready(client) if takes_calls(client))
+        let ready = matches!(&*self.shared.state.borrow(), State::Ready(client) if takes_calls(client));
+        ready && !self.is_retired()
+    }
+
+    /// Whether the endpoint was retired ([`Handle::retire`]): set at once, before the
+    /// supervisor stops, so that nothing new goes there from then on.
+    pub(crate) fn is_retired(&self) -> bool {
+        self.shared.retired.load(Ordering::Acquire)
+    }
+
+    /// The connection for a call a balancer admitted (the endpoint was ready when it picked
+    /// it), taken now: the current one, even if the server stopped serving or the endpoint was
+    /// retired since, as long as it is open.
+    pub(crate) fn admitted_client(&self) -> Option<Client> {
+        match &*self.shared.state.borrow() {
+            State::Ready(client) | State::NotServing(client) if takes_calls(client) => Some(client.clone()),
+            _ => None,
+        }
     }
 
     /// A receiver of state changes (the current state counts as seen).
@@ -458,7 +501,12 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
                         if std::mem::replace(&mut connected_before, true) {
                             shared.reconnects.fetch_add(1, Ordering::Relaxed);
                         }
-                        shared.set(State::Ready(client.clone()));
+                        // A watched endpoint stays connecting until its server's first health
+                        // answer (`follow_health`), as in gRPC: a server NOT_SERVING from its
+                        // start got calls and streams meanwhile.
+                        if !watches_health(&shared, &client) {
+                            shared.set(State::Ready(client.clone()));
+                        }
                         client
                     }
                     Err(err) => {
@@ -515,50 +563,91 @@ async fn supervise(shared: Arc<Shared>, stop: CancellationToken, start: Start) {
     shared.set(State::Closed);
 }
 
-/// Follows the whole server's `frpc::health` status on `client`, for a balanced channel's
-/// endpoint with [`Endpoint::health_check`] on: `NotServing` while the server reports
-/// `NOT_SERVING` or once the watch ends (the server is shutting down), `Ready` otherwise.
-/// Servers that did not take the extensions (Go fRPC) or serve no health (the open is
-/// UNIMPLEMENTED) are not watched. A watch that fails (a layer of an older server cut it, or
-/// refused it: a timeout, a full concurrency limit) says nothing of the server's health: the
-/// status stays, and the watch opens again after a pause (100 ms, doubling to 10 s while it
-/// keeps failing). Runs until the supervisor drops it (the connection closed, or the endpoint
-/// was retired).
+/// Whether the supervisor follows the health of `client`'s server: a balanced channel's
+/// endpoint with [`Endpoint::health_check`] on, connected to a server that took the extensions
+/// (Go fRPC serves no `frpc::health`).
+#[cfg(feature = "macros")]
+fn watches_health(shared: &Shared, client: &Client) -> bool {
+    shared.health.is_some() && shared.endpoint.is_health_checked() && client.extensions_accepted()
+}
+
+/// Without the `macros` feature there is no `frpc::health`: nothing is watched.
+#[cfg(not(feature = "macros"))]
+fn watches_health(_: &Shared, _: &Client) -> bool {
+    false
+}
+
+/// Follows the whole server's `frpc::health` status on `client` when [`watches_health`]: the
+/// connection, published as connecting until then, is `Ready` once the first answer says the
+/// server serves and `NotServing` while it reports `NOT_SERVING` or once the watch ends (the
+/// server is shutting down). A server that serves no health (the open is UNIMPLEMENTED), whose
+/// first watch fails, or that gives no first answer within the endpoint's `connect_timeout`
+/// is used as an unwatched one (`Ready`) until a watch says otherwise. Runs until the
+/// supervisor drops it (the connection closed, or the endpoint was retired).
 #[cfg(feature = "macros")]
 async fn follow_health(shared: &Shared, client: &Client) -> std::convert::Infallible {
-    let watched = shared.health.is_some() && shared.endpoint.is_health_checked();
-    if watched && client.extensions_accepted() {
-        let health = HealthClient::new(client.clone());
-        let mut pause = FIRST_PAUSE;
-        loop {
-            let end = match health.watch("").await {
-                Ok(mut watch) => follow_watch(shared, client, &mut watch, &mut pause).await,
-                Err(err) if err.code() == Code::Unimplemented => break,
-                Err(_) => WatchEnd::Failed,
-            };
-            match end {
-                // A server that takes the drain notice sends it as the watch ends (its reader
-                // does, before its next packet): the supervisor then leaves for a new
-                // connection. Going NOT_SERVING first failed a balanced channel's calls for
-                // that moment ("no endpoint is serving"), where the server still served them.
-                WatchEnd::ServerStopping if client.drain_accepted() => {
-                    tokio::time::sleep(DRAIN_NOTICE_WAIT).await;
-                    publish_serving(shared, client, false);
-                    break;
-                }
-                WatchEnd::ServerStopping => {
-                    publish_serving(shared, client, false);
-                    break;
-                }
-                WatchEnd::Idle => {}
-                WatchEnd::Failed => {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(LONGEST_PAUSE);
-                }
-            }
+    if watches_health(shared, client) {
+        let limit = shared.endpoint.config().connect_timeout;
+        let watching = watch_health(shared, client);
+        tokio::pin!(watching);
+        if tokio::time::timeout(limit, watching.as_mut()).await.is_err() {
+            tracing::debug!(
+                endpoint = shared.endpoint.address(),
+                ?limit,
+                "no health answer: used unwatched"
+            );
+            publish_if_connecting(shared, client);
+            watching.await;
         }
     }
     std::future::pending().await
+}
+
+/// The watch loop of [`follow_health`]: returns once there is nothing more to follow (no
+/// health service, or the server is stopping). A watch that fails (a layer of an older server
+/// cut it, or refused it: a timeout, a full concurrency limit) says nothing of the server's
+/// health: the status stays, and the watch opens again after a pause (100 ms, doubling to
+/// 10 s while it keeps failing).
+#[cfg(feature = "macros")]
+async fn watch_health(shared: &Shared, client: &Client) {
+    // Without the call timeout of the endpoint (`Endpoint::timeout`), which bounds a stream's
+    // whole life: the watch was cut and opened again every timeout.
+    let mut watching = client.clone();
+    watching.set_options(None, None, None);
+    let health = HealthClient::new(watching);
+    let mut pause = FIRST_PAUSE;
+    loop {
+        let end = match health.watch("").await {
+            Ok(mut watch) => follow_watch(shared, client, &mut watch, &mut pause).await,
+            Err(err) if err.code() == Code::Unimplemented => {
+                publish_serving(shared, client, true);
+                return;
+            }
+            Err(_) => WatchEnd::Failed,
+        };
+        match end {
+            // A server that takes the drain notice sends it as the watch ends (its reader
+            // does, before its next packet): the supervisor then leaves for a new
+            // connection. Going NOT_SERVING first failed a balanced channel's calls for
+            // that moment ("no endpoint is serving"), where the server still served them.
+            WatchEnd::ServerStopping if client.drain_accepted() => {
+                tokio::time::sleep(DRAIN_NOTICE_WAIT).await;
+                publish_serving(shared, client, false);
+                return;
+            }
+            WatchEnd::ServerStopping => {
+                publish_serving(shared, client, false);
+                return;
+            }
+            WatchEnd::Idle => {}
+            WatchEnd::Failed => {
+                // Before any answer: used as unwatched, rather than kept out.
+                publish_if_connecting(shared, client);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(LONGEST_PAUSE);
+            }
+        }
+    }
 }
 
 /// How long a watch's end waits for the drain notice that follows it before the endpoint goes
@@ -611,15 +700,28 @@ async fn follow_health(_: &Shared, _: &Client) -> std::convert::Infallible {
     std::future::pending().await
 }
 
-/// Publishes `client` as serving or not, if that changes its state.
+/// Publishes `client` as serving or not, if that changes its state (connecting, until the
+/// first answer, is neither).
 #[cfg(feature = "macros")]
 fn publish_serving(shared: &Shared, client: &Client, serving: bool) {
-    let now = matches!(&*shared.state.borrow(), State::Ready(_));
-    if now != serving {
+    let now = match &*shared.state.borrow() {
+        State::Ready(_) => Some(true),
+        State::NotServing(_) => Some(false),
+        _ => None,
+    };
+    if now != Some(serving) {
         shared.set(match serving {
             true => State::Ready(client.clone()),
             false => State::NotServing(client.clone()),
         });
+    }
+}
+
+/// Publishes `client` as ready if no health answer came yet (it is still connecting).
+#[cfg(feature = "macros")]
+fn publish_if_connecting(shared: &Shared, client: &Client) {
+    if matches!(&*shared.state.borrow(), State::Connecting) {
+        shared.set(State::Ready(client.clone()));
     }
 }
 
