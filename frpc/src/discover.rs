@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::channel::{Change, Channel, Endpoint};
+use crate::channel::{Backoff, Change, Channel, Endpoint};
 
 type Resolve = Arc<
     dyn Fn(String, u16) -> Pin<Box<dyn Future<Output = io::Result<Vec<SocketAddr>>> + Send>> + Send + Sync,
@@ -31,7 +31,10 @@ pub fn dns(name: impl Into<String>, port: u16, interval: Duration) -> Channel {
 /// DNS discovery: resolves `name` (with `tokio::net::lookup_host`, or the resolver given to
 /// [`Dns::resolver`]) at once and then every `interval` (default 30 s), and sends what changed
 /// to a balanced channel, keyed by address. A failed resolution changes nothing (the last
-/// known addresses stay); an empty answer removes them all.
+/// known addresses stay) and is retried sooner than `interval`: after 250 ms, doubling, at
+/// most `interval` (with 20 % jitter), so that a name not yet
+/// registered (a pod starting) or a resolver's passing failure does not leave calls failing
+/// for a whole interval. An empty answer removes them all.
 ///
 /// ```
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
@@ -73,6 +76,10 @@ pub struct Dns {
     resolve: Resolve,
 }
 
+/// The first wait before a failed resolution is tried again: long enough not to hammer a
+/// failing resolver, short enough that a name registered a moment later is found at once.
+const RETRY_FIRST: Duration = Duration::from_millis(250);
+
 impl fmt::Debug for Dns {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Dns")
@@ -98,7 +105,8 @@ impl Dns {
         }
     }
 
-    /// How often to resolve again (default 30 s).
+    /// How often to resolve again (default 30 s). A failed resolution is retried sooner: after
+    /// 250 ms, doubling, at most `interval`.
     pub fn interval(mut self, interval: Duration) -> Dns {
         self.interval = interval;
         self
@@ -148,25 +156,21 @@ impl Dns {
         // Where a failed resolution is noted for calls that find no endpoint (a channel of
         // its own only).
         let health = first.as_ref().map(|first| first.health());
+        // A success returns to the interval; the backoff's own floor (10 ms) still applies.
+        let retry = Backoff::default().initial(RETRY_FIRST).max(self.interval);
+        // Failed resolutions in a row: they pick the wait before the next (0: the interval).
+        let mut failures: u32 = 0;
         loop {
             match (self.resolve)(self.name.clone(), self.port).await {
                 Ok(addrs) => {
-                    let now: HashSet<SocketAddr> = addrs.into_iter().collect();
-                    for gone in known.difference(&now) {
-                        if changes.send(Change::Remove(*gone)).await.is_err() {
-                            return;
-                        }
+                    failures = 0;
+                    if self.send_changes(&changes, &mut known, addrs).await.is_err() {
+                        return;
                     }
-                    for new in now.difference(&known) {
-                        let endpoint = self.template.with_address(new.to_string());
-                        if changes.send(Change::Insert(*new, endpoint)).await.is_err() {
-                            return;
-                        }
-                    }
-                    known = now;
                 }
                 Err(err) => {
-                    tracing::warn!(name = %self.name, %err, "DNS discovery failed, keeping the last addresses");
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(name = %self.name, %err, failures, "DNS discovery failed, keeping the last addresses");
                     if let Some(health) = &health {
                         health.record_failure(format!("resolving {}: {err}", self.name));
                     }
@@ -174,10 +178,34 @@ impl Dns {
             }
             // The first answer (addresses, or a failure) is in: calls stop waiting for it.
             drop(first.take());
+            let wait = match failures {
+                0 => self.interval,
+                n => retry.delay(n - 1),
+            };
             tokio::select! {
-                _ = tokio::time::sleep(self.interval) => {}
+                _ = tokio::time::sleep(wait) => {}
                 _ = changes.closed() => return,
             }
         }
+    }
+
+    /// Sends what differs between `known` and the resolved `addrs`, which become `known`; an
+    /// error when the channel is gone.
+    async fn send_changes(
+        &self,
+        changes: &mpsc::Sender<Change<SocketAddr, Endpoint>>,
+        known: &mut HashSet<SocketAddr>,
+        addrs: Vec<SocketAddr>,
+    ) -> Result<(), mpsc::error::SendError<Change<SocketAddr, Endpoint>>> {
+        let now: HashSet<SocketAddr> = addrs.into_iter().collect();
+        for gone in known.difference(&now) {
+            changes.send(Change::Remove(*gone)).await?;
+        }
+        for new in now.difference(known) {
+            let endpoint = self.template.with_address(new.to_string());
+            changes.send(Change::Insert(*new, endpoint)).await?;
+        }
+        *known = now;
+        Ok(())
     }
 }
