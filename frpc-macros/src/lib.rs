@@ -109,9 +109,12 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 /// `#[frpc::service(first_op = 12)]`, for a second service of the same `.proto` file), so the
 /// service is wire-compatible with Go fRPC generated from the same methods in the same order.
 /// `#[frpc::service(package = "pkg")]` makes the service name `pkg.Foo` (default `Foo`); method
-/// names are the `UpperCamel` form of the Rust names (`echo_stream` → `EchoStream`). A method
-/// named like one of the client's own (`connect`, `new`, `clone`, `client`, `with_timeout`,
-/// `with_metadata`, `with_response_metadata`) has a `_` after its name on the client
+/// names are the `UpperCamel` form of the Rust names (`echo_stream` → `EchoStream`), without
+/// a raw identifier's `r#` (`r#type` → `Type`) or the `_` that keeps a keyword from being one
+/// (`fn self_` → `Self`, `trait Self_` → `Self`): the names of the `.proto` from which
+/// frpc-codegen would generate those Rust names. A method named like one of the client's own
+/// (`connect`, `new`, `clone`, `client`, `with_timeout`, `with_metadata`,
+/// `with_response_metadata`; raw too, `r#connect`) has a `_` after its name on the client
 /// (`connect_`), as frpc-codegen names it for a `.proto`.
 ///
 /// The trait's visibility is that of everything generated: a private trait (over private

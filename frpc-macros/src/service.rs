@@ -3,7 +3,7 @@
 
 use frpc_codegen::emit::service::service_prelude_free;
 use frpc_codegen::model::{self, MethodKind};
-use frpc_codegen::naming::to_upper_camel;
+use frpc_codegen::naming::{sanitize_identifier, to_upper_camel};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::parse::ParseStream;
@@ -140,7 +140,7 @@ pub(crate) fn expand(args: &Args, item: &syn::ItemTrait) -> syn::Result<TokenStr
         }
     }
     let name = item.ident.to_string();
-    let proto_name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+    let proto_name = unsanitized(name.strip_prefix("r#").unwrap_or(&name).to_string());
     let full_name = match &args.package {
         Some(package) if !package.is_empty() => format!("{package}.{proto_name}"),
         _ => proto_name.clone(),
@@ -207,7 +207,7 @@ fn method(f: &TraitItemFn) -> syn::Result<(model::Method, TokenStream)> {
     let (kind, input, output, checks) = parts.expect("a signature error is recorded in `errors`");
     let rust_name = sig.ident.to_string();
     let method = model::Method {
-        proto_name: to_upper_camel(rust_name.strip_prefix("r#").unwrap_or(&rust_name)),
+        proto_name: rpc_name(&rust_name),
         rust_name,
         op: 0,
         kind,
@@ -217,6 +217,24 @@ fn method(f: &TraitItemFn) -> syn::Result<(model::Method, TokenStream)> {
         deprecated,
     };
     Ok((method, checks))
+}
+
+/// The RPC name of the Rust method `rust_name`: what a `.proto`'s `rpc` would be called for
+/// `frpc-codegen` to give the method that name (`echo_stream` → `EchoStream`, `r#type` →
+/// `Type`, `self_` → `Self`), so the two ways round agree on descriptors, metric labels and
+/// gRPC paths. The operation numbers do not depend on it (declaration order).
+fn rpc_name(rust_name: &str) -> String {
+    unsanitized(to_upper_camel(rust_name.strip_prefix("r#").unwrap_or(rust_name)))
+}
+
+/// `name` without the `_` that [`sanitize_identifier`] puts after a keyword that cannot be a
+/// raw identifier (`Self_` → `Self`): a proto name is no Rust identifier, and `frpc-codegen`
+/// adds that `_` back (`service Self` → trait `Self_`, `rpc Self` → method `self_`).
+fn unsanitized(name: String) -> String {
+    match name.strip_suffix('_') {
+        Some(keyword) if sanitize_identifier(keyword) == name => keyword.to_string(),
+        _ => name,
+    }
 }
 
 /// The kind, request type and response type of a signature.

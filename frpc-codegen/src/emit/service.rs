@@ -540,10 +540,12 @@ const CLIENT_OWN: &[&str] = &[
 
 /// The name of `m`'s method on the client: its Rust name, or, where the client has a method of
 /// that name (`rpc Connect`, `rpc New`), the name with `_` after it (`connect_`), as prost
-/// names a field `self` `self_`.
+/// names a field `self` `self_`. A raw name (a Rust-first `r#connect`) is the same identifier
+/// as the plain one, so it is compared and renamed without its `r#`.
 pub fn client_method_name(m: &Method) -> String {
-    match CLIENT_OWN.contains(&m.rust_name.as_str()) {
-        true => format!("{}_", m.rust_name),
+    let name = m.rust_name.strip_prefix("r#").unwrap_or(&m.rust_name);
+    match CLIENT_OWN.contains(&name) {
+        true => format!("{name}_"),
         false => m.rust_name.clone(),
     }
 }
@@ -565,7 +567,8 @@ fn client_tokens(s: &Service, service_attributes: &ServiceAttributes) -> TokenSt
             format!(" Calls `{}` ({}).", m.proto_name, kind_str(m.kind)),
         );
         if f != m.rust_name {
-            let note = format!(" Named `{f}`: `{}` is the client's own method.", m.rust_name);
+            let own = m.rust_name.trim_start_matches("r#");
+            let note = format!(" Named `{f}`: `{own}` is the client's own method.");
             doc.extend(docs(&[String::new(), note]));
         }
         if m.deprecated {
@@ -712,5 +715,25 @@ mod tests {
         let mut listed: Vec<String> = CLIENT_OWN.iter().map(|name| name.to_string()).collect();
         listed.sort();
         assert_eq!(own, listed);
+    }
+
+    /// A raw name is the same identifier as the plain one: `r#connect` clashed with the
+    /// client's `connect` (E0592) until it was renamed as `connect` is.
+    #[test]
+    fn raw_names_of_the_clients_own_methods_are_renamed_too() {
+        let method = |rust_name: &str| Method {
+            proto_name: "Connect".into(),
+            rust_name: rust_name.into(),
+            op: 10,
+            kind: MethodKind::Unary,
+            input: "In".into(),
+            output: "Out".into(),
+            comments: Vec::new(),
+            deprecated: false,
+        };
+        assert_eq!(client_method_name(&method("connect")), "connect_");
+        assert_eq!(client_method_name(&method("r#connect")), "connect_");
+        assert_eq!(client_method_name(&method("r#new")), "new_");
+        assert_eq!(client_method_name(&method("r#type")), "r#type");
     }
 }
