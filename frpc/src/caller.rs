@@ -51,7 +51,9 @@ pub(crate) mod sealed {
 /// `frpc::grpc::GrpcChannel` (unary and streaming calls to any gRPC server). Sealed: frpc implements it for
 /// those.
 pub trait Caller: sealed::Sealed + Clone + Send + Sync + 'static {
-    /// A handle whose calls time out after `timeout`.
+    /// A handle whose calls time out after `timeout`. A timeout over a year counts as a year
+    /// (so `Duration::MAX` is a safe "no limit"); a zero one fails the calls with
+    /// [`crate::Error::Config`].
     fn with_timeout(&self, timeout: Duration) -> Self;
 
     /// A handle whose calls carry `metadata` (added to what it already carries).

@@ -37,7 +37,8 @@ use crate::types::NO_PEER_ADDR;
 /// Generated clients (`FooClient::connect`) open one each; to share one connection between
 /// several services, connect a `Client` and wrap it with `FooClient::new(client.clone())`:
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// #[frpc::service(package = "demo")]
@@ -172,7 +173,8 @@ impl Client {
     /// called within a Tokio runtime. [`Client::peer_addr`] reports `0.0.0.0:0`, and takeover
     /// ([`Client::into_raw`]) is TCP only.
     ///
-    /// ```
+    #[cfg_attr(feature = "macros", doc = "```")]
+    #[cfg_attr(not(feature = "macros"), doc = "```ignore")]
     /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
     /// # pub struct Text { pub value: String }
     /// #[frpc::service(package = "demo")]
@@ -272,7 +274,8 @@ impl Client {
     /// made right after connecting, with metadata or not, waits for the server's answer to the
     /// extension offer (one round trip, once per connection).
     ///
-    /// ```
+    #[cfg_attr(feature = "macros", doc = "```")]
+    #[cfg_attr(not(feature = "macros"), doc = "```ignore")]
     /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
     /// # pub struct Text { pub value: String }
     /// #[frpc::service(package = "demo")]
@@ -492,7 +495,8 @@ impl Client {
     /// as the call's [`Context::deadline`](crate::Context::deadline) and drop the handler there.
     /// For a limit on each wait of a long-lived stream instead, see
     /// [`ClientConfig::stream_idle_timeout`](crate::ClientConfig::stream_idle_timeout). A zero
-    /// timeout is refused: calls made with it fail with [`Error::Config`].
+    /// timeout is refused: calls made with it fail with [`Error::Config`]; one over a year
+    /// (`Duration::MAX` for "no limit", say) counts as a year.
     pub fn with_timeout(&self, timeout: Duration) -> Client {
         Client {
             timeout: Some(timeout),
@@ -615,11 +619,12 @@ impl Client {
         stream::open(conn, calls.streams(), op, client, bits, header).await
     }
 
-    /// This handle's call timeout; a zero one is refused, as `ClientConfig::timeout` is.
+    /// This handle's call timeout; a zero one is refused, as `ClientConfig::timeout` is, and
+    /// one over a year counts as a year (`Instant::now() + Duration::MAX` panicked).
     fn call_timeout(&self) -> Result<Option<Duration>, Error> {
         match self.timeout {
             Some(limit) if limit.is_zero() => Err(zero_timeout()),
-            timeout => Ok(timeout),
+            timeout => Ok(timeout.map(|limit| limit.min(crate::config::MAX_CALL_TIMEOUT))),
         }
     }
 

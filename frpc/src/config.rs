@@ -6,10 +6,23 @@ use std::time::Duration;
 use frpc_wire::{DEFAULT_MAX_CONTENT_LENGTH, Framing};
 
 /// The longest `ping_interval` and `idle_timeout` accepted (a year): the timers cannot go further.
-const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
+pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// The largest `stream_window` accepted: a stream buffers its whole window.
 const MAX_STREAM_WINDOW: u32 = 1 << 20;
+
+/// The largest count sizing a queue or a set of permits (`write_queue`, `stream_buffer`,
+/// `max_inflight`, `max_inflight_per_connection`, `Concurrency::Limited`): tokio's semaphores
+/// and bounded channels panic beyond `usize::MAX >> 3` (`usize::MAX` read as "no limit" took
+/// the server down at `build()`, or each connection's task), and a round bound, the same on
+/// 32-bit targets, reads better in an error than tokio's. Far beyond any memory: a waiting
+/// call alone costs about 3 KiB.
+const MAX_COUNT: usize = 1 << 28;
+
+/// The longest call timeout honoured (a year): a longer one counts as a year. `Instant + limit`
+/// overflows near `Duration::MAX`, and tonic refuses a `grpc-timeout` over about 11,000 years;
+/// a year is the `stream_idle_timeout` bound, and no call outlives it in practice.
+pub(crate) const MAX_CALL_TIMEOUT: Duration = MAX_INTERVAL;
 
 /// One builder-style setter per field: `fn field(self, value) -> Self`; optional fields take
 /// `impl Into<Option<T>>` (a value or `None`).
@@ -84,7 +97,8 @@ setters!(ServerConfig {
 /// - `max_content_length`, `write_queue`, `write_queue_bytes`, `stream_buffer`,
 ///   `stream_window`, `stream_window_bytes`, `max_buffered_bytes`, `max_metadata_size`,
 ///   `decode.max_depth`, `decode.memory_factor` and `max_streams` are at least 1;
-///   `stream_window` is at most 1,048,576.
+///   `stream_window` is at most 1,048,576; `write_queue` and `stream_buffer` are at most
+///   268,435,456 (2^28: they size tokio channels, which cannot be larger than `usize::MAX >> 3`).
 ///
 /// The idle timeout is checked on each ping tick, so the silence that drops a peer is
 /// `idle_timeout` rounded up to a whole number of `ping_interval`s (at least one). An
@@ -103,7 +117,8 @@ pub struct ConnectionConfig {
     pub idle_timeout: Duration,
     /// Set `TCP_NODELAY`. Default: `true`.
     pub nodelay: bool,
-    /// Packets queued for the writer before senders wait (backpressure). Default: 1024.
+    /// Packets queued for the writer before senders wait (backpressure). Default: 1024. At
+    /// least 1, at most 268,435,456.
     pub write_queue: usize,
     /// Bytes of packets queued for the writer before senders wait: what a peer that stops
     /// reading can make this side hold in replies and stream messages, beyond the socket's
@@ -114,7 +129,7 @@ pub struct ConnectionConfig {
     /// Messages buffered per inbound stream without flow control (with Go peers, or
     /// extensions off): while a consumer is this far behind, its connection is not read (TCP's
     /// window holds the peer back, as Go's reader blocks; nothing is lost, and the connection's
-    /// other calls wait). Default: 1024.
+    /// other calls wait). Default: 1024. At least 1, at most 268,435,456.
     pub stream_buffer: usize,
     /// The receive window of each flow-controlled stream, in messages (frpc peers that
     /// negotiated flow control; see `docs/extensions.md`): the peer sends at most this many
@@ -152,7 +167,10 @@ pub struct ConnectionConfig {
     /// 32 bytes (what keeps a parsed block's memory near its size). A request or stream open
     /// over it is answered with RESOURCE_EXHAUSTED naming the limit; a reply over it fails its
     /// call. Parsing is linear in the block's size. Default: 8,192 (gRPC C-core's default
-    /// metadata limit, counted the same way; Go's gRPC allows 16 KiB). At least 1.
+    /// metadata limit, counted the same way; Go's gRPC allows 16 KiB). At least 1. On a
+    /// server's gRPC face (`Builder::grpc`) it bounds a request's metadata too: its HTTP/2
+    /// header list may hold this plus 1 KiB for gRPC's own headers, over which the request is
+    /// refused with HTTP 431 (see `GrpcServer::max_metadata_size`).
     pub max_metadata_size: usize,
     /// What decoding one of the peer's messages may cost: nesting depth and memory. Default:
     /// [`DecodeLimits::default`] (100 levels; 10 × the encoded size + 64 KiB).
@@ -235,9 +253,9 @@ impl ConnectionConfig {
             }
         }
         at_least_one("connection.max_content_length", self.max_content_length as usize)?;
-        at_least_one("connection.write_queue", self.write_queue)?;
+        count("connection.write_queue", self.write_queue)?;
         at_least_one("connection.write_queue_bytes", self.write_queue_bytes)?;
-        at_least_one("connection.stream_buffer", self.stream_buffer)?;
+        count("connection.stream_buffer", self.stream_buffer)?;
         at_least_one("connection.stream_window", self.stream_window as usize)?;
         if self.stream_window > MAX_STREAM_WINDOW {
             return Err(format!(
@@ -271,6 +289,17 @@ fn at_least_one(field: &str, value: usize) -> Result<(), String> {
     }
 }
 
+/// A count that sizes a queue or permits: at least 1, at most [`MAX_COUNT`].
+fn count(field: &str, value: usize) -> Result<(), String> {
+    at_least_one(field, value)?;
+    match value > MAX_COUNT {
+        true => Err(format!(
+            "{field} is {value}; the most is {MAX_COUNT} (2^28; it sizes a queue or permits)"
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Settings of a [`crate::Client`].
 ///
 /// **Validity.** `Client::connect*` refuse with [`crate::Error::Config`] a zero `timeout`,
@@ -286,7 +315,8 @@ pub struct ClientConfig {
     /// and a stream's whole life from its opening (with an frpc server, also its
     /// `ctx.deadline()`). Long-lived streams (watches) want `None` here and a
     /// `stream_idle_timeout` instead. Default: `None` (wait until the reply or the connection
-    /// closes, like Go).
+    /// closes, like Go). A timeout over a year counts as a year (a deadline that far is none;
+    /// fRPC's wire carries at most about 49 days, the rest is enforced on this side).
     pub timeout: Option<Duration>,
     /// How long `Client::connect*` may spend resolving and connecting before failing with
     /// [`crate::Error::Connect`] (kind `TimedOut`); `connect_tls` then allows the TLS handshake
@@ -360,6 +390,7 @@ pub enum Concurrency {
     /// A task per RPC, at most this many at once across all connections of the server. A call
     /// beyond the cap waits for a place in arrival order, where its client can still cancel it
     /// and its deadline still ends it (a plain peer's call waits on its connection's reader).
+    /// At least 1, at most 268,435,456.
     Limited(usize),
 }
 
@@ -386,8 +417,10 @@ pub enum Concurrency {
 ///
 /// **Validity.** `build()` refuses with [`crate::Error::Config`] `max_connections`,
 /// `max_connections_per_address`, `max_inflight_per_connection`, `max_inflight`, `max_open_streams`,
-/// `max_buffered_stream_bytes` or [`Concurrency::Limited`] at 0, and an invalid
-/// [`ConnectionConfig`].
+/// `max_buffered_stream_bytes` or [`Concurrency::Limited`] at 0; `max_inflight_per_connection`,
+/// `max_inflight` or `Limited(n)` over 268,435,456 (2^28: they size tokio semaphores, which
+/// cannot be larger than `usize::MAX >> 3`; the other limits take `usize::MAX` as "no limit");
+/// and an invalid [`ConnectionConfig`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -406,7 +439,7 @@ pub struct ServerConfig {
     /// counted.
     pub max_connections_per_address: usize,
     /// RPCs running at once on one connection; while at the limit, the connection is not read
-    /// (TCP backpressure). Default: 4096.
+    /// (TCP backpressure). Default: 4096. At least 1, at most 268,435,456.
     pub max_inflight_per_connection: usize,
     /// Unary calls whose handlers wait (the ones that did not finish on their first poll, each
     /// in a task of its own under `PerRpc`) at once across every connection of the server.
@@ -418,7 +451,7 @@ pub struct ServerConfig {
     /// about 48 MiB. `Concurrency::Limited(n)` caps running handlers at n, and its calls waiting for
     /// a place count here; `Inline` handlers wait on
     /// their connection's reader, one per connection. Streams are counted by
-    /// `max_open_streams`. Default: 16,384. At least 1.
+    /// `max_open_streams`. Default: 16,384. At least 1, at most 268,435,456.
     pub max_inflight: usize,
     /// Streams open at once across every connection of the server (each connection also has
     /// its own `connection.max_streams`); a stream opened beyond it is refused with
@@ -492,13 +525,16 @@ impl ServerConfig {
         self.connection.check()?;
         at_least_one("max_connections", self.max_connections)?;
         at_least_one("max_connections_per_address", self.max_connections_per_address)?;
-        at_least_one("max_inflight_per_connection", self.max_inflight_per_connection)?;
-        at_least_one("max_inflight", self.max_inflight)?;
+        count("max_inflight_per_connection", self.max_inflight_per_connection)?;
+        count("max_inflight", self.max_inflight)?;
         at_least_one("max_open_streams", self.max_open_streams)?;
         at_least_one("max_buffered_stream_bytes", self.max_buffered_stream_bytes)?;
-        if self.concurrency == Concurrency::Limited(0) {
-            return Err("concurrency is Limited(0); the limit must be at least 1".into());
+        match self.concurrency {
+            Concurrency::Limited(0) => Err("concurrency is Limited(0); the limit must be at least 1".into()),
+            Concurrency::Limited(n) if n > MAX_COUNT => Err(format!(
+                "concurrency is Limited({n}); the most is Limited({MAX_COUNT}) (2^28)"
+            )),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }

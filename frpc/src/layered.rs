@@ -28,7 +28,8 @@ use crate::types::BoxFuture;
 ///   concurrency limit here limits this service across the server.
 /// - Streams go through the layers when they open, as with server-wide layers.
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// #[frpc::service(package = "demo")]

@@ -42,7 +42,8 @@ type ServerLayerFn = Box<dyn FnOnce(CallService, bool) -> CallService + Send + S
 
 /// Builds a [`Server`]: services, concurrency and connection settings.
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// # #[frpc::service(package = "demo")]
@@ -191,7 +192,8 @@ impl Builder {
     /// - Raw routes ([`Builder::route`]) are not layered.
     /// - With no layer the calls take the same path as before, at no cost.
     ///
-    /// ```
+    #[cfg_attr(feature = "macros", doc = "```")]
+    #[cfg_attr(not(feature = "macros"), doc = "```ignore")]
     /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
     /// # pub struct Text { pub value: String }
     /// # #[frpc::service(package = "demo")]
@@ -569,7 +571,8 @@ struct Shared {
 /// [`Builder::bind`] then [`Bound::serve`] (or [`Bound::serve_with_shutdown`]) starts one on a
 /// port the system picks; [`Builder::serve`] binds and serves a fixed address.
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// #[frpc::service(package = "demo")]

@@ -16,7 +16,8 @@ use frpc_wire::{DecodeError, FrameError};
 /// code) make the others. A *closing* status (Go's `CloseError`) is sent and then the
 /// connection is closed.
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// #[frpc::service(package = "demo")]

@@ -1,6 +1,8 @@
 //! Server middleware over real TCP: tower's own layers (concurrency limit, load shedding, rate
 //! limit, timeout) unchanged, a user's own auth layer, interceptors, the order of stacked
 //! layers, what a layer sees of unary and streaming calls, and statuses reaching the client.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll};

@@ -210,7 +210,10 @@ impl crate::caller::sealed::Sealed for GrpcChannel {}
 impl Caller for GrpcChannel {
     fn with_timeout(&self, timeout: Duration) -> GrpcChannel {
         GrpcChannel {
-            timeout: Some(timeout),
+            // Over a year counts as a year, as on an frpc `Client`: tonic panics on a
+            // `grpc-timeout` over about 11,000 years, and a stream's deadline
+            // (`Instant::now() + limit`) overflowed near `Duration::MAX`.
+            timeout: Some(timeout.min(crate::config::MAX_CALL_TIMEOUT)),
             ..self.clone()
         }
     }

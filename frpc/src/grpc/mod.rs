@@ -127,6 +127,9 @@ pub struct GrpcServer {
     grace: Duration,
     /// How long a connection may stay silent ([`GrpcServer::idle_timeout`]).
     idle_timeout: Duration,
+    /// The largest request header list accepted, in HTTP/2's count
+    /// ([`GrpcServer::max_metadata_size`] plus [`GRPC_HEADERS_ROOM`]).
+    max_header_list: u32,
     /// The distinct descriptor sets the services embed (frpc-codegen's `FILE_DESCRIPTOR_SET`).
     descriptors: Vec<&'static [u8]>,
     /// `grpc.reflection.v1` and `v1alpha` over them (tonic-reflection), once a service has
@@ -138,8 +141,23 @@ pub struct GrpcServer {
     gate: Gate,
 }
 
+/// What a request's header list may hold beyond its metadata (`max_metadata_size`): gRPC's
+/// own headers, `:path`, `:authority`, `content-type`, `te`, `user-agent`, `grpc-timeout`…,
+/// some 300 bytes in HTTP/2's count (each entry's name and value plus 32).
+const GRPC_HEADERS_ROOM: usize = 1024;
+
 /// A layer of a standalone server's stack, kept to rebuild the stack when another is added.
 type SharedLayer = Arc<dyn Fn(CallService) -> CallService + Send + Sync>;
+
+/// The shortest idle timeout taken: zero dropped every connection at once.
+const MIN_IDLE: Duration = Duration::from_millis(1);
+
+/// The header-list limit (HTTP/2's `SETTINGS_MAX_HEADER_LIST_SIZE`) for `max_metadata_size`
+/// bytes of metadata: room for gRPC's own headers beside it, at most what HTTP/2 can say.
+fn header_list_limit(max_metadata_size: usize) -> u32 {
+    let limit = max_metadata_size.saturating_add(GRPC_HEADERS_ROOM);
+    u32::try_from(limit).unwrap_or(u32::MAX)
+}
 
 /// tonic-reflection's service, type-erased.
 type Reflection = tower::util::BoxCloneSyncService<
@@ -188,6 +206,7 @@ impl GrpcServer {
             layered_health: false,
             grace: crate::config::ServerConfig::default().shutdown_grace,
             idle_timeout: crate::config::ConnectionConfig::default().idle_timeout,
+            max_header_list: header_list_limit(crate::config::ConnectionConfig::default().max_metadata_size),
             descriptors: Vec::new(),
             reflection: None,
             reflect: true,
@@ -282,8 +301,8 @@ impl GrpcServer {
         self
     }
 
-    /// Runs calls through the fRPC server's layer stack, with its connections' decode limits
-    /// and stream windows; health's `Watch` too where `intercept_health` (else it skips the
+    /// Runs calls through the fRPC server's layer stack, with its connections' decode limits,
+    /// stream windows and metadata budget; health's `Watch` too where `intercept_health` (else it skips the
     /// layers, as on the fRPC face).
     pub(crate) fn with_stack(
         mut self,
@@ -294,6 +313,7 @@ impl GrpcServer {
         self.stack = stack;
         self.limits = connection.decode;
         self.reply_window = connection.stream_window_bytes as usize;
+        self.max_header_list = header_list_limit(connection.max_metadata_size);
         self.layered_health = intercept_health;
         self
     }
@@ -340,9 +360,25 @@ impl GrpcServer {
     /// `ConnectionConfig::idle_timeout`): a client that has not sent its HTTP/2 preface within
     /// it is dropped, and one silent for that long gets a PING it must answer within as long
     /// again (HTTP/2 keep-alive; gRPC clients answer on their own). Without it, a peer that
-    /// sent one byte held its connection for ever.
+    /// sent one byte held its connection for ever. At least 1 ms and at most a year (the
+    /// bounds of `ConnectionConfig::idle_timeout`, which refuses what is outside): a value
+    /// outside counts as the nearest bound (`Duration::MAX` made hyper's keep-alive timer
+    /// panic, killing every connection; zero dropped each one at once).
     pub fn idle_timeout(mut self, timeout: Duration) -> GrpcServer {
-        self.idle_timeout = timeout;
+        self.idle_timeout = timeout.clamp(MIN_IDLE, crate::config::MAX_INTERVAL);
+        self
+    }
+
+    /// The largest metadata a request may carry, in bytes, counted as HTTP/2 counts a header
+    /// list (each entry's name and value plus 32): the fRPC face's
+    /// `ConnectionConfig::max_metadata_size`, whose value a shared port takes. Default 8,192.
+    /// The request's whole header list may hold this plus 1 KiB for gRPC's own headers
+    /// (`:path`, `content-type`, `user-agent`…); a request over it is refused before any
+    /// handler runs (hyper answers HTTP 431, which tonic clients report as `UNKNOWN`; the
+    /// connection serves on), so a peer cannot make the server hold more than that per stream
+    /// (hyper's own default, which applied before, was 16 KiB).
+    pub fn max_metadata_size(mut self, limit: usize) -> GrpcServer {
+        self.max_header_list = header_list_limit(limit);
         self
     }
 
@@ -395,7 +431,7 @@ impl GrpcServer {
         let on_close = closed.clone().drop_guard();
         let call_signals = signals.clone();
         let per_connection = self.gate.per_connection;
-        let idle = self.idle_timeout;
+        let (idle, max_header_list) = (self.idle_timeout, self.max_header_list);
         let service = hyper::service::service_fn(move |request| {
             let server = server.clone();
             let (closed, signals) = (closed.child_token(), call_signals.clone());
@@ -412,7 +448,8 @@ impl GrpcServer {
             builder
                 .timer(TokioTimer::new())
                 .keep_alive_interval(idle)
-                .keep_alive_timeout(idle);
+                .keep_alive_timeout(idle)
+                .max_header_list_size(max_header_list);
             let io = preface::PrefaceDeadline::new(io, idle);
             let connection = builder.serve_connection(TokioIo::new(io), service);
             tokio::pin!(connection);
