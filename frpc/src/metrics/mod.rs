@@ -29,12 +29,14 @@
 //! client cancelled it, its connection closed), or `DEADLINE_EXCEEDED` past its deadline, and
 //! so too a handler that failed once its call was cancelled (a stream whose client's
 //! connection closed fails its next read or send). A handler's error with code OK is booked
-//! `UNKNOWN`, the code its client gets; a handler that panics, `INTERNAL`. A call that waits
-//! for a limit below the server's layer (`ConcurrencyLimitLayer`, `RateLimitLayer`) is booked
-//! from the moment it reaches the layer, so one dropped while it waits counts too, as does
-//! one a layer below refuses by its readiness (with that error's code). On the client, a
-//! layer's error is booked with the code its caller gets (tower's `Elapsed` as
-//! `DEADLINE_EXCEEDED`, `Overloaded` as `UNAVAILABLE`).
+//! `UNKNOWN`, the code its client gets; a handler that panics, `INTERNAL`. The layer passes
+//! the readiness of the layers below it up, as tower's layers do (a `LoadShedLayer` above it
+//! sheds what they cannot take): a call is seen once the stack is ready for it, so one dropped
+//! while it waits for a limit below (`ConcurrencyLimitLayer`, `RateLimitLayer`) is not
+//! counted. Put a `LoadShedLayer` right below the metrics layer to turn that wait into a
+//! refusal it counts (`UNAVAILABLE`), or read the clients' metrics. On the client, a layer's
+//! error is booked with the code its caller gets (tower's `Elapsed` as `DEADLINE_EXCEEDED`,
+//! `Overloaded` as `UNAVAILABLE`).
 //!
 //! A call that ends at its deadline is booked `DEADLINE_EXCEEDED` by its client, but on the
 //! server it races its client's cancel: the client's timer started before the request went
@@ -120,11 +122,9 @@ static CLIENT: Names = Names {
 /// A layer recording [`SERVER_DURATION`] and [`SERVER_REQUESTS`] (and a stream's messages) for
 /// every call it wraps (`Builder::layer(MetricsLayer::new())`, or on one service with
 /// [`LayeredService::layer`](crate::LayeredService::layer)). Put it outermost to count calls
-/// that inner layers (interceptors, limits) refuse, and calls that wait for an inner limit
-/// (`ConcurrencyLimitLayer`, `RateLimitLayer`) until their deadline or their client's cancel:
-/// its service is always ready and a call waits for the layers below inside its own future,
-/// booked from the moment it reaches the layer. Its clones share the metric handles it
-/// registered (see the module docs).
+/// that inner layers (interceptors, limits shedding with `LoadShedLayer`) refuse; a call
+/// dropped while it waits for an inner limit's readiness is not seen (see the module docs).
+/// Its clones share the metric handles it registered (see the module docs).
 #[derive(Debug, Clone)]
 pub struct MetricsLayer {
     handles: Arc<Cache<ServerKey>>,
@@ -153,35 +153,22 @@ impl<S> Layer<S> for MetricsLayer {
 
     fn layer(&self, inner: S) -> Metrics<S> {
         Metrics {
-            inner: Arc::new(tokio::sync::Mutex::new(inner)),
+            inner,
             handles: self.handles.clone(),
         }
     }
 }
 
-/// The service of a [`MetricsLayer`]. Always ready: each call waits for the service it wraps
-/// inside its own future (under a lock, as a server's layer stack is waited for), so a call
-/// is booked even if it is dropped, or refused, before the service below takes it. Its clones
-/// share that service, as the clones of tower's `Buffer` do.
-#[derive(Debug)]
+/// The service of a [`MetricsLayer`].
+#[derive(Debug, Clone)]
 pub struct Metrics<S> {
-    /// Locked by each call from waiting for its readiness to calling it.
-    inner: Arc<tokio::sync::Mutex<S>>,
+    inner: S,
     handles: Arc<Cache<ServerKey>>,
-}
-
-impl<S> Clone for Metrics<S> {
-    fn clone(&self) -> Self {
-        Metrics {
-            inner: self.inner.clone(),
-            handles: self.handles.clone(),
-        }
-    }
 }
 
 impl<S> TowerService<CallRequest> for Metrics<S>
 where
-    S: TowerService<CallRequest, Response = CallResponse> + Send + 'static,
+    S: TowerService<CallRequest, Response = CallResponse>,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
 {
@@ -189,10 +176,10 @@ where
     type Error = BoxError;
     type Future = Pin<Box<dyn Future<Output = Result<CallResponse, BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, _: &mut TaskContext<'_>) -> Poll<Result<(), BoxError>> {
-        // The call waits for the inner service's readiness once booked (see `call`): waiting
-        // here, before the call is known, would leave out the calls dropped while they wait.
-        Poll::Ready(Ok(()))
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), BoxError>> {
+        // Passed up, so that a `LoadShedLayer` above sheds what the layers below cannot take
+        // (always ready, this layer made every call over a limit wait in line: nothing shed).
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: CallRequest) -> Self::Future {
@@ -205,7 +192,7 @@ where
             deadline: request.context().deadline(),
         };
         let ctx = request.context().clone();
-        let answer = ready_then_call(self.inner.clone(), request);
+        let answer = self.inner.call(request);
         Box::pin(async move {
             // A unary handler's panic is caught outside the layers (the stack's caller answers
             // it INTERNAL): booked so here, not as the client's cancel, then passed on.
@@ -216,7 +203,7 @@ where
                     std::panic::resume_unwind(panic);
                 }
             };
-            let result = answered.map_err(status_from_error);
+            let result = answered.map_err(|error| status_from_error(error.into()));
             call.record(match &result {
                 Ok(_) => Code::Ok,
                 // A handler failing because its client went (a stream's read or send failed
@@ -228,27 +215,6 @@ where
             result.map_err(|status| Box::new(status) as BoxError)
         })
     }
-}
-
-/// Waits until `inner` is ready (its readiness error fails the call), calls it with `request`
-/// (both under its lock, which keeps waiting calls in arrival order) and awaits the answer
-/// (without the lock).
-async fn ready_then_call<S>(
-    inner: Arc<tokio::sync::Mutex<S>>,
-    request: CallRequest,
-) -> Result<CallResponse, BoxError>
-where
-    S: TowerService<CallRequest, Response = CallResponse>,
-    S::Error: Into<BoxError>,
-{
-    let answer = {
-        let mut service = inner.lock().await;
-        std::future::poll_fn(|cx| service.poll_ready(cx))
-            .await
-            .map_err(Into::into)?;
-        service.call(request)
-    };
-    answer.await.map_err(Into::into)
 }
 
 /// A call the server layer has yet to record: recorded with its code once answered, or if
