@@ -111,7 +111,9 @@ impl Backoff {
             .build_hasher()
             .finish();
         let share = (random >> 11) as f64 / (1u64 << 53) as f64;
-        base.mul_f64(1.0 - jitter * share)
+        // Checked: a factor that rounds to 1.0 times a base near `Duration::MAX` (no cap, a
+        // huge first wait) rounds past it in `f64`, and `mul_f64` panicked.
+        Duration::try_from_secs_f64(base.as_secs_f64() * (1.0 - jitter * share)).unwrap_or(base)
     }
 
     /// The longest wait, without jitter.
@@ -139,6 +141,10 @@ mod tests {
             Backoff::default().jitter(f64::INFINITY),
             Backoff::default().jitter(-1.0),
             Backoff::default().initial(Duration::MAX).max(Duration::MAX),
+            Backoff::default()
+                .initial(Duration::MAX)
+                .max(Duration::MAX)
+                .jitter(1e-17),
             Backoff::default()
                 .initial(Duration::from_secs(10))
                 .max(Duration::from_millis(20)),
