@@ -22,7 +22,8 @@ use crate::transport::handback::TakeConnection;
 /// only when the connection closes or the server shuts down, [`Context::deadline`] is `None`
 /// and [`Context::metadata`] is empty.
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// #[frpc::service(package = "demo")]

@@ -36,7 +36,8 @@ pub fn dns(name: impl Into<String>, port: u16, interval: Duration) -> Channel {
 /// registered (a pod starting) or a resolver's passing failure does not leave calls failing
 /// for a whole interval. An empty answer removes them all.
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// # #[frpc::service(package = "demo")]

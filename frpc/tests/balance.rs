@@ -1,6 +1,8 @@
 //! Balanced channels over real servers: load spread by tower's p2c, endpoints that go down
 //! skipped and back in after they reconnect, endpoints inserted and removed at run time, and
 //! DNS discovery (with `localhost` and with an injected resolver).
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 mod channel_support;
 

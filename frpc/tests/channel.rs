@@ -1,6 +1,8 @@
 //! A reconnecting `Channel` to one server, over real sockets: lazy connect, reconnect after a
 //! restart on the same port, failing fast while down, streams, and client layers (timeout,
 //! concurrency limit, `retry::Idempotent`).
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 mod channel_support;
 
@@ -728,4 +730,54 @@ async fn failing_calls_yield_to_other_tasks() {
         calls += 1;
         assert!(calls < 100_000, "the other task never ran");
     }
+}
+
+/// Polls `call` once, as its caller's first await does: it starts waiting for a connection.
+/// Returns whether it is still pending.
+async fn poll_once<F: std::future::Future>(call: std::pin::Pin<&mut F>) -> bool {
+    let mut call = call;
+    std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx).is_pending())).await
+}
+
+/// Checks that `call`, which waited for the connection `channel` has now, finds its `limit` used
+/// up by that wait: it is timed out (DEADLINE_EXCEEDED), as any call past its deadline. Before,
+/// what was left of the limit (nothing) went on to the client as the call's timeout, which it
+/// refused as a zero timeout (`Error::Config`, INVALID_ARGUMENT). Tokio's clock is paused and moved on
+/// by `limit`: the connection is there and all the time went in waiting for it, whatever the
+/// machine's speed.
+async fn check_used_up<T: std::fmt::Debug>(
+    channel: &Channel,
+    limit: Duration,
+    mut call: std::pin::Pin<&mut impl std::future::Future<Output = Result<T, Error>>>,
+) {
+    assert!(
+        poll_once(call.as_mut()).await,
+        "the call did not wait for the connection"
+    );
+    within("the connection", channel.connected(1)).await;
+    tokio::time::pause();
+    tokio::time::advance(limit).await;
+    let err = call.await.unwrap_err();
+    assert!(matches!(err, Error::Timeout(t) if t == limit), "{err:?}");
+    assert_eq!(err.code(), Code::DeadlineExceeded);
+}
+
+/// A call on a lazy channel whose timeout runs out as the connection it waited for comes.
+#[tokio::test]
+async fn a_timeout_used_up_waiting_for_the_connection_is_a_timeout() {
+    let server = TestServer::start("late", "127.0.0.1:0").await;
+    let limit = Duration::from_millis(50);
+    let channel = server.endpoint().connect_lazy().with_timeout(limit);
+    let client = NamedClient::new(channel.clone());
+    check_used_up(&channel, limit, std::pin::pin!(client.whoami(Text::default()))).await;
+}
+
+/// The same for a stream on a balanced channel waiting for its first endpoint.
+#[tokio::test]
+async fn a_timeout_used_up_waiting_for_an_endpoint_is_a_timeout() {
+    let server = TestServer::start("late", "127.0.0.1:0").await;
+    let limit = Duration::from_millis(50);
+    let channel = Channel::balance_list([server.endpoint()]).with_timeout(limit);
+    let client = NamedClient::new(channel.clone());
+    check_used_up(&channel, limit, std::pin::pin!(client.names(Text::default()))).await;
 }

@@ -1,6 +1,8 @@
 //! The concurrency modes' promises: with PerRpc and Limited a slow handler never holds up the
 //! quick calls behind it on the same connection (handlers are polled once on the reader and only
 //! pending ones get a task), and Limited(n) never runs more than n handlers at once.
+// Some tests here use `#[frpc::service]`s or `frpc::health`: without `macros` the file is left out.
+#![cfg(feature = "macros")]
 
 mod support;
 

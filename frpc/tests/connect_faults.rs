@@ -4,6 +4,8 @@
 //! The black hole is a loopback listener whose accept queue is full (`listen(0)` and a
 //! connection never accepted): Linux drops further SYNs, so a connect there gets no answer, as
 //! with a host that is down, without any external network.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 mod channel_support;
 

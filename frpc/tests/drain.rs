@@ -4,6 +4,8 @@
 //! client streams still sending included. Before (found by a probe, 2026-11-29), the reader
 //! stopped: a late call waited until the connection closed at the grace, and a client stream
 //! whose client was still sending could not finish.
+// Some tests here use `#[frpc::service]`s or `frpc::health`: without `macros` the file is left out.
+#![cfg(feature = "macros")]
 
 mod support;
 

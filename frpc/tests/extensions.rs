@@ -1,6 +1,8 @@
 //! frpc's extensions beyond fRPC (docs/extensions.md) between frpc peers over real TCP, both
 //! framings: negotiation, status codes, cancellation proven on the server side, deadlines,
 //! metadata, and hostile extension bytes.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::time::{Duration, Instant};
 

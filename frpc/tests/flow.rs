@@ -5,6 +5,8 @@
 //! resolves once the server's handler started (watch, then put: the watcher sees the put) or
 //! fails with the server's status; credit waits end at the stream idle timeout; the bytes of the
 //! spec's examples are what frpc writes.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -4,6 +4,8 @@
 //! examples are the bytes; and hostile peers flooding streams (many unread messages on a few
 //! streams, or thousands of stuck streams on many connections) keep the server within its
 //! budgets while a good client on another connection is served.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

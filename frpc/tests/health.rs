@@ -2,6 +2,8 @@
 //! names, `Watch` following changes in order and ending at shutdown, plain fRPC clients,
 //! the operation numbers and their collision checks, the messages' bytes, and health beside a
 //! protobuf-capable service keeping the server's protobuf encoding on.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use bytes::Bytes;
 use frpc::health::{self, HealthCheckRequest, HealthCheckResponse, HealthClient, ServingStatus};

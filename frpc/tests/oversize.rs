@@ -1,6 +1,8 @@
 //! A packet over the receiver's content limit is answered, not fatal: the transport skips its
 //! content, a request gets an error reply naming the limit, a reply fails only its call, a
 //! stream message fails only its stream; the connection serves what comes next. Both framings.
+// Some tests here use `#[frpc::service]`s or `frpc::health`: without `macros` the file is left out.
+#![cfg(feature = "macros")]
 
 mod support;
 

@@ -1,6 +1,8 @@
 //! The reflection extension (docs/extensions.md §13): the server answers REFLECT with the
 //! descriptor sets of its services, byte for byte as the spec's examples show, and
 //! `Client::reflect` reads them; peers that did not accept bit 8 are never asked.
+// Some tests here use `#[frpc::service]`s or `frpc::health`: without `macros` the file is left out.
+#![cfg(feature = "macros")]
 
 use std::time::Duration;
 

@@ -1,6 +1,8 @@
 //! Issue #14: whole-call timeouts against a peer that stops reading, the connection living as
 //! long as any handle, configuration refused with clear errors, and errors that name the
 //! address or the likely framing mismatch.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 mod support;
 

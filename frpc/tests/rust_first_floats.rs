@@ -3,6 +3,8 @@
 //! the derive, which drops -0.0), the bytes Go's protobuf library writes for `values.Floats`
 //! (`codegen-tests/tests/vectors/values.json`, made by `interop/go/pbvectors`), and a unary
 //! call between two frpc peers (protobuf negotiated) gives the values back to the bit.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::collections::HashMap;
 

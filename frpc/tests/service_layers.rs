@@ -1,6 +1,8 @@
 //! Per-service interceptors and layers over real TCP (`FooServer::new(svc).with_interceptor(..)`,
 //! `.layer(..)`, `frpc::LayeredService`), and health checks beside server-wide interceptors:
 //! exempt by default, covered on request.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::sync::{Arc, Mutex};
 

@@ -2,6 +2,8 @@
 //! `shutdown_grace`; from the start of a shutdown streams cannot send
 //! (`Error::ShuttingDown`, UNAVAILABLE at the client) and `Context::shutting_down` fires;
 //! unary calls still answer; after the grace `Context::cancelled` fires and connections close.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::sync::Arc;
 use std::time::Duration;

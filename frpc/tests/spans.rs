@@ -2,6 +2,8 @@
 //! generated code), the server's `rpc` span for unary calls and `stream` span for streams. A
 //! unary handler runs inside its `rpc` span in every concurrency mode, for a client with
 //! extensions and for one without (a Go client's plain calls).
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -2,6 +2,8 @@
 //! `tokio::spawn` + `ReceiverStream`): an `Ok` return leaves the stream open until the last
 //! clone of the sender goes, so everything the task sends arrives; an `Err` ends it at once,
 //! and the task's later sends fail instead of vanishing.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

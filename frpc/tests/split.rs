@@ -3,6 +3,8 @@
 //! credit (no deadlock, nothing lost, order kept); a client-streaming call's sender dropped to
 //! end it while another task awaits the response; `message()` cancelled over and over in a
 //! `select!` loses nothing. Every type involved is named from the crate root.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::time::Duration;
 

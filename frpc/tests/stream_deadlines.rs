@@ -3,6 +3,8 @@
 //! the server's handler sees the deadline (`ctx.deadline()`) and is dropped there; a send
 //! waiting for credit fails at the deadline; a server without extensions (as a Go peer) is
 //! bounded by the client alone; a zero timeout is refused.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::time::Duration;
 

@@ -2,6 +2,8 @@
 //! travels with the stream's end (its `EOF`, or the error that ends it), as gRPC's trailers,
 //! to a client that took the metadata extension, and lands in the handle's `MetadataSlot`.
 //! Peers without extensions (Go's) see the plain `EOF` they always saw, in both framings.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::time::Duration;
 

@@ -4,6 +4,8 @@
 //! limit counts. Found by a hostile peer (2026-11-29): 50,000 handlers on one connection, each
 //! opened, then closed with an empty packet and its id reused; 20,000 more left running by
 //! connections that had closed.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

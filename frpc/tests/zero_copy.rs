@@ -4,6 +4,8 @@
 //! here use `#[derive(frpc::Message)]`, whose `Bytes` fields have the same codec (`ByteBuf`)
 //! as frpc-codegen's `bytes(["."])`; `codegen-tests/tests/zero_copy.rs` checks generated code,
 //! both sides and a 1 MiB field.
+// The services are `#[frpc::service]`s: without the `macros` feature there is nothing to test.
+#![cfg(feature = "macros")]
 
 use bytes::Bytes;
 use frpc::codegen::{Message, encode};

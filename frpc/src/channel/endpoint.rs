@@ -16,7 +16,8 @@ use crate::status::Error;
 /// connection attempt), the [`ClientConfig`] of each connection, TLS, and the reconnect
 /// [`Backoff`].
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// #[frpc::service(package = "demo")]

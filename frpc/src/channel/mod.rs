@@ -61,7 +61,8 @@ type Layered = BoxCloneSyncService<Request, Reply, Error>;
 /// **Streams** open on the current connection (one of the connected endpoints, in turn, on a
 /// balanced channel) and stay on it. **Layers** ([`Channel::with_layer`]) wrap unary calls.
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Text { pub value: String }
 /// #[frpc::service(package = "demo")]
@@ -187,7 +188,8 @@ impl Channel {
     /// `capacity` bounds the changes queued and not yet taken, so `send` waits only for that
     /// moment. Must be called within a Tokio runtime.
     ///
-    /// ```
+    #[cfg_attr(feature = "macros", doc = "```")]
+    #[cfg_attr(not(feature = "macros"), doc = "```ignore")]
     /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
     /// # pub struct Text { pub value: String }
     /// # #[frpc::service(package = "demo")]
@@ -278,7 +280,8 @@ impl Channel {
     /// Layers added later wrap those added before. Streams do not go through layers. A layer's
     /// own error (tower's `Elapsed`) comes back as [`Error::Layer`]; frpc's errors unchanged.
     ///
-    /// ```
+    #[cfg_attr(feature = "macros", doc = "```")]
+    #[cfg_attr(not(feature = "macros"), doc = "```ignore")]
     /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
     /// # pub struct Text { pub value: String }
     /// # #[frpc::service(package = "demo")]
@@ -566,7 +569,10 @@ impl Caller for Channel {
                         .map_err(|_| Error::Timeout(limit))??,
                 };
                 // No timeout on this handle: the endpoint's own (`Endpoint::timeout`).
-                let left = self.timeout.map(|limit| limit.saturating_sub(started.elapsed()));
+                let left = self
+                    .timeout
+                    .map(|limit| single::left_of(limit, started))
+                    .transpose()?;
                 let timeout = left.or(client.timeout());
                 (client, timeout)
             }

@@ -404,9 +404,10 @@ impl Handle {
         let Some(limit) = limit else {
             return Ok((self.wait_client().await?, None));
         };
-        let started = Instant::now();
+        // Tokio's clock, as the timeout's: the two agree under a paused clock too.
+        let started = tokio::time::Instant::now();
         match tokio::time::timeout(limit, self.wait_client()).await {
-            Ok(client) => Ok((client?, Some(limit.saturating_sub(started.elapsed())))),
+            Ok(client) => Ok((client?, Some(left_of(limit, started)?))),
             Err(_) => Err(Error::Timeout(limit)),
         }
     }
@@ -463,6 +464,17 @@ impl Handle {
 /// shutting down (its DRAIN: the supervisor is connecting anew).
 fn takes_calls(client: &Client) -> bool {
     !client.is_closed() && !client.is_draining()
+}
+
+/// What is left of a call's `limit` once it has waited since `started` for a connection: the
+/// timeout of the call itself. A wait that used it all (the connection came as the limit ran
+/// out) leaves the call timed out, as any call past its deadline: handed on, a zero timeout
+/// would be refused as a configuration error the caller never made.
+pub(crate) fn left_of(limit: Duration, started: tokio::time::Instant) -> Result<Duration, Error> {
+    match limit.saturating_sub(started.elapsed()) {
+        Duration::ZERO => Err(Error::Timeout(limit)),
+        left => Ok(left),
+    }
 }
 
 /// Connects, watches the connection, reconnects: the first attempt after a close goes at once,

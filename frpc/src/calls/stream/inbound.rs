@@ -30,7 +30,8 @@ use super::table::*;
 /// Servers get one as the `inbound` of client-streaming and bidi methods; clients get one from
 /// server-streaming calls:
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Count { pub n: u32 }
 /// #[frpc::service(package = "demo")]

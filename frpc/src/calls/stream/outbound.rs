@@ -28,7 +28,8 @@ use super::guard::*;
 /// `UNAVAILABLE`), on the gRPC face as on fRPC; an `Err` ends it at once, and later sends fail
 /// with [`Error::StreamEnded`] (on the gRPC face, [`Error::Cancelled`]):
 ///
-/// ```
+#[cfg_attr(feature = "macros", doc = "```")]
+#[cfg_attr(not(feature = "macros"), doc = "```ignore")]
 /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
 /// # pub struct Count { pub n: u32 }
 /// #[frpc::service(package = "demo")]
@@ -155,7 +156,8 @@ impl<T> StreamSender<T> {
     /// `tokio::sync::mpsc::Sender::closed`, to end when its client goes instead of at its next
     /// `send`:
     ///
-    /// ```no_run
+    #[cfg_attr(feature = "macros", doc = "```no_run")]
+    #[cfg_attr(not(feature = "macros"), doc = "```ignore")]
     /// # #[derive(Debug, Clone, Default, PartialEq, frpc::Message)]
     /// # pub struct Event { pub text: String }
     /// # async fn forward(outbound: frpc::StreamSender<Event>, mut events: tokio::sync::broadcast::Receiver<Event>) {
