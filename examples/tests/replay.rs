@@ -109,8 +109,28 @@ async fn go_client_bytes_get_go_server_bytes_back() {
     }
 }
 
+/// The next packet our client writes that is not a Frisbee stream close (op 2, no content),
+/// noting the closes' stream ids in `closed`: each stream our client opened toward a Go server
+/// ends with one once its handles are gone (Go keeps a stream until it is closed, and the
+/// Go client never closes one: its ids wrap onto streams Go still holds), the only packet it
+/// writes that the Go client did not.
+async fn next_unclosing(
+    framed: &mut Framed<TcpStream, PacketCodec>,
+    scenario: &str,
+    closed: &mut Vec<u16>,
+) -> Packet {
+    loop {
+        let packet = next_packet(framed, scenario).await;
+        if packet.op != frpc_wire::op::STREAM || !packet.content.is_empty() {
+            return packet;
+        }
+        closed.push(packet.id);
+    }
+}
+
 /// Plays the Go server's side of a capture: checks each packet our client writes against the
-/// Go client's bytes and answers with the Go server's bytes. With `offer`, the client's first
+/// Go client's bytes (past our stream closes, see [`next_unclosing`]) and answers with the Go
+/// server's bytes. With `offer`, the client's first
 /// packet must be its extension offer (docs/extensions.md), which a Go server ignores, then a
 /// PING whose PONG tells the client so (its first call waits for the answer to the offer, as a
 /// Go server gives it): nothing after them differs from what the Go client wrote.
@@ -135,9 +155,14 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
         );
         framed.send(Packet::pong()).await.unwrap();
     }
+    let (mut opened, mut closed) = (Vec::new(), Vec::new());
     for captured in packets.iter().filter(|c| !c.scenario.starts_with("idle")) {
         if captured.from_client {
-            let got = next_packet(&mut framed, &captured.scenario).await;
+            let got = next_unclosing(&mut framed, &captured.scenario, &mut closed).await;
+            if got.op == frpc_wire::op::STREAM && got.content.first() == Some(&0x09) {
+                assert!(!closed.contains(&got.id), "{}: opened after its close", captured.scenario);
+                opened.push(got.id);
+            }
             assert_eq!(
                 hex::encode(wire_bytes(framing, &got)),
                 hex::encode(&captured.wire),
@@ -150,12 +175,16 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     }
     // The heartbeat: our client answers a PING with a PONG.
     framed.send(Packet::ping()).await.unwrap();
-    let pong = next_packet(&mut framed, "idle").await;
+    let pong = next_unclosing(&mut framed, "idle", &mut closed).await;
     assert_eq!(wire_bytes(framing, &pong), wire_bytes(framing, &Packet::pong()));
+    // The streams dropped before the next opened were closed, and nothing else was.
+    assert!(closed.iter().all(|id| opened.contains(id)), "{closed:?} of {opened:?}");
+    assert!(closed.len() + 1 >= opened.len(), "{closed:?} of {opened:?}");
 }
 
-/// With extensions off our client writes exactly the Go client's bytes; with them on (the
-/// default) it writes its offer first and then exactly the Go client's bytes.
+/// With extensions off our client writes exactly the Go client's bytes, and a Frisbee close at
+/// the end of each stream; with them on (the default) it writes its offer first and then the
+/// same.
 #[tokio::test]
 async fn our_client_writes_the_go_client_bytes() {
     for extensions in [false, true] {
