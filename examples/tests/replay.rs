@@ -160,7 +160,11 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
         if captured.from_client {
             let got = next_unclosing(&mut framed, &captured.scenario, &mut closed).await;
             if got.op == frpc_wire::op::STREAM && got.content.first() == Some(&0x09) {
-                assert!(!closed.contains(&got.id), "{}: opened after its close", captured.scenario);
+                assert!(
+                    !closed.contains(&got.id),
+                    "{}: opened after its close",
+                    captured.scenario
+                );
                 opened.push(got.id);
             }
             assert_eq!(
@@ -178,7 +182,10 @@ async fn scripted_go_server(listener: TcpListener, framing: Framing, packets: Ve
     let pong = next_unclosing(&mut framed, "idle", &mut closed).await;
     assert_eq!(wire_bytes(framing, &pong), wire_bytes(framing, &Packet::pong()));
     // The streams dropped before the next opened were closed, and nothing else was.
-    assert!(closed.iter().all(|id| opened.contains(id)), "{closed:?} of {opened:?}");
+    assert!(
+        closed.iter().all(|id| opened.contains(id)),
+        "{closed:?} of {opened:?}"
+    );
     assert!(closed.len() + 1 >= opened.len(), "{closed:?} of {opened:?}");
 }
 

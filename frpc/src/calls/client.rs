@@ -29,7 +29,7 @@ use crate::config::{ConnectionConfig, DecodeLimits};
 use crate::hash::IdMap;
 use crate::metadata::Metadata;
 use crate::status::{Code, Error, Status};
-use crate::transport::connection::{Connection, Dispatch};
+use crate::transport::connection::{Connection, Dispatch, Sent};
 use crate::transport::shared_reader::WakeDriver;
 use crate::transport::writer::Outgoing;
 use crate::types::Encoded;
@@ -484,8 +484,16 @@ impl ClientCalls {
             // again, it is corked: calls joined on this task (or made by the tasks queued behind
             // it) leave in one write, made by the first of them once the others are in, again
             // with no hand-off to the writer task.
-            let at_once = conn.send_or_cork(Outgoing::new(id, op, content), !alone).await?;
+            let sent = conn.send_or_cork(Outgoing::new(id, op, content), !alone).await?;
+            // On its way, whatever happens to this call now (a cork is written even if the
+            // call is dropped before it writes it): its reply will come. Set only after the
+            // cork's write, a call dropped during that yield was held as if never sent (60 s
+            // toward Go, whose late reply then reached a newer call: session 33's re-probe).
             pending.hold = Hold::of(bits, true);
+            if sent == Sent::Corked {
+                conn.write_cork_after_yield().await;
+            }
+            let at_once = sent == Sent::AtOnce;
             // Sent within the poll that registered the call: a reply handed over since has
             // woken that poll's waker, so the table is first looked at once woken (a lock and
             // a lookup less per call). After a wait the waker may be another: looked at now,

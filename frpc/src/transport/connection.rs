@@ -322,6 +322,7 @@ impl Connection {
     /// Sends a packet: written at once when the writer is idle and nothing is queued ahead,
     /// queued otherwise (waiting while the writer's queue is full).
     pub(crate) async fn send(&self, packet: impl Into<Outgoing>) -> Result<(), Error> {
+        // Uncorked: never `Sent::Corked`.
         self.send_or_cork(packet.into(), false).await.map(drop)
     }
 
@@ -330,14 +331,16 @@ impl Connection {
     /// waits in the cork, and the first packet corked writes them all in one write after
     /// letting its task run the others once (a yield, no hand-off to the writer task); queued
     /// when the writer is busy. One future for both, so a caller that picks at run time
-    /// carries one `enqueue` state, not two (futures are moved by copy). Resolves to whether
-    /// the packet went within the first poll (written or corked, no wait).
+    /// carries one `enqueue` state, not two (futures are moved by copy). Resolves once the
+    /// packet is on its way: written or corked within the first poll, or queued; the first
+    /// packet corked leaves the cork's write to the caller ([`Sent::Corked`]), which learns
+    /// first that its packet goes out whatever it does next.
     #[allow(clippy::manual_async_fn, reason = "an async fn keeps its arguments twice")]
     pub(crate) fn send_or_cork(
         &self,
         packet: Outgoing,
         cork: bool,
-    ) -> impl Future<Output = Result<bool, Error>> + Send + '_ {
+    ) -> impl Future<Output = Result<Sent, Error>> + Send + '_ {
         // A function returning an `async` block rather than an `async fn`, which would keep the
         // packet twice in its future (as its argument and as its local): a unary call's future
         // holds this one.
@@ -346,20 +349,20 @@ impl Connection {
             // The packet bound by `let`, not in an `Option` matched later: a partly moved local
             // stays in the future, beside the queue's wait.
             let packet = match self.place(packet, cork) {
-                Placed::Gone => return Ok(true),
-                Placed::FirstCorked => return self.write_cork_after_yield().await.map(|()| false),
+                Placed::Gone => return Ok(Sent::AtOnce),
+                Placed::FirstCorked => return Ok(Sent::Corked),
                 Placed::Queue(packet) => packet,
             };
-            self.enqueue(packet).await.map(|()| false)
+            self.enqueue(packet).await.map(|()| Sent::Queued)
         }
     }
 
-    /// Lets the task run the others once, then writes the cork (see `send_or_cork`). Written
-    /// when dropped too: a caller dropped during the yield leaves nothing stuck.
-    async fn write_cork_after_yield(&self) -> Result<(), Error> {
+    /// Lets the task run the others once (calls joined on it, or queued behind it, join the
+    /// cork), then writes the cork: what the sender of [`Sent::Corked`] does next. Written when
+    /// dropped too: a caller dropped during the yield leaves nothing stuck.
+    pub(crate) async fn write_cork_after_yield(&self) {
         let _flush = FlushCork(&*self.outbound);
         YieldOnce(false).await;
-        Ok(())
     }
 
     /// Where [`Connection::send_or_cork`] puts an admitted packet, without waiting.
@@ -719,6 +722,18 @@ impl Drop for Reserved<'_> {
         self.conn.outbound.unqueued();
         self.conn.queue_bytes.give_back(self.len);
     }
+}
+
+/// How [`Connection::send_or_cork`] sent a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Written, or corked behind a packet whose sender writes the cork, within the first poll.
+    AtOnce,
+    /// In the writer's queue, after a wait.
+    Queued,
+    /// Corked first: its sender writes the cork next, with no await before it
+    /// ([`Connection::write_cork_after_yield`]).
+    Corked,
 }
 
 /// Writes the cork when dropped (see [`Connection::send_or_cork`]).
