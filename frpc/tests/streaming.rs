@@ -209,6 +209,15 @@ struct RawPeer {
 }
 
 impl RawPeer {
+    /// The first connection `listener` accepts, in the Frisbee framing.
+    async fn accept(listener: &tokio::net::TcpListener) -> RawPeer {
+        let (stream, _) = listener.accept().await.unwrap();
+        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
+        RawPeer {
+            framed: tokio_util::codec::Framed::new(stream, codec),
+        }
+    }
+
     async fn connect(addr: std::net::SocketAddr) -> RawPeer {
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
@@ -267,11 +276,7 @@ async fn a_stream_toward_a_plain_peer_ends_with_a_frisbee_close() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let peer = tokio::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
-        let mut peer = RawPeer {
-            framed: tokio_util::codec::Framed::new(stream, codec),
-        };
+        let mut peer = RawPeer::accept(&listener).await;
         let (open, request) = (peer.next().await, peer.next().await);
         assert_eq!((open.op, request.id), (2, open.id));
         peer.send(open.id, 2, text_bytes("only")).await;
@@ -357,11 +362,7 @@ async fn late_packets_of_a_finished_stream_are_dropped_by_the_client() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
-        let mut peer = RawPeer {
-            framed: tokio_util::codec::Framed::new(stream, codec),
-        };
+        let mut peer = RawPeer::accept(&listener).await;
         let open = peer.next().await;
         let first = peer.next().await;
         assert_eq!((open.op, &first.content[..]), (2, &text_bytes("a")[..]));
@@ -451,11 +452,7 @@ async fn the_id_of_a_stream_given_up_is_not_reused_while_its_messages_may_come()
     // Holds stream 1 unanswered, ends every other stream at once; once the one after the wrap
     // opens, sends a late message on stream 1 and then that stream's own message and end.
     let peer = tokio::spawn(async move {
-        let (stream, _) = listener.accept().await.unwrap();
-        let codec = frpc::wire::PacketCodec::new(frpc::Framing::Frisbee);
-        let mut peer = RawPeer {
-            framed: tokio_util::codec::Framed::new(stream, codec),
-        };
+        let mut peer = RawPeer::accept(&listener).await;
         let held = peer.next_data().await;
         assert_eq!((held.id, peer.next_data().await.id), (1, 1));
         let mut ids = Vec::new();
